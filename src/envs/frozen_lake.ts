@@ -1,0 +1,163 @@
+/**
+ * FrozenLake text env (SPEC.md §8; ROLL roll/pipeline/agentic/env/frozen_lake/env.py, RAGEN
+ * ragen/env/frozen_lake). Seeded random map per reset, gymnasium slippery dynamics, text render.
+ */
+import { Rng } from '../util/rng';
+import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from './config';
+import { LAKE_ACTIONS, generateMap, moveFrom, type LakeMap, type Pos } from './frozen_lake_map';
+import { parseAction } from './parse';
+import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
+
+/**
+ * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
+ * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
+ * format_penalty 0 (SPEC example -0.01; configs set it), env_instruction: the compact default,
+ * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
+ */
+export interface FrozenLakeConfig {
+  size: number;
+  p: number;
+  is_slippery: boolean;
+  success_rate: number;
+  format_penalty: number;
+  env_instruction: string | null;
+  max_steps: number | null;
+}
+
+/** Allowed env_config keys of frozen_lake. */
+export const FROZEN_LAKE_KEYS = ['size', 'p', 'is_slippery', 'success_rate', 'format_penalty', 'env_instruction', 'max_steps'] as const;
+
+/** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
+export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
+  const where = 'env_config of frozen_lake';
+  const r = checkKeys(where, raw, FROZEN_LAKE_KEYS);
+  const maxSteps = r.max_steps === null ? null : getInt(where, r, 'max_steps', -1, 1, 1_000_000);
+  const instr = r.env_instruction === null ? null : getString(where, r, 'env_instruction', '');
+  return {
+    size: getInt(where, r, 'size', 4, 2, 64),
+    p: getNumber(where, r, 'p', 0.8, 0, 1, true),
+    is_slippery: getBool(where, r, 'is_slippery', true),
+    success_rate: getNumber(where, r, 'success_rate', 1 / 3, 0, 1),
+    format_penalty: getNumber(where, r, 'format_penalty', 0),
+    env_instruction: instr === '' ? null : instr,
+    max_steps: maxSteps === -1 ? null : maxSteps,
+  };
+}
+
+/** Default instruction: short on purpose (the quickstart model uses a char tokenizer). */
+export function frozenLakeInstruction(slippery: boolean): string {
+  return 'FrozenLake. Reach G, avoid O. P is you.' + (slippery ? ' Ice is slippery.' : '') +
+    ' Answer <answer>Left|Down|Right|Up</answer>.';
+}
+
+/**
+ * Renders a map with the player: rows joined by "\n"; P player, _ frozen, O hole, G goal,
+ * X player in a hole, √ player on the goal (SPEC.md §8, ROLL grid_lookup).
+ */
+export function renderLake(map: LakeMap, player: Pos): string {
+  const rows: string[] = [];
+  for (let r = 0; r < map.size; r++) {
+    let line = '';
+    for (let c = 0; c < map.size; c++) {
+      const cell = map.desc[r][c];
+      const here = r === player.row && c === player.col;
+      if (cell === 'H') line += here ? 'X' : 'O';
+      else if (cell === 'G') line += here ? '√' : 'G';
+      else line += here ? 'P' : '_';
+    }
+    rows.push(line);
+  }
+  return rows.join('\n');
+}
+
+/**
+ * FrozenLake env. Map: generateMap(size, p, Rng('frozen_lake/map', seed)). Slippery: the intended
+ * move with probability success_rate, each perpendicular move with (1 - success_rate)/2 (gymnasium
+ * order [a-1, a, a+1] mod 4, one Rng.next() per valid step), drawn from Rng('frozen_lake/slip', seed,
+ * envId) (or Rng('frozen_lake/slip', seed) without envId; see EnvOptions). Reward 1 on reaching G,
+ * else 0; terminated on G or H. Invalid answer: state unchanged, reward format_penalty, no draw.
+ * action_is_effective = the player's cell changed. With max_steps set, the step that reaches it ends
+ * the episode (terminated true, info.truncated true).
+ */
+export class FrozenLakeEnv implements Env {
+  readonly envType = 'frozen_lake';
+  readonly actionNames: readonly string[] = LAKE_ACTIONS;
+  readonly config: FrozenLakeConfig;
+  private readonly options: EnvOptions;
+  private map: LakeMap | null = null;
+  private player: Pos = { row: 0, col: 0 };
+  private slip: Rng | null = null;
+  private done = false;
+  private steps = 0;
+
+  /** @param config raw env_config (validated here; throws Error on a bad key/value) */
+  constructor(config: RawEnvConfig = {}, options: EnvOptions = {}) {
+    this.config = parseFrozenLakeConfig(config);
+    this.options = options;
+  }
+
+  /** The current map (null before the first reset). */
+  get lakeMap(): LakeMap | null {
+    return this.map;
+  }
+
+  /** The player's current cell. */
+  get position(): Pos {
+    return { ...this.player };
+  }
+
+  reset(seed: number): { observation: string; info: { env_instruction: string } } {
+    checkSeed(this.envType, seed);
+    this.map = generateMap(this.config.size, this.config.p, new Rng('frozen_lake/map', seed));
+    this.player = { ...this.map.start };
+    this.slip = this.options.envId === undefined
+      ? new Rng('frozen_lake/slip', seed)
+      : new Rng('frozen_lake/slip', seed, this.options.envId);
+    this.done = false;
+    this.steps = 0;
+    const env_instruction = this.config.env_instruction ?? frozenLakeInstruction(this.config.is_slippery);
+    return { observation: this.render(), info: { env_instruction } };
+  }
+
+  step(responseText: string): StepResult {
+    if (this.map === null || this.slip === null) throw new Error('frozen_lake.step: call reset(seed) first');
+    if (this.done) throw new Error('frozen_lake.step: the episode has terminated; call reset(seed)');
+    this.steps++;
+    const { action } = parseAction(responseText, this.actionNames, { enableThink: this.options.enableThink });
+    let result: StepResult;
+    if (action === null) {
+      const penalty = this.config.format_penalty;
+      result = {
+        observation: this.render(), reward: penalty, terminated: false,
+        info: { success: false, action_is_valid: false, action_is_effective: false, format_penalty: penalty },
+      };
+    } else {
+      let a = LAKE_ACTIONS.indexOf(action as (typeof LAKE_ACTIONS)[number]);
+      if (this.config.is_slippery) {
+        const side = (1 - this.config.success_rate) / 2;
+        const u = this.slip.next();
+        a = u < side ? (a + 3) % 4 : u < side + this.config.success_rate ? a : (a + 1) % 4;
+      }
+      const next = moveFrom(this.player, a, this.map.size);
+      const moved = next.row !== this.player.row || next.col !== this.player.col;
+      this.player = next;
+      const cell = this.map.desc[next.row][next.col];
+      const success = cell === 'G';
+      result = {
+        observation: this.render(), reward: success ? 1 : 0, terminated: success || cell === 'H',
+        info: { success, action_is_valid: true, action_is_effective: moved, format_penalty: 0 },
+      };
+    }
+    if (!result.terminated && this.config.max_steps !== null && this.steps >= this.config.max_steps) {
+      result.terminated = true;
+      result.info.truncated = true;
+    }
+    this.done = result.terminated;
+    return result;
+  }
+
+  render(): string {
+    if (this.map === null) throw new Error('frozen_lake.render: call reset(seed) first');
+    return renderLake(this.map, this.player);
+  }
+}

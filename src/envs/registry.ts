@@ -1,0 +1,42 @@
+/**
+ * Env registry: env_type (ROLL/RAGEN names, SPEC.md §2 custom_envs.<tag>.env_type) -> constructor.
+ */
+import { BanditEnv } from './bandit';
+import type { RawEnvConfig } from './config';
+import { FrozenLakeEnv } from './frozen_lake';
+import type { Env, EnvOptions } from './types';
+
+const FACTORIES: Record<string, (config: RawEnvConfig, options: EnvOptions) => Env> = {
+  frozen_lake: (config, options) => new FrozenLakeEnv(config, options),
+  bandit: (config, options) => new BanditEnv(config, options),
+};
+
+/** Known env_type values. */
+export const ENV_TYPES: readonly string[] = Object.keys(FACTORIES);
+
+/**
+ * Creates an env.
+ * @param envType one of ENV_TYPES
+ * @param envConfig custom_envs.<tag>.env_config from YAML (undefined = defaults)
+ * @param options per-instance options from the rollout manager (envId, enableThink; see EnvOptions)
+ * @throws Error for an unknown env_type (lists the allowed ones), an unknown env_config key or a bad value
+ *         (names the key, the value and what is allowed), or a bad envId.
+ */
+export function createEnv(envType: string, envConfig?: Record<string, unknown>, options: EnvOptions = {}): Env {
+  const factory = Object.prototype.hasOwnProperty.call(FACTORIES, envType) ? FACTORIES[envType] : undefined;
+  if (factory === undefined) {
+    throw new Error(`env_type "${envType}" is not known; allowed: ${ENV_TYPES.join(', ')}`);
+  }
+  if (options.envId !== undefined && (!Number.isSafeInteger(options.envId) || options.envId < 0)) {
+    throw new Error(`createEnv: envId must be a non-negative integer, got ${String(options.envId)}`);
+  }
+  return factory(envConfig, options);
+}
+
+/**
+ * Validates an env_config without keeping the env (for config validation before anything starts).
+ * Throws the same errors as createEnv.
+ */
+export function validateEnvConfig(envType: string, envConfig?: Record<string, unknown>): void {
+  createEnv(envType, envConfig);
+}
