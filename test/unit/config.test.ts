@@ -1,0 +1,89 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parse } from 'yaml';
+import { readFileSync } from 'node:fs';
+import { loadConfigFile, validateConfig } from '../../src/config/load';
+import { ConfigError } from '../../src/config/errors';
+import { planShards } from '../../src/rollout/plan';
+
+const base = () => parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, any>;
+
+function problemsOf(raw: unknown): string[] {
+  try {
+    validateConfig(raw, 'test.yaml');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return err.problems;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+test('the shipped configs load with defaults applied', () => {
+  for (const file of ['configs/frozen_lake.yaml', 'configs/bandit.yaml']) {
+    const { config } = loadConfigFile(file);
+    assert.equal(config.actor_train.training_args.adam_beta2, 0.999);
+    assert.equal(config.rollout_batch_size % config.train_env_manager.group_size, 0);
+  }
+  const { config } = loadConfigFile('configs/frozen_lake.yaml');
+  assert.equal(config.reward_normalization.method, 'mean_std');
+  assert.equal(config.custom_envs.FrozenLake.max_steps, 10);
+});
+
+test('unknown key names the key and the nearest known one', () => {
+  const raw = base();
+  raw.rollout_batch_sise = 64;
+  const [p] = problemsOf(raw);
+  assert.match(p, /unknown key `rollout_batch_sise`; did you mean `rollout_batch_size`\?/);
+  const nested = base();
+  nested.actor_train.training_args.learnig_rate = 1;
+  assert.match(problemsOf(nested)[0], /actor_train\.training_args\.learnig_rate`; did you mean `learning_rate`/);
+});
+
+test('wrong type names the key and the value', () => {
+  const raw = base();
+  raw.max_steps = 'ten';
+  assert.match(problemsOf(raw)[0], /`max_steps`: .*expected number.*\(got "ten"\)/);
+  const enumBad = base();
+  enumBad.reward_normalization.method = 'zscore';
+  assert.match(problemsOf(enumBad)[0], /`reward_normalization\.method`: .*"identity".*\(got "zscore"\)/);
+});
+
+test('rollout_batch_size must be a multiple of group_size', () => {
+  const raw = base();
+  raw.rollout_batch_size = 60;
+  const problems = problemsOf(raw);
+  assert.ok(problems.some((p) => /`rollout_batch_size`: 60 is not a multiple of train_env_manager\.group_size \(8\)/.test(p)), problems.join('\n'));
+});
+
+test('partition, tags and env_type are checked', () => {
+  const raw = base();
+  raw.train_env_manager.num_groups_partition = [7];
+  raw.custom_envs.FrozenLake.env_type = 'frozenlake';
+  raw.val_env_manager.tags = ['Sokoban'];
+  const problems = problemsOf(raw).join('\n');
+  assert.match(problems, /num_groups_partition`: \[7\] sums to 7; it must sum to num_env_groups \(8\)/);
+  assert.match(problems, /env_type`: "frozenlake" is not a known env type \(allowed: frozen_lake, bandit\)/);
+  assert.match(problems, /tag "Sokoban" has no entry in custom_envs/);
+});
+
+test('ROLL keys for GPU placement are accepted and listed as ignored', () => {
+  const raw = base();
+  raw.num_gpus_per_node = 8;
+  raw.actor_train.device_mapping = 'list(range(0,8))';
+  const config = validateConfig(raw);
+  assert.equal(config.max_steps, 30);
+});
+
+test('planShards: complete groups, equal seeds within a group, fixed validation states', () => {
+  const { config } = loadConfigFile('configs/frozen_lake.yaml');
+  const shards = planShards(config, 'train', 3);
+  assert.equal(shards.length, 2);
+  const groups = shards.flat();
+  assert.equal(groups.length, 8);
+  assert.deepEqual(groups.map((g) => g.groupId), [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.equal(new Set(groups.map((g) => g.seed)).size, 8);
+  assert.deepEqual(planShards(config, 'train', 3), shards);
+  assert.notDeepEqual(planShards(config, 'train', 4)[0][0].seed, groups[0].seed);
+  assert.deepEqual(planShards(config, 'val', 0), planShards(config, 'val', 20));
+  assert.equal(groups[2].trajGroupId, `FrozenLake_2_0_${groups[2].seed}`);
+});
