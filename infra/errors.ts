@@ -1,0 +1,29 @@
+/**
+ * Errors of the infra module. Messages say what failed and what to do instead
+ * (DESIGN.md, "Infra on a developer or CI machine").
+ */
+
+/** How to use servers that already run instead of local ones; appended to InfraUnavailableError messages. */
+export const ENV_HINT =
+  'To use servers that already run instead, set TEMPORAL_ADDRESS=host:port, S3_ENDPOINT=http://host:port, ' +
+  'S3_ACCESS_KEY, S3_SECRET_KEY (optional: S3_BUCKET, default starpo; TEMPORAL_NAMESPACE, default default; S3_REGION). ' +
+  'For MinIO, put a `minio` binary on PATH or set MINIO_BINARY=/path/to/minio.';
+
+/** Thrown when a server binary can be neither found in the cache nor installed (pip and go both failed). */
+export class InfraUnavailableError extends Error {
+  override name = 'InfraUnavailableError';
+  /** @param message says which installs were tried, with each command and the tail of its stderr. */
+  constructor(message: string) {
+    super(`${message}\n${ENV_HINT}`);
+  }
+}
+
+/** Thrown when a server was started but did not become healthy before its deadline; the message holds the log tail. */
+export class InfraStartError extends Error {
+  override name = 'InfraStartError';
+}
+
+/** Thrown when environment variables describing external servers are incomplete or malformed (names the variable). */
+export class InfraConfigError extends Error {
+  override name = 'InfraConfigError';
+}

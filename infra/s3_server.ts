@@ -1,0 +1,125 @@
+/**
+ * The local S3 server: MinIO when a `minio` binary is on PATH or MINIO_BINARY names one, else
+ * SeaweedFS `weed server -s3`; command lines and the health check (DESIGN.md, "Infra on a developer or CI machine").
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as Minio from 'minio';
+import type { S3Endpoint } from './types';
+
+/** Internal ports of `weed server` that we always set, so nothing lands on a default port (TCP, 127.0.0.1). */
+export const WEED_PORT_NAMES = ['s3', 's3Grpc', 'master', 'masterGrpc', 'volume', 'volumeGrpc', 'filer', 'filerGrpc'] as const;
+/** Internal ports of `minio server`. */
+export const MINIO_PORT_NAMES = ['s3', 'console'] as const;
+
+/** Absolute path of a MinIO binary from MINIO_BINARY or PATH, else null. */
+export function findMinio(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.MINIO_BINARY) {
+    if (!fs.existsSync(env.MINIO_BINARY)) throw new Error(`MINIO_BINARY=${env.MINIO_BINARY} does not exist; unset it or point it at a minio executable`);
+    return path.resolve(env.MINIO_BINARY);
+  }
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir || '.', 'minio');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return path.resolve(candidate);
+    } catch {
+      /* not here */
+    }
+  }
+  return null;
+}
+
+/** Writes the SeaweedFS S3 identity file (one admin identity with our keys) and returns its path. Mode 0600. */
+export function writeWeedS3Config(stateDir: string, accessKey: string, secretKey: string): string {
+  const file = path.join(stateDir, 's3-identities.json');
+  const config = {
+    identities: [{ name: 'starpo', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }],
+  };
+  fs.writeFileSync(file, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
+  return file;
+}
+
+/** argv of `weed server` with every listener on 127.0.0.1 and data in `<stateDir>/s3`. */
+export function weedArgs(stateDir: string, ports: Record<string, number>, s3ConfigFile: string): string[] {
+  const dataDir = path.join(stateDir, 's3');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const p = (name: (typeof WEED_PORT_NAMES)[number]) => {
+    const v = ports[name];
+    if (v === undefined) throw new Error(`weed port ${name} missing from infra state`);
+    return String(v);
+  };
+  return [
+    'server',
+    '-ip=127.0.0.1',
+    '-ip.bind=127.0.0.1',
+    `-dir=${dataDir}`,
+    `-master.port=${p('master')}`,
+    `-master.port.grpc=${p('masterGrpc')}`,
+    '-master.telemetry=false',
+    '-master.volumeSizeLimitMB=1024',
+    `-volume.port=${p('volume')}`,
+    `-volume.port.grpc=${p('volumeGrpc')}`,
+    '-volume.max=100',
+    '-volume.preStopSeconds=0',
+    '-filer',
+    `-filer.port=${p('filer')}`,
+    `-filer.port.grpc=${p('filerGrpc')}`,
+    '-s3',
+    `-s3.port=${p('s3')}`,
+    `-s3.port.grpc=${p('s3Grpc')}`,
+    '-s3.port.iceberg=0',
+    '-s3.port.lance=0',
+    `-s3.config=${s3ConfigFile}`,
+  ];
+}
+
+/** argv and env of `minio server` on 127.0.0.1 with data in `<stateDir>/minio`. */
+export function minioCommand(stateDir: string, ports: Record<string, number>, accessKey: string, secretKey: string): { args: string[]; env: Record<string, string> } {
+  const dataDir = path.join(stateDir, 'minio');
+  fs.mkdirSync(dataDir, { recursive: true });
+  return {
+    args: ['server', dataDir, '--quiet', '--address', `127.0.0.1:${ports.s3}`, '--console-address', `127.0.0.1:${ports.console}`],
+    env: { MINIO_ROOT_USER: accessKey, MINIO_ROOT_PASSWORD: secretKey },
+  };
+}
+
+/** A `minio` client for an endpoint (region defaults to us-east-1). */
+export function s3Client(s3: S3Endpoint): Minio.Client {
+  return new Minio.Client({
+    endPoint: s3.endPoint,
+    port: s3.port,
+    useSSL: s3.useSSL,
+    accessKey: s3.accessKey,
+    secretKey: s3.secretKey,
+    region: s3.region ?? 'us-east-1',
+  });
+}
+
+/**
+ * One health probe: creates the bucket when missing, then lists it. Resolves to null when healthy,
+ * else a one-line reason. Idempotent.
+ */
+export async function probeS3(s3: S3Endpoint): Promise<string | null> {
+  const client = s3Client(s3);
+  try {
+    if (!(await client.bucketExists(s3.bucket))) {
+      try {
+        await client.makeBucket(s3.bucket, s3.region ?? 'us-east-1');
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code !== 'BucketAlreadyOwnedByYou' && code !== 'BucketAlreadyExists') throw err;
+      }
+    }
+    const stream = client.listObjectsV2(s3.bucket, '', false);
+    await new Promise<void>((resolve, reject) => {
+      stream.on('data', () => undefined);
+      stream.once('end', () => resolve());
+      stream.once('error', reject);
+    });
+    return null;
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    return `S3 at ${s3.endPoint}:${s3.port} not ready: ${e.code ?? ''} ${(e.message ?? String(err)).split('\n')[0]}`.trim();
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The object store key layout, a pure function of (run, step, split, shard) so a retried activity
+ * rewrites the same keys (DESIGN.md, "Object store layout").
+ */
+
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const SPLIT = /^[a-z][a-z0-9_]{0,31}$/;
+
+/** Thrown for a key part outside the allowed characters or range; the message names the value and what is allowed. */
+export class InvalidKeyPartError extends Error {
+  override name = 'InvalidKeyPartError';
+}
+
+/**
+ * Checks a run id: 1-128 chars of [A-Za-z0-9._-], starting with a letter or digit, no `..`.
+ * @returns the run id unchanged. @throws InvalidKeyPartError naming the value.
+ */
+export function validateRunId(runId: string): string {
+  if (typeof runId !== 'string' || !RUN_ID.test(runId) || runId.includes('..')) {
+    throw new InvalidKeyPartError(
+      `runId ${JSON.stringify(runId)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit, without ".."`,
+    );
+  }
+  return runId;
+}
+
+/** Zero-padded step folder name, e.g. 10 -> `step-000010`. @throws InvalidKeyPartError unless step is an integer 0..999999. */
+export function stepName(step: number): string {
+  if (!Number.isInteger(step) || step < 0 || step > 999_999) {
+    throw new InvalidKeyPartError(`step ${step} is invalid; allowed: an integer from 0 to 999999`);
+  }
+  return `step-${String(step).padStart(6, '0')}`;
+}
+
+/** Parses `step-000010` (or a key containing `/step-000010/` or `/step-000010.json`) back to 10; null when absent. */
+export function parseStep(keyOrName: string): number | null {
+  const m = /(?:^|\/)step-(\d{6})(?:\/|\.json$|$)/.exec(keyOrName);
+  return m ? Number(m[1]) : null;
+}
+
+/** `runs/<runId>/` */
+export function runPrefix(runId: string): string {
+  return `runs/${validateRunId(runId)}/`;
+}
+
+/** `runs/<runId>/run.json`: the resolved RunSpec. */
+export function runKey(runId: string): string {
+  return `${runPrefix(runId)}run.json`;
+}
+
+/** `runs/<runId>/checkpoints/`: parent of every checkpoint of a run (for listing). */
+export function checkpointsPrefix(runId: string): string {
+  return `${runPrefix(runId)}checkpoints/`;
+}
+
+/** `runs/<runId>/checkpoints/step-000010/` */
+export function checkpointPrefix(runId: string, step: number): string {
+  return `${checkpointsPrefix(runId)}${stepName(step)}/`;
+}
+
+/**
+ * `runs/<runId>/rollouts/step-000010/train-shard-003.jsonl.gz`
+ * @param split lower-case name such as `train` or `val` ([a-z][a-z0-9_]*). @param shard integer 0..999.
+ * @throws InvalidKeyPartError naming the bad value.
+ */
+export function rolloutKey(runId: string, step: number, split: string, shard: number): string {
+  if (typeof split !== 'string' || !SPLIT.test(split)) {
+    throw new InvalidKeyPartError(`split ${JSON.stringify(split)} is invalid; allowed: lower-case [a-z][a-z0-9_]*, e.g. train or val`);
+  }
+  if (!Number.isInteger(shard) || shard < 0 || shard > 999) {
+    throw new InvalidKeyPartError(`shard ${shard} is invalid; allowed: an integer from 0 to 999`);
+  }
+  return `${runPrefix(runId)}rollouts/${stepName(step)}/${split}-shard-${String(shard).padStart(3, '0')}.jsonl.gz`;
+}
+
+/** `runs/<runId>/metrics/step-000010.json` */
+export function metricsKey(runId: string, step: number): string {
+  return `${runPrefix(runId)}metrics/${stepName(step)}.json`;
+}
+
+/** `runs/<runId>/latest.json`: pointer to the newest complete checkpoint manifest. */
+export function latestKey(runId: string): string {
+  return `${runPrefix(runId)}latest.json`;
+}
+
+/**
+ * `warmup/<name>/`: shared artifacts reused across runs, e.g. a warm-up checkpoint named by the hash
+ * of what produced it. @throws InvalidKeyPartError unless name is 1-128 chars of [A-Za-z0-9._-].
+ */
+export function warmupPrefix(name: string): string {
+  if (typeof name !== 'string' || !NAME.test(name) || name.includes('..')) {
+    throw new InvalidKeyPartError(`warm-up name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`);
+  }
+  return `warmup/${name}/`;
+}
+
+/** Name of the manifest object inside a checkpoint prefix. */
+export const MANIFEST_NAME = 'manifest.json';
