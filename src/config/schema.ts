@@ -111,7 +111,7 @@ export const runConfigSchema = z
     rollout_batch_size: positiveInt.default(128),
     val_batch_size: positiveInt.default(128),
     sequence_length: positiveInt.default(2048),
-    pretrain: z.string().default('tiny'),
+    pretrain: z.enum(['tiny']).default('tiny'),
     adv_estimator: z.enum(['reinforce', 'grpo']).default('reinforce'),
     ppo_epochs: positiveInt.default(1),
     max_grad_norm: z.number().positive().default(1.0),

@@ -1,0 +1,95 @@
+/**
+ * Activity `prepareRun` (task queue "starpo-update"): stores run.json and provides the step-0
+ * policy. A random-init model never answers in the <answer>...</answer> format, so the run starts,
+ * as ROLL does from an instruct model, from a supervised format warm-up: SFT on episodes whose
+ * actions are uniformly random valid actions (format only, no skill; issue 2, item 5). The warm-up
+ * episodes and checkpoint live under warmup/<sha256 of everything they depend on>/ and are reused
+ * by every later run with the same settings.
+ */
+import { createHash } from 'node:crypto';
+import { runKey, warmupPrefix } from '../storage/keys';
+import { writeLatest } from '../storage/manifest';
+import type { RunConfig } from '../config/schema';
+import { charTokenizer } from '../model/tokenizer';
+import { tinyPreset } from '../model/config';
+import { Qwen2 } from '../model/qwen2';
+import { AdamW } from '../algo/adamw';
+import { sftTrain } from '../algo/sft';
+import { runEpisodes, EpisodeSpec } from '../rollout/manager';
+import { randomActionPolicy } from '../rollout/scripted_policy';
+import { tagOfEnvGroup } from '../rollout/plan';
+import type { Trajectory } from '../rollout/types';
+import { deriveSeed } from '../util/rng';
+import type { PrepareRunInput, PrepareRunOutput } from './types';
+import { saveCheckpoint } from './checkpoint';
+import { ActivityRuntime, heartbeat } from './runtime';
+
+/** Bump when the warm-up recipe changes, so old artifacts are not reused. */
+const WARMUP_VERSION = 1;
+
+/** The settings the warm-up result depends on; their hash names the warm-up folder. */
+function warmupIdentity(config: RunConfig) {
+  const tags = [...new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags])].sort();
+  return {
+    version: WARMUP_VERSION, pretrain: config.pretrain, seed: config.seed, warmup: config.warmup,
+    sequence_length: config.sequence_length, max_new_tokens: config.actor_infer.generating_args.max_new_tokens,
+    envs: Object.fromEntries(tags.map((t) => [t, config.custom_envs[t]])), trainTags: config.train_env_manager.tags,
+    partition: config.train_env_manager.num_groups_partition,
+  };
+}
+
+/** Format demonstrations: num_episodes episodes over the train tags with random valid actions. */
+async function demonstrations(config: RunConfig, tokenizer: ReturnType<typeof charTokenizer>): Promise<Trajectory[]> {
+  const m = config.train_env_manager;
+  const specs: EpisodeSpec[] = Array.from({ length: config.warmup.num_episodes }, (_, i) => {
+    const tag = tagOfEnvGroup(m.tags, m.num_groups_partition, i % m.num_env_groups);
+    const seed = deriveSeed(config.seed, 'warmup', i);
+    return { tag, groupId: i, envId: i, seed, trajGroupId: `${tag}_${i}_0_${seed}`, rngParts: [config.seed, 'warmup', i] };
+  });
+  return runEpisodes(specs, {
+    policy: randomActionPolicy(tokenizer), tokenizer, customEnvs: config.custom_envs, sequenceLength: config.sequence_length,
+    maxNewTokens: config.actor_infer.generating_args.max_new_tokens, split: 'train', step: 0,
+  });
+}
+
+/** Builds the prepareRun activity over a runtime. */
+export function prepareRunActivity(rt: ActivityRuntime) {
+  return async function prepareRun(input: PrepareRunInput): Promise<PrepareRunOutput> {
+    const { runId, configName, config } = input;
+    await rt.store.putJson(runKey(runId), { runId, configName, config });
+    const hash = createHash('sha256').update(JSON.stringify(warmupIdentity(config))).digest('hex').slice(0, 16);
+    const prefix = warmupPrefix(hash);
+    const existing = await rt.existing(`${prefix}manifest.json`);
+    if (existing) {
+      await writeLatest(rt.store, runId, existing, 0);
+      return { checkpoint: existing, metrics: { 'warmup/reused': 1 } };
+    }
+    const started = performance.now();
+    const tokenizer = charTokenizer();
+    const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
+    const optimizer = new AdamW({ betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 });
+    try {
+      let episodes = (await rt.store.exists(`${prefix}episodes.jsonl.gz`))
+        ? ((await rt.store.getJsonlGz(`${prefix}episodes.jsonl.gz`)) as Trajectory[])
+        : null;
+      if (!episodes) {
+        episodes = await demonstrations(config, tokenizer);
+        await rt.store.putJsonlGz(`${prefix}episodes.jsonl.gz`, episodes);
+      }
+      const w = config.warmup;
+      const { finalLoss } = await sftTrain({
+        model, optimizer, trajectories: episodes, steps: w.train_steps, batchSize: w.batch_size,
+        microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
+        maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
+        afterStep: (step, loss) => heartbeat({ warmupStep: step, loss }),
+      });
+      const metrics = { 'warmup/reused': 0, 'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length };
+      const ref = await saveCheckpoint(rt.store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics } });
+      await writeLatest(rt.store, runId, ref, 0);
+      return { checkpoint: ref, metrics };
+    } finally {
+      model.dispose();
+      optimizer.dispose();
+    }
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * Per-process state of the activity workers: the object store, the run configs read from
+ * runs/<run>/run.json, and a one-entry cache of the last checkpoint used (so consecutive steps on
+ * the same worker do not reload weights). Everything can be rebuilt from the store, so a restarted
+ * worker continues where a dead one stopped.
+ */
+import { Context } from '@temporalio/activity';
+import type { ObjectStore } from '../storage/object_store';
+import { runKey } from '../storage/keys';
+import type { RunConfig } from '../config/schema';
+import type { ObjectRef } from './types';
+import { loadCheckpoint, LoadedCheckpoint } from './checkpoint';
+
+/** The run spec stored at runs/<run>/run.json. */
+export interface StoredRun {
+  runId: string;
+  configName: string;
+  config: RunConfig;
+}
+
+/** Activity dependencies and caches of one worker process. */
+export class ActivityRuntime {
+  private readonly runs = new Map<string, StoredRun>();
+  private cached: { key: string; checkpoint: LoadedCheckpoint } | null = null;
+
+  constructor(readonly store: ObjectStore) {}
+
+  /** The stored run spec (read once per process). */
+  async run(runId: string): Promise<StoredRun> {
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = (await this.store.getJson(runKey(runId))) as StoredRun;
+      this.runs.set(runId, run);
+    }
+    return run;
+  }
+
+  /** The ref of an existing object (content hashed), or null when there is none. */
+  async existing(key: string): Promise<ObjectRef | null> {
+    return (await this.store.exists(key)) ? this.store.refOf(key) : null;
+  }
+
+  /**
+   * The checkpoint behind a manifest ref, from the cache or the store. Taking it out of the cache
+   * hands ownership to the caller, who must `keep` it again (or dispose it).
+   */
+  async take(manifest: ObjectRef): Promise<LoadedCheckpoint> {
+    const key = `${manifest.key}@${manifest.sha256}`;
+    if (this.cached?.key === key) {
+      const hit = this.cached.checkpoint;
+      this.cached = null;
+      return hit;
+    }
+    return loadCheckpoint(this.store, manifest);
+  }
+
+  /** Caches a checkpoint under its manifest ref, disposing the previous one. */
+  keep(manifest: ObjectRef, checkpoint: LoadedCheckpoint): void {
+    if (this.cached) {
+      this.cached.checkpoint.model.dispose();
+      this.cached.checkpoint.optimizer?.dispose();
+    }
+    this.cached = { key: `${manifest.key}@${manifest.sha256}`, checkpoint };
+  }
+}
+
+/** Heartbeats (with optional details) and yields the event loop so the heartbeat is sent. */
+export async function heartbeat(details?: unknown): Promise<void> {
+  Context.current().heartbeat(details);
+  await new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,70 @@
+/**
+ * Packs trajectories into padded training tensors (SPEC.md §4 Packing, §6 notation): right padding
+ * with the tokenizer's pad id, position ids from 0, and the SHIFTED response mask m[t] = 1 when token
+ * t+1 was sampled by the policy (index t of the shifted arrays is the log-prob of token t+1).
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { Trajectory } from '../rollout/types';
+
+/** A padded batch. */
+export interface PackedBatch {
+  /** int32 [B, L] token ids, right-padded with padId. */
+  ids: tf.Tensor2D;
+  /** float32 [B, L]: 1 on real tokens, 0 on padding. */
+  attentionMask: tf.Tensor2D;
+  /** [B][L-1] shifted response mask (0/1). */
+  mask: number[][];
+  /** [B] shifted index of each trajectory's last sampled token, -1 when it has none. */
+  lastIndex: number[];
+  /** [B][L-1] shifted sampling-time log-probs (nats), 0 off the mask. */
+  sampleLogprobs: number[][];
+}
+
+/**
+ * Packs trajectories to a common length L = max(2, longest). Caller disposes ids/attentionMask.
+ * @throws RangeError when the list is empty
+ */
+export function packBatch(trajectories: readonly Trajectory[], padId: number): PackedBatch {
+  if (trajectories.length === 0) throw new RangeError('packBatch: no trajectories');
+  const B = trajectories.length;
+  const L = Math.max(2, ...trajectories.map((t) => t.inputIds.length));
+  const ids = new Int32Array(B * L).fill(padId);
+  const attention = new Float32Array(B * L);
+  const mask: number[][] = [];
+  const lastIndex: number[] = [];
+  const sampleLogprobs: number[][] = [];
+  trajectories.forEach((t, b) => {
+    ids.set(t.inputIds, b * L);
+    attention.fill(1, b * L, b * L + t.inputIds.length);
+    const m = new Array<number>(L - 1).fill(0);
+    const lp = new Array<number>(L - 1).fill(0);
+    let last = -1;
+    for (let i = 1; i < t.inputIds.length; i++) {
+      if (t.responseMask[i] === 1) {
+        m[i - 1] = 1;
+        lp[i - 1] = t.sampleLogprobs[i];
+        last = i - 1;
+      }
+    }
+    mask.push(m);
+    lastIndex.push(last);
+    sampleLogprobs.push(lp);
+  });
+  return {
+    ids: tf.tensor2d(ids, [B, L], 'int32'),
+    attentionMask: tf.tensor2d(attention, [B, L], 'float32'),
+    mask, lastIndex, sampleLogprobs,
+  };
+}
+
+/**
+ * Splits indices into micro-batches of `size`, after sorting them by trajectory length so each
+ * micro-batch pays for little padding (length bucketing). The gradient sum does not depend on the
+ * split when every micro-batch has the same size.
+ */
+export function lengthBucketedMicroBatches(indices: readonly number[], lengths: readonly number[], size: number): number[][] {
+  const sorted = [...indices].sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const out: number[][] = [];
+  for (let i = 0; i < sorted.length; i += size) out.push(sorted.slice(i, i + size));
+  return out;
+}

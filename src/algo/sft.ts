@@ -1,0 +1,65 @@
+/**
+ * Supervised fine-tuning on demonstration trajectories: token-mean negative log-likelihood of the
+ * response tokens (the same mask the RL loss uses). Used by the format warm-up (issue 2, item 5).
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { Qwen2 } from '../model/qwen2';
+import { tokenLogProbs } from '../model/logprobs';
+import type { Trajectory } from '../rollout/types';
+import { Rng } from '../util/rng';
+import type { AdamW } from './adamw';
+import { lengthBucketedMicroBatches, packBatch } from './batch';
+import { optimizerStep } from './grad_step';
+
+/** Settings of an SFT run. */
+export interface SftOptions {
+  model: Qwen2;
+  optimizer: AdamW;
+  trajectories: Trajectory[];
+  /** Optimizer steps. */
+  steps: number;
+  /** Trajectories per optimizer step. */
+  batchSize: number;
+  /** Trajectories per micro-batch (memory bound). */
+  microBatchSize: number;
+  lr: number;
+  maxGradNorm: number;
+  seed: number;
+  padId: number;
+  /** Called after each optimizer step with (step, loss in nats/token). */
+  afterStep?: (step: number, loss: number) => Promise<void>;
+}
+
+/**
+ * Trains for `steps` optimizer steps on minibatches drawn without replacement (reshuffled every
+ * epoch, seeded). Returns the mean loss of the last 10 steps (nats per response token).
+ * @throws RangeError when there are no trajectories
+ */
+export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; losses: number[] }> {
+  if (o.trajectories.length === 0) throw new RangeError('sftTrain: no trajectories');
+  const vars = o.model.trainableVariables();
+  const lengths = o.trajectories.map((t) => t.inputIds.length);
+  const losses: number[] = [];
+  let order: number[] = [];
+  let epoch = 0;
+  for (let step = 0; step < o.steps; step++) {
+    if (order.length < o.batchSize) order = order.concat(new Rng(o.seed, 'sft', epoch++).shuffle([...lengths.keys()]));
+    const picked = order.splice(0, o.batchSize);
+    const micro = lengthBucketedMicroBatches(picked, lengths, o.microBatchSize);
+    const lossFns = micro.map((idx) => () => {
+      const batch = packBatch(idx.map((i) => o.trajectories[i]), o.padId);
+      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask);
+      entropy.dispose();
+      const mask = tf.tensor2d(batch.mask);
+      const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
+      batch.ids.dispose();
+      batch.attentionMask.dispose();
+      return tf.div(nll, micro.length) as tf.Scalar;
+    });
+    const res = await optimizerStep({ vars, optimizer: o.optimizer, lossFns, lr: o.lr, maxGradNorm: o.maxGradNorm });
+    losses.push(res.loss);
+    if (o.afterStep) await o.afterStep(step, res.loss);
+  }
+  const tail = losses.slice(-10);
+  return { finalLoss: tail.reduce((a, b) => a + b, 0) / tail.length, losses };
+}

@@ -1,0 +1,47 @@
+/**
+ * Follows a running workflow from the terminal: a progress bar fed by the `progress` query
+ * (step, train success, mean episode score, seconds per step) until the run closes.
+ */
+import { SingleBar, Presets } from 'cli-progress';
+import { Client, WorkflowFailedError } from '@temporalio/client';
+import { progressQuery, Progress } from '../workflows/api';
+import type { StarpoRunResult } from '../workflows';
+
+const fmt = (x: number | undefined, digits = 3) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits));
+
+/**
+ * Shows progress until the workflow completes, then returns its result.
+ * @throws WorkflowFailedError when the run fails (the CLI maps it to exit code 1)
+ */
+export async function attach(client: Client, runId: string, pollSeconds = 2): Promise<StarpoRunResult> {
+  const handle = client.workflow.getHandle(runId);
+  const bar = new SingleBar(
+    { format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step', hideCursor: false },
+    Presets.shades_classic,
+  );
+  let started = false;
+  let finished = false;
+  const result = handle.result().finally(() => {
+    finished = true;
+  });
+  while (!finished) {
+    try {
+      const p: Progress = await handle.query(progressQuery);
+      const payload = {
+        phase: p.phase, success: fmt(p.lastMetrics['env/success']), score: fmt(p.lastMetrics['env/score']),
+        sps: fmt(p.secondsPerStep ?? undefined, 1),
+      };
+      if (!started) {
+        bar.start(p.maxSteps, p.step, payload);
+        started = true;
+      } else bar.update(p.step, payload);
+    } catch {
+      // no worker has answered the query yet (starting up); keep waiting
+    }
+    await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollSeconds * 1000))]);
+  }
+  if (started) bar.stop();
+  return result;
+}
+
+export { WorkflowFailedError };

@@ -1,0 +1,95 @@
+/**
+ * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments),
+ * 3 infra unavailable (no server binary, servers unreachable).
+ */
+import { writeFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { stringify } from 'yaml';
+import { registerInfraCommands } from '../../infra/cli';
+import { loadConfigFile } from '../config/load';
+import { exitCodeOf } from './exit_codes';
+import { resolveEndpoints } from './endpoints';
+import { runInputFromFile } from './run_input';
+
+// Heavy modules (tfjs, Temporal worker) load only in the commands that use them.
+const ROLES = ['control', 'rollout', 'update', 'all'];
+type Role = 'control' | 'rollout' | 'update' | 'all';
+
+const log = (line: string) => console.log(line);
+const program = new Command();
+program.name('starpo').description('StarPO training runs on Temporal with an S3 object store').option('--verbose', 'print stack traces');
+
+program
+  .command('train')
+  .description('validate a config, start servers if needed, spawn workers, run StarPO and follow it')
+  .argument('<config>', 'YAML config with ROLL key names, e.g. configs/frozen_lake.yaml')
+  .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>')
+  .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
+  .action(async (path: string, opts: { runId?: string; workers: boolean }) => {
+    const { input, ignored } = runInputFromFile(path, opts.runId);
+    if (ignored.length > 0) log(`ignored (GPU placement / strategy keys): ${ignored.join(', ')}`);
+    const { train } = await import('./train');
+    await train(input, { workers: opts.workers, log });
+  });
+
+program
+  .command('resume')
+  .description('continue a run: attach workers to a running one, or restart a closed one from latest.json')
+  .argument('<runId>')
+  .option('--no-workers', 'do not spawn local workers')
+  .action(async (runId: string, opts: { workers: boolean }) => {
+    const { resume } = await import('./train');
+    await resume(runId, { workers: opts.workers, log });
+  });
+
+program
+  .command('worker')
+  .description('run workers of one role against TEMPORAL_ADDRESS / S3_ENDPOINT (or the local infra)')
+  .addOption(new Option('--role <role>', 'which task queues to poll').choices(ROLES).default('all'))
+  .action(async (opts: { role: Role }) => {
+    const { runWorkers } = await import('../workers/run');
+    await runWorkers(opts.role, await resolveEndpoints({ start: false, log }), log);
+  });
+
+program
+  .command('run-json')
+  .description('write the workflow input for `temporal workflow start --input-file` from a YAML config')
+  .argument('<config>')
+  .option('-o, --output <file>', 'output file', 'run.json')
+  .option('--run-id <id>', 'run id (also the workflow id)')
+  .action((path: string, opts: { output: string; runId?: string }) => {
+    const { input } = runInputFromFile(path, opts.runId);
+    writeFileSync(opts.output, JSON.stringify(input, null, 2));
+    log(`wrote ${opts.output} (run id ${input.runId})`);
+  });
+
+const config = program.command('config').description('config files');
+config.command('check').argument('<file>').description('validate only').action((path: string) => {
+  const { ignored } = loadConfigFile(path);
+  log(`${path}: ok${ignored.length ? ` (ignored: ${ignored.join(', ')})` : ''}`);
+});
+config.command('print').argument('<file>').description('print the resolved config, defaults applied').action((path: string) => {
+  process.stdout.write(stringify(loadConfigFile(path).config));
+});
+
+program
+  .command('status')
+  .description("print a run's progress (the workflow's `progress` query) as JSON")
+  .argument('<runId>')
+  .action(async (runId: string) => {
+    const { connectClient } = await import('./train');
+    const { progressQuery } = await import('../workflows/api');
+    const client = await connectClient(await resolveEndpoints({ start: false, log }));
+    const handle = client.workflow.getHandle(runId);
+    const description = await handle.describe();
+    const progress = description.status.name === 'RUNNING' ? await handle.query(progressQuery) : null;
+    log(JSON.stringify({ runId, status: description.status.name, progress }, null, 2));
+  });
+
+registerInfraCommands(program);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  const verbose = program.opts().verbose === true;
+  console.error(verbose && err instanceof Error ? err.stack : `error: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(exitCodeOf(err));
+});

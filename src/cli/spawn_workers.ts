@@ -1,0 +1,57 @@
+/**
+ * Starts worker processes (one per role) as children of the CLI, pointed at the given servers,
+ * with their output in log files. Used by `starpo train` / `starpo resume` and by the tests.
+ */
+import { spawn, ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { InfraEndpoints } from '../../infra/types';
+import { endpointsToEnv } from './endpoints';
+import type { Role } from '../workers/run';
+
+/** The path of the `starpo` bin script. */
+export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');
+
+/** Running worker processes. */
+export interface WorkerProcesses {
+  children: Map<Role, ChildProcess>;
+  /** Sends SIGTERM (graceful shutdown) and waits until every child has exited (SIGKILL after `graceSeconds`). */
+  stop(graceSeconds?: number): Promise<void>;
+}
+
+/** Starts one process for a role; stdout/stderr go to `<logDir>/<role>.log`. */
+export function spawnWorker(role: Role, endpoints: InfraEndpoints, logDir: string): ChildProcess {
+  mkdirSync(logDir, { recursive: true });
+  const fd = openSync(join(logDir, `${role}.log`), 'a');
+  const child = spawn(process.execPath, [STARPO_BIN, 'worker', '--role', role], {
+    env: { ...process.env, ...endpointsToEnv(endpoints) },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  return child;
+}
+
+/** Waits for a child to exit, killing it with SIGKILL after `seconds`. */
+export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), seconds * 1000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Starts the given roles, each in its own process. */
+export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string): WorkerProcesses {
+  const children = new Map<Role, ChildProcess>();
+  for (const role of roles) children.set(role, spawnWorker(role, endpoints, logDir));
+  return {
+    children,
+    stop: async (graceSeconds = 40) => {
+      await Promise.all([...children.values()].map((c) => stopChild(c, graceSeconds)));
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * `starpo train <config>` and `starpo resume <runId>`: make sure the servers run, spawn the control,
+ * rollout and update workers as separate processes, start (or restart) the workflow and follow it.
+ * Ctrl-C stops only the local workers: the run stays durable in Temporal and resumes with
+ * `starpo resume <runId>`.
+ */
+import { resolve } from 'node:path';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { InfraEndpoints } from '../../infra/types';
+import type { StarpoRunInput } from '../activities/types';
+import type { RunConfig } from '../config/schema';
+import { ObjectStore } from '../storage/object_store';
+import { runKey } from '../storage/keys';
+import { readLatestComplete } from '../storage/manifest';
+import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../workflows/api';
+import { attach } from './attach';
+import { resolveEndpoints } from './endpoints';
+import { spawnWorkers, WorkerProcesses } from './spawn_workers';
+
+/** Options shared by train and resume. */
+export interface TrainOptions {
+  /** Spawn local workers (default true); false when workers run elsewhere. */
+  workers: boolean;
+  log: (line: string) => void;
+}
+
+/** Temporal client for the endpoints. */
+export async function connectClient(e: InfraEndpoints): Promise<Client> {
+  const connection = await Connection.connect({ address: e.temporalAddress });
+  return new Client({ connection, namespace: e.temporalNamespace });
+}
+
+function uiLink(e: InfraEndpoints, runId: string): string {
+  const base = e.temporalUiUrl ?? 'http://127.0.0.1:8233';
+  return `${base}/namespaces/${e.temporalNamespace}/workflows/${encodeURIComponent(runId)}`;
+}
+
+/** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
+async function follow(client: Client, e: InfraEndpoints, runId: string, opts: TrainOptions): Promise<void> {
+  let workers: WorkerProcesses | null = null;
+  if (opts.workers) {
+    const logDir = resolve('.starpo', 'logs', runId);
+    workers = spawnWorkers(['control', 'rollout', 'update'], e, logDir);
+    opts.log(`workers: control, rollout, update (logs in ${logDir})`);
+  }
+  const onSigint = () => {
+    opts.log(`\nstopping local workers; run ${runId} stays durable in Temporal.`);
+    opts.log(`continue it with:  starpo resume ${runId}`);
+    void (workers?.stop(30) ?? Promise.resolve()).then(() => process.exit(130));
+  };
+  process.once('SIGINT', onSigint);
+  try {
+    const result = await attach(client, runId);
+    opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
+    const val = result.lastValidation;
+    if (val) {
+      const parts = Object.entries(val.metrics).filter(([k]) => k.endsWith('/success')).map(([k, v]) => `${k} ${v.toFixed(3)}`);
+      opts.log(`validation at step ${val.step}: ${parts.join(', ')}`);
+    }
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    await workers?.stop();
+  }
+}
+
+/** Starts a new run from a workflow input and follows it. */
+export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<void> {
+  const e = await resolveEndpoints({ start: true, log: opts.log });
+  const client = await connectClient(e);
+  await client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTE_KEYS.runId, value: input.runId },
+      { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },
+    ],
+    staticSummary: `StarPO ${input.configName}: ${input.config.train_env_manager.tags.join('+')} with ${input.config.pretrain}`,
+  });
+  opts.log(`run id: ${input.runId}`);
+  opts.log(`Temporal UI: ${uiLink(e, input.runId)}`);
+  await follow(client, e, input.runId, opts);
+}
+
+/**
+ * Continues a run. A running workflow just gets workers again; a closed one (failed, terminated,
+ * cancelled, timed out) is started anew with the same workflow id from runs/<runId>/latest.json.
+ * @throws Error when the run is unknown or already completed
+ */
+export async function resume(runId: string, opts: TrainOptions): Promise<void> {
+  const e = await resolveEndpoints({ start: true, log: opts.log });
+  const client = await connectClient(e);
+  const description = await client.workflow.getHandle(runId).describe();
+  const status = description.status.name;
+  if (status === 'COMPLETED') throw new Error(`run ${runId} already completed; nothing to resume`);
+  if (status !== 'RUNNING') {
+    const store = new ObjectStore(e.s3);
+    const spec = (await store.getJson(runKey(runId))) as { runId: string; configName: string; config: RunConfig };
+    const latest = await readLatestComplete(store, runId, opts.log);
+    if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
+    const input: StarpoRunInput = { runId, configName: spec.configName, config: spec.config, resumeFrom: { checkpoint: latest.ref, step: latest.step } };
+    try {
+      await client.workflow.start(WORKFLOW_TYPE, {
+        taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input],
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTE_KEYS.runId, value: runId },
+          { key: SEARCH_ATTRIBUTE_KEYS.config, value: spec.configName },
+        ],
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    opts.log(`run ${runId} was ${status.toLowerCase()}; continuing from step ${latest.step} (${latest.ref.key})`);
+  } else opts.log(`run ${runId} is running; attaching workers`);
+  opts.log(`Temporal UI: ${uiLink(e, runId)}`);
+  await follow(client, e, runId, opts);
+}
+

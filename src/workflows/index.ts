@@ -1,0 +1,108 @@
+/**
+ * Workflow `starpoTraining` (task queue "starpo"): the StarPO loop of SPEC.md §1 as a durable
+ * Temporal workflow. Per step: validation when due, rollout activities (one per shard of env groups)
+ * on "starpo-rollout", then one update activity on "starpo-update" that writes the next checkpoint.
+ * Deterministic, no I/O: only object references and scalar metrics pass through here.
+ */
+import {
+  continueAsNew, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo,
+} from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { ObjectRef, StarpoRunInput } from '../activities/types';
+import { planShards } from '../rollout/plan';
+import { meanMetrics, mergeSums } from '../rollout/metrics';
+import { Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from './api';
+
+/** Steps per workflow run before continueAsNew keeps the history small (DESIGN.md). */
+const STEPS_PER_RUN = 100;
+
+const common: ActivityOptions = {
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['ConfigError', 'CorruptObjectError'] },
+};
+const rollout = proxyActivities<Activities>({ ...common, taskQueue: TASK_QUEUES.rollout });
+const update = proxyActivities<Activities>({ ...common, taskQueue: TASK_QUEUES.update });
+
+/** Result of a finished run. */
+export interface StarpoRunResult {
+  runId: string;
+  steps: number;
+  finalCheckpoint: ObjectRef;
+  lastMetrics: Record<string, number>;
+  lastValidation: Progress['lastValidation'];
+}
+
+/** The StarPO training loop; see the file comment. */
+export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunResult> {
+  const { runId, config } = input;
+  const progress: Progress = {
+    runId, step: input.resumeFrom?.step ?? 0, maxSteps: config.max_steps, phase: 'preparing',
+    lastMetrics: {}, lastValidation: null, latestCheckpoint: input.resumeFrom?.checkpoint ?? null, secondsPerStep: null,
+  };
+  setHandler(progressQuery, () => progress);
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTE_KEYS.runId, value: runId },
+    { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },
+  ]);
+  upsertMemo({ report: `starpo status ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain });
+
+  let policy: ObjectRef;
+  if (input.resumeFrom) policy = input.resumeFrom.checkpoint;
+  else {
+    const prepared = await update.prepareRun({ runId, configName: input.configName, config });
+    policy = prepared.checkpoint;
+    progress.lastMetrics = prepared.metrics;
+  }
+  progress.latestCheckpoint = policy;
+
+  /** Plays the validation groups with `policy`; returns val/ metrics. */
+  const validate = async (step: number): Promise<Record<string, number>> => {
+    progress.phase = 'validation';
+    const shards = planShards(config, 'val', step);
+    const outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'val', shard, policy, groups })));
+    const metrics = meanMetrics(mergeSums(outs.map((o) => o.metrics)), 'val/');
+    progress.lastValidation = { step, metrics };
+    const success = metrics['val/env/success'];
+    if (success !== undefined) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: success }]);
+    return metrics;
+  };
+  const evalDue = (step: number) => config.eval_steps > 0 && step % config.eval_steps === 0;
+
+  const firstStep = progress.step;
+  while (progress.step < config.max_steps) {
+    const step = progress.step;
+    const started = Date.now();
+    const valMetrics = evalDue(step) ? await validate(step) : {};
+    progress.phase = 'rollout';
+    const shards = planShards(config, 'train', step);
+    const outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'train', shard, policy, groups })));
+    const rolloutSeconds = Math.max(...outs.map((o) => o.seconds));
+    progress.phase = 'update';
+    const updated = await update.update({ runId, step, policy, trajectories: outs.map((o) => o.trajectories) });
+    policy = updated.checkpoint;
+    const seconds = (Date.now() - started) / 1000;
+    const metrics: Record<string, number> = {
+      ...meanMetrics(mergeSums(outs.map((o) => o.metrics))), ...updated.metrics, ...valMetrics,
+      'time/rollout': rolloutSeconds, 'time/step': seconds,
+    };
+    await update.writeMetrics({ runId, step, metrics });
+    Object.assign(progress, { step: step + 1, lastMetrics: metrics, latestCheckpoint: policy, secondsPerStep: seconds });
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.step, value: step + 1 }]);
+    setCurrentDetails(
+      `step ${step + 1}/${config.max_steps} · train success ${(metrics['env/success'] ?? 0).toFixed(3)} · ` +
+        `score ${(metrics['env/score'] ?? 0).toFixed(3)} · ${seconds.toFixed(1)} s/step`,
+    );
+    const done = progress.step >= config.max_steps;
+    if (!done && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
+      await continueAsNew<typeof starpoTraining>({ ...input, resumeFrom: { checkpoint: policy, step: progress.step } });
+    }
+  }
+  if (config.eval_steps > 0) {
+    const valMetrics = await validate(config.max_steps);
+    await update.writeMetrics({ runId, step: config.max_steps, metrics: valMetrics });
+  }
+  progress.phase = 'done';
+  return { runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics, lastValidation: progress.lastValidation };
+}

@@ -1,0 +1,135 @@
+/**
+ * End to end through the real Temporal dev server and a real S3 server, with the control, rollout
+ * and update workers as separate processes: a 2-step StarPO run on FrozenLake, its history and
+ * stored objects; then a run whose update worker is SIGKILLed mid-update and restarted.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { Client, Connection } from '@temporalio/client';
+import { startTestServers, TestServers } from '../helpers/servers';
+import { spawnWorker, spawnWorkers, stopChild, WorkerProcesses } from '../../src/cli/spawn_workers';
+import { runInputFromFile } from '../../src/cli/run_input';
+import { ObjectStore } from '../../src/storage/object_store';
+import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
+import { loadCheckpoint } from '../../src/activities/checkpoint';
+import { CorruptObjectError } from '../../src/storage/errors';
+import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/workflows/api';
+import type { StarpoRunResult } from '../../src/workflows';
+import type { StarpoRunInput } from '../../src/activities/types';
+
+let servers: TestServers;
+let workers: WorkerProcesses;
+let client: Client;
+let store: ObjectStore;
+const logDir = mkdtempSync(join(tmpdir(), 'starpo-workers-'));
+
+before(async () => {
+  servers = await startTestServers();
+  workers = spawnWorkers(['control', 'rollout', 'update'], servers.endpoints, logDir);
+  client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
+  store = new ObjectStore(servers.endpoints.s3);
+});
+
+after(async () => {
+  await workers?.stop(5);
+  await client?.connection.close();
+  await servers?.stop();
+});
+
+function start(input: StarpoRunInput) {
+  return client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+}
+
+/** Activity type and attempt of every ActivityTaskStarted event, in order. */
+async function startedActivities(runId: string): Promise<Array<{ type: string; attempt: number }>> {
+  const history = await client.workflow.getHandle(runId).fetchHistory();
+  const scheduled = new Map<string, string>();
+  const out: Array<{ type: string; attempt: number }> = [];
+  for (const e of history.events ?? []) {
+    if (e.activityTaskScheduledEventAttributes) scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+    const started = e.activityTaskStartedEventAttributes;
+    if (started) out.push({ type: scheduled.get(String(started.scheduledEventId)) ?? '', attempt: started.attempt ?? 1 });
+  }
+  return out;
+}
+
+test('a 2-step StarPO run trains through Temporal and stores every step and a verified checkpoint', async () => {
+  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-train-${Date.now()}`);
+  const handle = await start(input);
+  const result: StarpoRunResult = await handle.result();
+  assert.equal(result.steps, 2);
+  assert.equal(result.finalCheckpoint.key, `${checkpointPrefix(input.runId, 2)}manifest.json`);
+
+  const activities = await startedActivities(input.runId);
+  const count = (type: string) => activities.filter((a) => a.type === type).length;
+  assert.equal(count('prepareRun'), 1);
+  assert.equal(count('update'), 2, 'one update activity per step');
+  // 16 train envs, 8 per worker = 2 rollout activities per step; validation (8 envs, 1 shard) at steps 0 and 2
+  assert.equal(count('rollout'), 2 * 2 + 2);
+
+  for (const step of [0, 1]) {
+    for (const shard of [0, 1]) assert.ok(await store.exists(rolloutKey(input.runId, step, 'train', shard)), `step ${step} shard ${shard}`);
+    const m = (await store.getJson(metricsKey(input.runId, step))) as { metrics: Record<string, number> };
+    assert.ok(Number.isFinite(m.metrics['actor/pg_loss']), 'pg_loss recorded');
+    assert.ok(m.metrics['env/FrozenLake/success'] >= 0 && m.metrics['env/FrozenLake/success'] <= 1);
+  }
+  assert.ok(result.lastValidation && result.lastValidation.step === 2);
+  assert.ok('val/env/FrozenLake/success' in result.lastValidation.metrics);
+
+  const latest = (await store.getJson(latestKey(input.runId))) as { step: number };
+  assert.equal(latest.step, 2);
+  const loaded = await loadCheckpoint(store, result.finalCheckpoint);
+  assert.equal(loaded.state.step, 2);
+  assert.ok(loaded.optimizer, 'the checkpoint carries optimizer state');
+  loaded.model.dispose();
+
+  const progress = await handle.query(progressQuery);
+  assert.equal(progress.phase, 'done');
+  assert.equal(progress.step, 2);
+
+  // a tampered object is detected on read
+  const modelKey = `${checkpointPrefix(input.runId, 2)}model.safetensors`;
+  await store.put(modelKey, new Uint8Array([1, 2, 3]));
+  await assert.rejects(loadCheckpoint(store, result.finalCheckpoint), CorruptObjectError);
+});
+
+test('killing the update worker during an update: the activity is retried and the same run finishes', async () => {
+  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-crash-${Date.now()}`);
+  input.config.max_steps = 4;
+  input.config.eval_steps = 0;
+  const handle = await start(input);
+  let updateWorker = workers.children.get('update') as ChildProcess;
+  let killed = 0;
+  // Poll the pending activities; SIGKILL the update worker whenever an update attempt is running,
+  // until an update has been retried (an attempt that finishes before the kill lands does not count).
+  for (;;) {
+    const retried = (await startedActivities(input.runId)).some((a) => a.type === 'update' && a.attempt > 1);
+    const description = await handle.describe();
+    if (retried || description.status.name !== 'RUNNING') break;
+    const pending = description.raw.pendingActivities ?? [];
+    const runningUpdate = pending.some((p) => p.activityType?.name === 'update' && Number(p.state) === 2 && (p.attempt ?? 1) === killed + 1);
+    if (runningUpdate && updateWorker.exitCode === null && killed < 3) {
+      updateWorker.kill('SIGKILL');
+      await stopChild(updateWorker, 5);
+      killed += 1;
+      updateWorker = spawnWorker('update', servers.endpoints, logDir);
+      workers.children.set('update', updateWorker);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const result: StarpoRunResult = await handle.result();
+  assert.ok(killed >= 1, 'the update worker was killed at least once');
+  assert.equal(result.steps, 4);
+  const updates = (await startedActivities(input.runId)).filter((a) => a.type === 'update');
+  assert.ok(updates.some((a) => a.attempt > 1), 'an update activity was retried on the new worker');
+  const loaded = await loadCheckpoint(store, result.finalCheckpoint);
+  assert.equal(loaded.state.step, 4);
+  loaded.model.dispose();
+  // the warm-up made for the first run was reused, not trained again
+  const warmups = (await store.list('warmup/')).filter((o) => o.key.endsWith('manifest.json'));
+  assert.equal(warmups.length, 1);
+});
