@@ -24,7 +24,7 @@ export interface TrainerState {
 }
 
 /** A loaded checkpoint. The caller owns (and disposes) the model and optimizer. */
-export interface LoadedCheckpoint {
+export interface PolicyCheckpoint {
   model: Qwen2;
   tokenizer: Tokenizer;
   /** null when the checkpoint has no optimizer state (e.g. the warm-up): start a fresh AdamW. */
@@ -54,7 +54,7 @@ export async function saveCheckpoint(store: ObjectStore, prefix: string, c: { mo
  * Reads and verifies (sha256) a checkpoint and builds the model, tokenizer and optimizer.
  * @throws CorruptObjectError when an object does not match its manifest
  */
-export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef): Promise<LoadedCheckpoint> {
+export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef): Promise<PolicyCheckpoint> {
   const { files } = await readCheckpoint(store, manifest);
   const config = validateQwen2Config(parse(files['config.json']));
   const state = parse(files['trainer_state.json']) as TrainerState;

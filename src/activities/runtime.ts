@@ -9,7 +9,7 @@ import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
 import type { RunConfig } from '../config/schema';
 import type { ObjectRef } from './types';
-import { loadCheckpoint, LoadedCheckpoint } from './checkpoint';
+import { loadCheckpoint, PolicyCheckpoint } from './checkpoint';
 
 /** The run spec stored at runs/<run>/run.json. */
 export interface StoredRun {
@@ -21,7 +21,7 @@ export interface StoredRun {
 /** Activity dependencies and caches of one worker process. */
 export class ActivityRuntime {
   private readonly runs = new Map<string, StoredRun>();
-  private cached: { key: string; checkpoint: LoadedCheckpoint } | null = null;
+  private cached: { key: string; checkpoint: PolicyCheckpoint } | null = null;
 
   constructor(readonly store: ObjectStore) {}
 
@@ -44,7 +44,7 @@ export class ActivityRuntime {
    * The checkpoint behind a manifest ref, from the cache or the store. Taking it out of the cache
    * hands ownership to the caller, who must `keep` it again (or dispose it).
    */
-  async take(manifest: ObjectRef): Promise<LoadedCheckpoint> {
+  async take(manifest: ObjectRef): Promise<PolicyCheckpoint> {
     const key = `${manifest.key}@${manifest.sha256}`;
     if (this.cached?.key === key) {
       const hit = this.cached.checkpoint;
@@ -55,7 +55,7 @@ export class ActivityRuntime {
   }
 
   /** Caches a checkpoint under its manifest ref, disposing the previous one. */
-  keep(manifest: ObjectRef, checkpoint: LoadedCheckpoint): void {
+  keep(manifest: ObjectRef, checkpoint: PolicyCheckpoint): void {
     if (this.cached) {
       this.cached.checkpoint.model.dispose();
       this.cached.checkpoint.optimizer?.dispose();
