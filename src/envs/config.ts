@@ -3,29 +3,19 @@
  * value and what is allowed. Used by each env's config parser.
  */
 
+import { nearestKey } from '../util/nearest';
+
 /** A raw env_config object as read from YAML (may be undefined = all defaults). */
 export type RawEnvConfig = Record<string, unknown> | undefined;
 
-function show(v: unknown): string {
-  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+/** ' (did you mean "x"?)' when a close key exists. */
+function hint(key: string, allowed: readonly string[]): string {
+  const near = nearestKey(key, allowed);
+  return near ? ` (did you mean "${near}"?)` : '';
 }
 
-/** Closest allowed key by edit distance, for "did you mean" hints. */
-function nearest(key: string, allowed: readonly string[]): string {
-  const dist = (a: string, b: string): number => {
-    const d: number[] = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      let prev = d[0];
-      d[0] = i;
-      for (let j = 1; j <= b.length; j++) {
-        const tmp = d[j];
-        d[j] = Math.min(d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-        prev = tmp;
-      }
-    }
-    return d[b.length];
-  };
-  return [...allowed].sort((x, y) => dist(key, x) - dist(key, y))[0];
+function show(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
 }
 
 /**
@@ -40,7 +30,7 @@ export function checkKeys(where: string, raw: RawEnvConfig, allowed: readonly st
   for (const key of Object.keys(raw)) {
     if (!allowed.includes(key)) {
       throw new Error(
-        `${where}: unknown key "${key}" (did you mean "${nearest(key, allowed)}"?); allowed keys: ${allowed.join(', ')}`,
+        `${where}: unknown key "${key}"${hint(key, allowed)}; allowed keys: ${allowed.join(', ')}`,
       );
     }
   }
