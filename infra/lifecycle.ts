@@ -7,6 +7,7 @@ import { endpointsFromEnv } from './env';
 import { resolveCacheDir, resolveStateDir } from './paths';
 import { canConnect } from './ports';
 import { isAlive, stopProcess } from './process';
+import { removeWeedSockets } from './s3_server';
 import { ensureS3, s3EndpointOf } from './start_s3';
 import { ensureTemporal, type StartContext } from './start_temporal';
 import { readState, withStateLock, writeState, type InfraState } from './state';
@@ -45,7 +46,9 @@ export async function infraUp(opts: InfraOptions = {}): Promise<InfraEndpoints> 
   fs.mkdirSync(stateDir, { recursive: true });
   return withStateLock(stateDir, async () => {
     const state = readState(stateDir);
-    const ctx: StartContext = { stateDir, cacheDir: resolveCacheDir(opts), opts, log, taken: new Set(), save: () => writeState(stateDir, state) };
+    const explicit = [opts.temporalPort, opts.uiPort, opts.s3Port].filter((p): p is number => p !== undefined);
+    if (new Set(explicit).size !== explicit.length) throw new Error(`temporalPort, uiPort and s3Port must differ; got ${explicit.join(', ')}`);
+    const ctx: StartContext = { stateDir, cacheDir: resolveCacheDir(opts), opts, log, taken: new Set(explicit), save: () => writeState(stateDir, state) };
     const started: ProcessRecord[] = [];
     try {
       const t = await ensureTemporal(state, ctx);
@@ -96,6 +99,7 @@ export async function infraDown(opts: InfraOptions = {}): Promise<void> {
         const how = await stopProcess(holder.process, grace);
         log(`${name} (pid ${holder.process.pid}): ${how}`);
         holder.process = null;
+        if (holder === state.s3 && state.s3.kind === 'seaweedfs') removeWeedSockets(state.s3.ports);
       }),
     );
     writeState(stateDir, state);

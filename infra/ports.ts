@@ -34,7 +34,8 @@ export async function freePort(taken: Set<number> = new Set()): Promise<number> 
 }
 
 /**
- * `explicit` when given (must be free, else throws naming it), else `preferred` when free, else a free port.
+ * `explicit` when given (must be free, else throws naming it), else `preferred` when free, else a free port
+ * not in `taken`. Explicit ports are expected to be in `taken` already (so no other pick lands on them).
  * @throws Error when an explicitly requested port is in use.
  */
 export async function pickPort(what: string, explicit: number | undefined, preferred: number | undefined, taken: Set<number>): Promise<number> {
@@ -42,7 +43,7 @@ export async function pickPort(what: string, explicit: number | undefined, prefe
     if (!Number.isInteger(explicit) || explicit < 1 || explicit > 65535) {
       throw new Error(`${what} port ${explicit} is invalid; allowed: an integer 1-65535`);
     }
-    if (taken.has(explicit) || !(await isPortFree(explicit))) {
+    if (!(await isPortFree(explicit))) {
       throw new Error(`${what} port ${explicit} is in use on 127.0.0.1; pass another port or stop what listens there`);
     }
     taken.add(explicit);

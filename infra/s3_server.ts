@@ -3,6 +3,7 @@
  * SeaweedFS `weed server -s3`; command lines and the health check (DESIGN.md, "Infra on a developer or CI machine").
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as Minio from 'minio';
 import type { S3Endpoint } from './types';
@@ -121,5 +122,24 @@ export async function probeS3(s3: S3Endpoint): Promise<string | null> {
   } catch (err) {
     const e = err as { code?: string; message?: string };
     return `S3 at ${s3.endPoint}:${s3.port} not ready: ${e.code ?? ''} ${(e.message ?? String(err)).split('\n')[0]}`.trim();
+  }
+}
+
+/**
+ * Removes the unix sockets `weed server` leaves in /tmp (`seaweedfs-<role>[-grpc]-<port>.sock`) after a
+ * SIGKILL. Only call once the process is gone. Never throws.
+ */
+export function removeWeedSockets(ports: Record<string, number>): void {
+  const dir = os.tmpdir();
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  const wanted = new Set(Object.values(ports).map(String));
+  for (const name of names) {
+    const m = /^seaweedfs-[a-z0-9-]+-(\d+)\.sock$/.exec(name);
+    if (m && wanted.has(m[1] as string)) fs.rmSync(path.join(dir, name), { force: true });
   }
 }
