@@ -9,7 +9,7 @@ export interface CommandResult {
   /** The command line as a human would type it. */
   display: string;
   code: number | null;
-  /** Last ~4000 characters of stdout+stderr (or the spawn error). */
+  /** Last `maxChars` characters of stdout+stderr (or the spawn error). */
   tail: string;
 }
 
@@ -21,19 +21,20 @@ export function displayCommand(cmd: string, args: readonly string[], env: Record
 }
 
 /**
- * Runs `cmd args` with extra `env`, waiting at most `timeoutSeconds` (then SIGKILL).
+ * Runs `cmd args` with extra `env`, waiting at most `timeoutSeconds` (then SIGKILL); keeps the last
+ * `maxChars` characters of output (default 4000).
  * Never throws: failures are reported in the result.
  */
 export function runCommand(
   cmd: string,
   args: readonly string[],
-  opts: { env?: Record<string, string>; cwd?: string; timeoutSeconds?: number } = {},
+  opts: { env?: Record<string, string>; cwd?: string; timeoutSeconds?: number; maxChars?: number } = {},
 ): Promise<CommandResult> {
   const display = displayCommand(cmd, args, opts.env);
   return new Promise((resolve) => {
     let out = '';
     const keep = (chunk: Buffer) => {
-      out = (out + chunk.toString('utf8')).slice(-4000);
+      out = (out + chunk.toString('utf8')).slice(-(opts.maxChars ?? 4000));
     };
     let child;
     try {

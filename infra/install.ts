@@ -93,8 +93,11 @@ function goCommands(recipe: GoRecipe, tmp: string, binName: string): Array<{ arg
   ];
 }
 
-/** Builds with the Go toolchain; returns the binary or the failed commands. */
-async function tryGo(spec: BinarySpec, final: string): Promise<string | CommandResult[]> {
+/**
+ * Builds `spec` with the Go toolchain into `final` (via a temp folder); returns the binary path or the
+ * failed commands. Exported so the fallback can be exercised on its own (it takes minutes).
+ */
+export async function tryGo(spec: BinarySpec, final: string): Promise<string | CommandResult[]> {
   const tmp = tempDir(final);
   const env = { GOBIN: path.join(tmp, 'bin'), GOFLAGS: '-modcacherw', CGO_ENABLED: '0' };
   const tried: CommandResult[] = [];

@@ -9,7 +9,7 @@ import { ensureBinary } from './install';
 import { pickPort } from './ports';
 import { isAlive, spawnDetached } from './process';
 import type { InfraState } from './state';
-import { probeTemporal, temporalArgs } from './temporal_server';
+import { probeTemporal, supportsQuietUi, temporalArgs } from './temporal_server';
 import type { InfraOptions, ProcessRecord } from './types';
 
 /** What the start functions share within one infraUp call. */
@@ -53,7 +53,7 @@ export async function ensureTemporal(state: InfraState, ctx: StartContext): Prom
   const logFile = path.join(ctx.stateDir, 'temporal.log');
   const t0 = Date.now();
   ctx.log(`starting Temporal dev server on 127.0.0.1:${ports.grpc} (UI http://127.0.0.1:${ports.ui}), log ${logFile}`);
-  const child = spawnDetached(binary, temporalArgs(ctx.stateDir, ports, namespace), { logFile, cwd: ctx.stateDir });
+  const child = spawnDetached(binary, temporalArgs(ctx.stateDir, ports, namespace, await supportsQuietUi(binary)), { logFile, cwd: ctx.stateDir });
   const rec: ProcessRecord = { pid: child.pid, binary, port: ports.grpc, logFile, startedAt: new Date().toISOString() };
   state.temporal = { ports, namespace, process: rec };
   ctx.save();

@@ -3,6 +3,7 @@
  * developer or CI machine": `temporal server start-dev --db-filename ... --ip 127.0.0.1`, UI on :8233).
  */
 import * as path from 'node:path';
+import { runCommand } from './command';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from './search_attributes';
 
@@ -14,8 +15,11 @@ export interface TemporalPorts {
   metrics: number;
 }
 
-/** argv (after the binary) of `temporal server start-dev` with state in `stateDir/temporal.db`. */
-export function temporalArgs(stateDir: string, ports: TemporalPorts, namespace: string): string[] {
+/**
+ * argv (after the binary) of `temporal server start-dev` with state in `stateDir/temporal.db`.
+ * @param quietUi pass `--ui-disable-news-fetch` (CLI >= 1.6; the Go-built fallback v1.5.1 lacks it).
+ */
+export function temporalArgs(stateDir: string, ports: TemporalPorts, namespace: string, quietUi = true): string[] {
   const args = [
     'server', 'start-dev',
     '--ip', '127.0.0.1',
@@ -25,8 +29,8 @@ export function temporalArgs(stateDir: string, ports: TemporalPorts, namespace: 
     '--metrics-port', String(ports.metrics),
     '--db-filename', path.join(stateDir, 'temporal.db'),
     '--log-level', 'warn',
-    '--ui-disable-news-fetch',
   ];
+  if (quietUi) args.push('--ui-disable-news-fetch');
   if (namespace !== 'default') args.push('--namespace', namespace);
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   return args;
@@ -50,4 +54,10 @@ export async function probeTemporal(address: string, namespace: string): Promise
   } finally {
     await conn?.close().catch(() => undefined);
   }
+}
+
+/** true when this `temporal` binary knows `--ui-disable-news-fetch` (asks its `server start-dev --help`). */
+export async function supportsQuietUi(binary: string): Promise<boolean> {
+  const res = await runCommand(binary, ['server', 'start-dev', '--help'], { timeoutSeconds: 30, maxChars: 1_000_000 });
+  return res.tail.includes('--ui-disable-news-fetch');
 }

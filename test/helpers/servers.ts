@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { endpointsFromEnv, infraDown, infraUp, type InfraEndpoints } from '../../infra';
 import { freePort } from '../../infra/ports';
 import { killNow } from '../../infra/process';
+import { removeWeedSockets } from '../../infra/s3_server';
 import { readState } from '../../infra/state';
 
 /** Running test servers. `stop` is idempotent and never throws. */
@@ -32,6 +33,7 @@ function killAll(): void {
     try {
       const s = readState(dir);
       killNow([s.temporal?.process, s.s3?.process].filter((p): p is NonNullable<typeof p> => !!p));
+      if (s.s3?.kind === 'seaweedfs') removeWeedSockets(s.s3.ports);
       fs.rmSync(dir, { recursive: true, force: true });
     } catch {
       /* best effort at exit */
