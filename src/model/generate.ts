@@ -1,0 +1,162 @@
+/**
+ * Batched autoregressive generation with a KV cache (DESIGN.md "Models"; SPEC.md §4.3).
+ *
+ * Contexts of different lengths are LEFT-padded into one prefill; each row's position ids start at 0 at its
+ * first real token and pad keys are masked, so a row's logits equal those of an unpadded forward. Each step
+ * feeds one token per active row; finished rows are dropped from the batch (their cache rows are gathered out),
+ * so they stop costing compute. Sampling happens on the host (sampling.ts) from each row's own Rng.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../util/rng';
+import { causalBias } from './attention';
+import type { LayerKV, Qwen2 } from './qwen2';
+import { SamplingOptions, sampleToken } from './sampling';
+
+/** Options of `generate`. */
+export interface GenerateOptions extends SamplingOptions {
+  /** New-token budget, one number for all rows or one per row (>= 0). */
+  maxNewTokens: number | number[];
+  /** A row stops right after emitting one of these ids (the id is kept in its tokens). */
+  stopIds: readonly number[];
+  /** One seeded stream per row (required when sampling); only row i's draws come from rngs[i]. */
+  rngs?: Rng[];
+}
+
+/** Output of `generate`: per row, the new token ids and their raw log-probs (nats, temperature 1, no top-k/p). */
+export interface GenerateResult {
+  tokens: number[][];
+  logprobs: number[][];
+}
+
+function disposeCache(c: LayerKV[] | undefined): void {
+  if (!c) return;
+  for (const l of c) {
+    l.k.dispose();
+    l.v.dispose();
+  }
+}
+
+/**
+ * Generates continuations for a batch of token-id contexts.
+ * @param contexts one non-empty int array per row (ids in [0, vocab_size))
+ * @returns tokens[i] (<= maxNewTokens[i] ids, ending with a stop id if one was emitted) and logprobs[i] (same length),
+ *   where logprobs[i][j] = log p(tokens[i][j] | context, tokens[i][<j]) under the raw model distribution; equal to
+ *   tokenLogProbs on the concatenation within float32 rounding.
+ * @throws RangeError on an empty context, a negative/non-integer budget, a rngs/maxNewTokens length != rows,
+ *   or context + budget > max_position_embeddings; Error when sampling without rngs.
+ */
+export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptions): GenerateResult {
+  const cfg = model.config;
+  const R = contexts.length;
+  const budgets = typeof opts.maxNewTokens === 'number' ? new Array<number>(R).fill(opts.maxNewTokens) : opts.maxNewTokens;
+  if (budgets.length !== R) throw new RangeError(`generate: maxNewTokens has ${budgets.length} entries for ${R} rows`);
+  const sampling = opts.doSample !== false && (opts.temperature ?? 1) > 0;
+  if (sampling && (!opts.rngs || opts.rngs.length !== R)) {
+    throw new RangeError(`generate: rngs must have one Rng per row when sampling (got ${opts.rngs?.length ?? 0} for ${R} rows)`);
+  }
+  contexts.forEach((c, i) => {
+    if (c.length === 0) throw new RangeError(`generate: contexts[${i}] is empty`);
+    const b = budgets[i];
+    if (!Number.isInteger(b) || b < 0) throw new RangeError(`generate: maxNewTokens[${i}] = ${b}; allowed: an integer >= 0`);
+    if (c.length + b > cfg.max_position_embeddings) {
+      throw new RangeError(
+        `generate: row ${i} context ${c.length} + maxNewTokens ${b} > max_position_embeddings ${cfg.max_position_embeddings}`,
+      );
+    }
+  });
+  const stop = new Set(opts.stopIds);
+  const tokens: number[][] = contexts.map(() => []);
+  const logprobs: number[][] = contexts.map(() => []);
+  let active = contexts.map((_, i) => i).filter((i) => budgets[i] > 0);
+  if (active.length === 0) return { tokens, logprobs };
+
+  const G = cfg.num_attention_heads / cfg.num_key_value_heads;
+  const V = cfg.vocab_size;
+  // Prefill, left-padded.
+  const Lmax = Math.max(...active.map((i) => contexts[i].length));
+  let B = active.length;
+  const ids = new Int32Array(B * Lmax);
+  const pos = new Int32Array(B * Lmax);
+  let keyMask: number[][] = [];
+  const nextPos: number[] = [];
+  active.forEach((row, b) => {
+    const c = contexts[row];
+    const pad = Lmax - c.length;
+    const m = new Array<number>(Lmax).fill(0);
+    for (let j = 0; j < c.length; j++) {
+      ids[b * Lmax + pad + j] = c[j];
+      pos[b * Lmax + pad + j] = j;
+      m[pad + j] = 1;
+    }
+    keyMask.push(m);
+    nextPos.push(c.length);
+  });
+  let cache: LayerKV[] | undefined;
+  let logitsData: Float32Array;
+  {
+    const idsT = tf.tensor2d(ids, [B, Lmax], 'int32');
+    const bias = causalBias(keyMask.flat(), B, Lmax, Lmax, G);
+    try {
+      const out = model.run({ ids: idsT, positions: pos, bias, returnCache: true, lastOnly: true });
+      cache = out.cache;
+      logitsData = out.logits.dataSync() as Float32Array;
+      out.logits.dispose();
+    } finally {
+      idsT.dispose();
+      bias.dispose();
+    }
+  }
+
+  try {
+    for (;;) {
+      // Sample one token per active row.
+      const stepTokens: number[] = [];
+      const keep: number[] = [];
+      active.forEach((row, b) => {
+        const { token, logprob } = sampleToken(logitsData, b * V, V, opts, opts.rngs?.[row]);
+        tokens[row].push(token);
+        logprobs[row].push(logprob);
+        const done = stop.has(token) || tokens[row].length >= budgets[row];
+        if (!done) {
+          keep.push(b);
+          stepTokens.push(token);
+        }
+      });
+      if (keep.length === 0) break;
+      // Drop finished rows from the batch.
+      if (keep.length < B) {
+        const idx = tf.tensor1d(keep, 'int32');
+        const old = cache!;
+        cache = old.map((l) => ({ k: tf.gather(l.k, idx) as tf.Tensor4D, v: tf.gather(l.v, idx) as tf.Tensor4D }));
+        disposeCache(old);
+        idx.dispose();
+        active = keep.map((b) => active[b]);
+        keyMask = keep.map((b) => keyMask[b]);
+        const np = keep.map((b) => nextPos[b]);
+        nextPos.length = 0;
+        nextPos.push(...np);
+        B = keep.length;
+      }
+      // One decoding step.
+      for (const m of keyMask) m.push(1);
+      const T = keyMask[0].length;
+      const idsT = tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32');
+      const bias = causalBias(keyMask.flat(), B, 1, T, G);
+      const positions = Int32Array.from(nextPos);
+      for (let b = 0; b < B; b++) nextPos[b]++;
+      try {
+        const out = model.run({ ids: idsT, positions, bias, cache, returnCache: true });
+        disposeCache(cache);
+        cache = out.cache;
+        logitsData = out.logits.dataSync() as Float32Array;
+        out.logits.dispose();
+      } finally {
+        idsT.dispose();
+        bias.dispose();
+      }
+    }
+  } finally {
+    disposeCache(cache);
+  }
+  return { tokens, logprobs };
+}

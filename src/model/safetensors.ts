@@ -1,0 +1,138 @@
+/**
+ * The safetensors format (HF, https://huggingface.co/docs/safetensors): 8-byte little-endian header length N,
+ * an N-byte UTF-8 JSON header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}},
+ * then the raw little-endian data. Written here with names sorted, each tensor's data 8-byte aligned (header
+ * padded with spaces to a multiple of 8), as the Python writer does.
+ */
+
+/** Supported element types. F16/BF16 data are raw Uint16Array bit patterns. */
+export type SafeDtype = 'F32' | 'I32' | 'F16' | 'BF16';
+
+/** One tensor: row-major data of prod(shape) elements. */
+export interface SafeTensor {
+  dtype: SafeDtype;
+  shape: number[];
+  data: Float32Array | Int32Array | Uint16Array;
+}
+
+const BYTES: Record<SafeDtype, number> = { F32: 4, I32: 4, F16: 2, BF16: 2 };
+
+function checkTensor(name: string, t: SafeTensor): void {
+  if (!(t.dtype in BYTES)) throw new Error(`safetensors: tensor ${name} dtype ${JSON.stringify(t.dtype)}; allowed: F32, I32, F16, BF16`);
+  const n = t.shape.reduce((a, b) => a * b, 1);
+  if (t.shape.some((d) => !Number.isInteger(d) || d < 0)) throw new Error(`safetensors: tensor ${name} shape [${t.shape}] is invalid`);
+  if (t.data.length !== n) throw new Error(`safetensors: tensor ${name} has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
+  const want = t.dtype === 'F32' ? Float32Array : t.dtype === 'I32' ? Int32Array : Uint16Array;
+  if (!(t.data instanceof want)) throw new Error(`safetensors: tensor ${name} dtype ${t.dtype} needs a ${want.name}, got ${t.data.constructor.name}`);
+}
+
+/**
+ * Serializes tensors (names sorted) with optional string metadata.
+ * @returns the file bytes
+ * @throws Error on an unsupported dtype, a data/shape size mismatch, or a wrong typed-array kind.
+ */
+export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?: Record<string, string>): Uint8Array {
+  const names = Object.keys(tensors).sort();
+  const header: Record<string, unknown> = {};
+  if (metadata && Object.keys(metadata).length > 0) header.__metadata__ = metadata;
+  let offset = 0;
+  const offsets: number[] = [];
+  for (const name of names) {
+    const t = tensors[name];
+    checkTensor(name, t);
+    offset = Math.ceil(offset / 8) * 8;
+    offsets.push(offset);
+    const nbytes = t.data.length * BYTES[t.dtype];
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + nbytes] };
+    offset += nbytes;
+  }
+  let headerText = JSON.stringify(header);
+  const enc = new TextEncoder();
+  let hbytes = enc.encode(headerText);
+  const padLen = (8 - (hbytes.length % 8)) % 8;
+  if (padLen) {
+    headerText += ' '.repeat(padLen);
+    hbytes = enc.encode(headerText);
+  }
+  const out = new Uint8Array(8 + hbytes.length + offset);
+  const dv = new DataView(out.buffer);
+  dv.setBigUint64(0, BigInt(hbytes.length), true);
+  out.set(hbytes, 8);
+  const base = 8 + hbytes.length;
+  names.forEach((name, i) => {
+    const t = tensors[name];
+    // Typed arrays are little-endian on every platform Node runs on.
+    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), base + offsets[i]);
+  });
+  return out;
+}
+
+/**
+ * Parses safetensors bytes. Data are copied into fresh aligned typed arrays.
+ * @returns tensors by name and the __metadata__ map ({} when absent)
+ * @throws Error on a truncated file, a header that is not JSON, an unsupported dtype (e.g. F64, I64) or
+ *   data offsets that disagree with the shape.
+ */
+export function decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, SafeTensor>; metadata: Record<string, string> } {
+  if (bytes.length < 8) throw new Error(`safetensors: file is ${bytes.length} bytes, shorter than the 8-byte header length`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Number(dv.getBigUint64(0, true));
+  if (8 + n > bytes.length) throw new Error(`safetensors: header length ${n} exceeds the file size ${bytes.length}`);
+  let header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] } | Record<string, string>>;
+  try {
+    header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+  } catch (e) {
+    throw new Error(`safetensors: header is not valid JSON (${(e as Error).message})`);
+  }
+  const base = 8 + n;
+  const tensors: Record<string, SafeTensor> = {};
+  let metadata: Record<string, string> = {};
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__') {
+      metadata = entry as Record<string, string>;
+      continue;
+    }
+    const e = entry as { dtype: string; shape: number[]; data_offsets: [number, number] };
+    if (!(e.dtype in BYTES)) throw new Error(`safetensors: tensor ${name} dtype ${e.dtype} is not supported; allowed: F32, I32, F16, BF16`);
+    const dtype = e.dtype as SafeDtype;
+    const count = e.shape.reduce((a, b) => a * b, 1);
+    const [b0, b1] = e.data_offsets;
+    if (b1 - b0 !== count * BYTES[dtype] || base + b1 > bytes.length) {
+      throw new Error(`safetensors: tensor ${name} data_offsets [${b0}, ${b1}] do not fit shape [${e.shape}] ${dtype} or the file`);
+    }
+    const raw = bytes.slice(base + b0, base + b1); // copy: aligned and detached from the input
+    const data =
+      dtype === 'F32' ? new Float32Array(raw.buffer) : dtype === 'I32' ? new Int32Array(raw.buffer) : new Uint16Array(raw.buffer);
+    tensors[name] = { dtype, shape: [...e.shape], data };
+  }
+  return { tensors, metadata };
+}
+
+/** IEEE half (F16 bits) -> float. */
+export function f16ToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const f = h & 0x3ff;
+  if (e === 0) return s * f * 2 ** -24;
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * (1 + f / 1024) * 2 ** (e - 15);
+}
+
+/**
+ * Converts a decoded tensor's data to Float32Array (F32 as is; F16 and BF16 widened exactly; I32 converted).
+ */
+export function toFloat32(t: SafeTensor): Float32Array {
+  if (t.dtype === 'F32') return t.data as Float32Array;
+  const out = new Float32Array(t.data.length);
+  if (t.dtype === 'I32') {
+    out.set(t.data as Int32Array);
+  } else if (t.dtype === 'BF16') {
+    const u32 = new Uint32Array(out.buffer);
+    const src = t.data as Uint16Array;
+    for (let i = 0; i < src.length; i++) u32[i] = src[i] << 16;
+  } else {
+    const src = t.data as Uint16Array;
+    for (let i = 0; i < src.length; i++) out[i] = f16ToFloat(src[i]);
+  }
+  return out;
+}

@@ -1,0 +1,44 @@
+/**
+ * Qwen2 model <-> HF checkpoint files (model.safetensors with HF weight names, config.json).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { Qwen2Config, validateQwen2Config } from './config';
+import { Qwen2 } from './qwen2';
+import { SafeTensor, decodeSafetensors, encodeSafetensors, toFloat32 } from './safetensors';
+
+/**
+ * Serializes the model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does).
+ * Async because it reads tensor data with `data()` (does not block a GPU backend).
+ */
+export async function modelToSafetensors(model: Qwen2): Promise<Uint8Array> {
+  const tensors: Record<string, SafeTensor> = {};
+  for (const [name, t] of model.toNamedTensors()) {
+    tensors[name] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
+  }
+  return encodeSafetensors(tensors, { format: 'pt' });
+}
+
+/**
+ * Builds a model from safetensors bytes (F32, F16 or BF16 weights are converted to float32).
+ * @throws Error from decodeSafetensors or Qwen2.fromNamedTensors (missing weight, shape mismatch).
+ */
+export function modelFromSafetensors(config: Qwen2Config, bytes: Uint8Array): Qwen2 {
+  const { tensors } = decodeSafetensors(bytes);
+  const map = new Map<string, tf.Tensor>();
+  try {
+    for (const [name, t] of Object.entries(tensors)) map.set(name, tf.tensor(toFloat32(t), t.shape, 'float32'));
+    return Qwen2.fromNamedTensors(config, map);
+  } finally {
+    for (const t of map.values()) t.dispose();
+  }
+}
+
+/** config.json bytes (UTF-8, indented) for a config. */
+export function configToJSONBytes(config: Qwen2Config): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(config, null, 2));
+}
+
+/** Parses and validates config.json bytes. @throws Error from validateQwen2Config or JSON.parse. */
+export function configFromJSONBytes(bytes: Uint8Array): Qwen2Config {
+  return validateQwen2Config(JSON.parse(new TextDecoder().decode(bytes)));
+}
