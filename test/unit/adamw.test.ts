@@ -1,0 +1,68 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../../src/model/backend';
+import { AdamW, clipByGlobalNorm } from '../../src/algo/adamw';
+
+test('AdamW steps match a hand-computed update on a 2-element tensor', async () => {
+  await initBackend();
+  const w = tf.variable(tf.tensor1d([1, -2]));
+  const params = new Map([['w', w]]);
+  const opt = new AdamW({ betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.1, params });
+  const lr = 0.01;
+  // Step 1: g = [0.5, -1]. m = 0.1g, v = 0.001 g^2, mhat = g, vhat = g^2 -> update = lr * g/(|g| + eps) = lr*sign(g).
+  const g1 = tf.tensor1d([0.5, -1]);
+  opt.applyGradients(new Map([['w', g1]]), lr);
+  const exp1 = [1 * (1 - lr * 0.1) - lr * (0.5 / (0.5 + 1e-8)), -2 * (1 - lr * 0.1) + lr * (1 / (1 + 1e-8))];
+  const got1 = Array.from(w.dataSync());
+  exp1.forEach((e, i) => assert.ok(Math.abs(got1[i] - e) < 1e-6, `${got1[i]} vs ${e}`));
+  // Step 2: g = [0.1, 0.2], by hand.
+  const g2 = [0.1, 0.2];
+  opt.applyGradients({ w: tf.tensor1d(g2) }, lr);
+  const ga = [0.5, -1];
+  const got2 = Array.from(w.dataSync());
+  for (let i = 0; i < 2; i++) {
+    const m = 0.9 * (0.1 * ga[i]) + 0.1 * g2[i];
+    const v = 0.999 * (0.001 * ga[i] ** 2) + 0.001 * g2[i] ** 2;
+    const mhat = m / (1 - 0.9 ** 2);
+    const denom = Math.sqrt(v) / Math.sqrt(1 - 0.999 ** 2) + 1e-8;
+    const e = exp1[i] * (1 - lr * 0.1) - lr * (mhat / denom);
+    assert.ok(Math.abs(got2[i] - e) < 1e-6, `${got2[i]} vs ${e}`);
+  }
+  assert.equal(opt.stepCount, 2);
+  // State round trip through safetensors continues identically.
+  const bytes = await opt.toSafetensors();
+  const opt2 = AdamW.fromSafetensors(bytes, { params });
+  assert.equal(opt2.stepCount, 2);
+  assert.deepEqual(Array.from(opt2.stateTensors().m.get('w')!.dataSync()), Array.from(opt.stateTensors().m.get('w')!.dataSync()));
+  assert.equal(opt2.weightDecay, 0.1);
+  opt.dispose();
+  opt2.dispose();
+  w.dispose();
+});
+
+test('biases and norm weights get no decay by default; missing params throw', async () => {
+  await initBackend();
+  const b = tf.variable(tf.tensor1d([1]));
+  const opt = new AdamW({ weightDecay: 0.5 });
+  opt.applyGradients(new Map([['x.bias', tf.tensor1d([0])]]), 0.1, new Map([['x.bias', b]]));
+  assert.equal(b.dataSync()[0], 1);
+  assert.throws(() => opt.applyGradients(new Map([['y', tf.tensor1d([0])]]), 0.1), /no parameters/);
+  assert.throws(() => new AdamW({ betas: [1, 0.9] }), /betas\[0\] = 1/);
+});
+
+test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is reported, not applied', async () => {
+  await initBackend();
+  const a = tf.tensor1d([3, 0]);
+  const b = tf.tensor1d([4]);
+  const { grads, norm } = clipByGlobalNorm(new Map([['a', a], ['b', b]]), 1);
+  assert.ok(Math.abs(norm - 5) < 1e-6);
+  assert.ok(Math.abs(grads.get('a')!.dataSync()[0] - 0.6) < 1e-5);
+  assert.ok(Math.abs(grads.get('b')!.dataSync()[0] - 0.8) < 1e-5);
+  const small = clipByGlobalNorm({ a }, 10);
+  assert.equal(small.grads.get('a')!.dataSync()[0], 3);
+  const bad = clipByGlobalNorm({ a: tf.tensor1d([NaN]) }, 1);
+  assert.ok(!Number.isFinite(bad.norm));
+  assert.ok(Number.isNaN(bad.grads.get('a')!.dataSync()[0]));
+  assert.throws(() => clipByGlobalNorm({ a }, 0), /maxNorm = 0/);
+});

@@ -1,0 +1,51 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeSafetensors, encodeSafetensors, toFloat32 } from '../../src/model/safetensors';
+
+test('round trip F32, I32, F16, BF16 with metadata, names sorted, data 8-byte aligned', () => {
+  const bytes = encodeSafetensors(
+    {
+      'b.w': { dtype: 'F32', shape: [2, 2], data: new Float32Array([1, 2, 3, 4]) },
+      'a.i': { dtype: 'I32', shape: [3], data: new Int32Array([-1, 0, 7]) },
+      'c.h': { dtype: 'F16', shape: [3], data: new Uint16Array([0x3c00, 0xc000, 0x3555]) },
+      'd.bf': { dtype: 'BF16', shape: [2], data: new Uint16Array([0x3f80, 0xc040]) },
+    },
+    { format: 'pt' },
+  );
+  const hlen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
+  assert.equal(hlen % 8, 0);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)));
+  assert.deepEqual(Object.keys(header).filter((k) => k !== '__metadata__'), ['a.i', 'b.w', 'c.h', 'd.bf']);
+  for (const k of ['a.i', 'b.w', 'c.h', 'd.bf']) assert.equal(header[k].data_offsets[0] % 8, 0);
+  const { tensors, metadata } = decodeSafetensors(bytes);
+  assert.deepEqual(metadata, { format: 'pt' });
+  assert.deepEqual(Array.from(tensors['b.w'].data), [1, 2, 3, 4]);
+  assert.deepEqual(tensors['b.w'].shape, [2, 2]);
+  assert.deepEqual(Array.from(tensors['a.i'].data), [-1, 0, 7]);
+  const h = toFloat32(tensors['c.h']);
+  assert.equal(h[0], 1);
+  assert.equal(h[1], -2);
+  assert.ok(Math.abs(h[2] - 1 / 3) < 1e-3);
+  assert.deepEqual(Array.from(toFloat32(tensors['d.bf'])), [1, -3]);
+});
+
+test('decodes a hand-built file', () => {
+  const header = '{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}';
+  const hb = new TextEncoder().encode(header);
+  const buf = new Uint8Array(8 + hb.length + 8);
+  new DataView(buf.buffer).setBigUint64(0, BigInt(hb.length), true);
+  buf.set(hb, 8);
+  new DataView(buf.buffer).setFloat32(8 + hb.length, 1.5, true);
+  new DataView(buf.buffer).setFloat32(8 + hb.length + 4, -2.25, true);
+  const { tensors, metadata } = decodeSafetensors(buf);
+  assert.deepEqual(metadata, {});
+  assert.deepEqual(Array.from(tensors.x.data), [1.5, -2.25]);
+});
+
+test('errors name the problem', () => {
+  assert.throws(() => decodeSafetensors(new Uint8Array(4)), /shorter than/);
+  assert.throws(
+    () => encodeSafetensors({ w: { dtype: 'F32', shape: [3], data: new Float32Array(2) } }),
+    /w has 2 elements, shape \[3\] needs 3/,
+  );
+});
