@@ -5,6 +5,7 @@
  * (Su et al. 2021, "RoFormer".)
  */
 import * as tf from '@tensorflow/tfjs';
+import { linear } from './matmul';
 
 /**
  * cos/sin tables for explicit positions, computed in float64 on the host and returned as float32.
@@ -43,8 +44,28 @@ export function ropeCosSin(
   return { cos: tf.tensor4d(cos, [B, L, 1, headDimension]), sin: tf.tensor4d(sin, [B, L, 1, headDimension]) };
 }
 
+const rotCache = new Map<number, tf.Tensor2D>();
+
 /**
- * Applies RoPE. Differentiable w.r.t. x (split, neg, concat, mul, add all have wasm gradients).
+ * R^T for rotate_half as a matrix: rotate_half(x) = x @ R with R[i + D/2, i] = -1 and R[i - D/2, i] = 1.
+ * Kept (not disposed) per head dimension.
+ */
+function rotateHalfWeight(D: number): tf.Tensor2D {
+  let w = rotCache.get(D);
+  if (!w) {
+    const half = D / 2;
+    const r = new Float32Array(D * D); // W = R^T in [out, in] layout: W[i, j] = R[j, i]
+    for (let i = 0; i < half; i++) r[i * D + (i + half)] = -1;
+    for (let i = half; i < D; i++) r[i * D + (i - half)] = 1;
+    w = tf.keep(tf.tensor2d(r, [D, D]));
+    rotCache.set(D, w);
+  }
+  return w;
+}
+
+/**
+ * Applies RoPE. Differentiable w.r.t. x. rotate_half is a product with a fixed signed permutation matrix (on wasm
+ * a fast XNNPACK matmul, where split/concat on the last axis copy the whole tensor per piece).
  * @param x float32 [B, L, H, D]
  * @param cos float32 [B, L, 1, D] from ropeCosSin
  * @param sin float32 [B, L, 1, D]
@@ -52,9 +73,8 @@ export function ropeCosSin(
  */
 export function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
   return tf.tidy(() => {
-    const half = x.shape[3] / 2;
-    const [x1, x2] = tf.split(x, [half, half], 3);
-    const rot = tf.concat([tf.neg(x2), x1], 3);
+    const [B, L, H, D] = x.shape;
+    const rot = tf.reshape(linear(tf.reshape(x, [B * L * H, D]) as tf.Tensor2D, rotateHalfWeight(D)), [B, L, H, D]);
     return tf.add(tf.mul(x, cos), tf.mul(rot, sin)) as tf.Tensor4D;
   });
 }
