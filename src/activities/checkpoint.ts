@@ -8,8 +8,7 @@ import { readCheckpoint, writeCheckpoint } from '../storage/manifest';
 import type { ObjectRef } from './types';
 import { Qwen2 } from '../model/qwen2';
 import { tokenizerFromJSON, Tokenizer } from '../model/tokenizer';
-import { validateQwen2Config } from '../model/config';
-import { modelFromSafetensors, modelToSafetensors } from '../model/weights_io';
+import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/weights_io';
 import { AdamW } from '../algo/adamw';
 
 /** What trainer_state.json holds. */
@@ -42,7 +41,7 @@ const parse = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes))
 export async function saveCheckpoint(store: ObjectStore, prefix: string, c: { model: Qwen2; tokenizer: Tokenizer; optimizer: AdamW | null; state: TrainerState }): Promise<ObjectRef> {
   const files: Record<string, Uint8Array> = {
     'model.safetensors': await modelToSafetensors(c.model),
-    'config.json': json(c.model.config),
+    'config.json': configToJSONBytes(c.model.config),
     'tokenizer.json': json(c.tokenizer.toJSON()),
     'trainer_state.json': json(c.state),
   };
@@ -56,7 +55,7 @@ export async function saveCheckpoint(store: ObjectStore, prefix: string, c: { mo
  */
 export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef): Promise<PolicyCheckpoint> {
   const { files } = await readCheckpoint(store, manifest);
-  const config = validateQwen2Config(parse(files['config.json']));
+  const config = configFromJSONBytes(files['config.json']);
   const state = parse(files['trainer_state.json']) as TrainerState;
   const model = modelFromSafetensors(config, files['model.safetensors']);
   const tokenizer = tokenizerFromJSON(parse(files['tokenizer.json']));

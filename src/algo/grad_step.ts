@@ -53,7 +53,7 @@ export async function optimizerStep(opts: {
   }
   const { grads, norm } = clipByGlobalNorm(acc, opts.maxGradNorm);
   const applied = Number.isFinite(loss) && Number.isFinite(norm);
-  if (applied) opts.optimizer.applyGradients(grads, opts.lr);
+  if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars);
   for (const g of acc.values()) g.dispose();
   for (const g of grads.values()) if (!g.isDisposed) g.dispose();
   return { loss, gradNorm: norm, applied };

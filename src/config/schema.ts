@@ -112,7 +112,7 @@ export const runConfigSchema = z
     val_batch_size: positiveInt.default(128),
     sequence_length: positiveInt.default(2048),
     pretrain: z.enum(['tiny']).default('tiny'),
-    adv_estimator: z.enum(['reinforce', 'grpo']).default('reinforce'),
+    adv_estimator: z.enum(['reinforce', 'grpo', 'agentic_reinforce']).default('reinforce'),
     ppo_epochs: positiveInt.default(1),
     max_grad_norm: z.number().positive().default(1.0),
     gamma: z.number().gte(0).lte(1).default(1.0),
