@@ -59,6 +59,7 @@ export function weedArgs(stateDir: string, ports: Record<string, number>, s3Conf
     `-master.port.grpc=${p('masterGrpc')}`,
     '-master.telemetry=false',
     '-master.volumeSizeLimitMB=1024',
+    '-master.electionTimeout=1s', // single master: after a restart the default 10 s raft election delays startup ~20 s
     `-volume.port=${p('volume')}`,
     `-volume.port.grpc=${p('volumeGrpc')}`,
     '-volume.max=100',
@@ -97,8 +98,11 @@ export function s3Client(s3: S3Endpoint): Minio.Client {
   });
 }
 
+/** Key of the small object the health probe writes and reads back. */
+export const HEALTH_KEY = '.starpo-health';
+
 /**
- * One health probe: creates the bucket when missing, then lists it. Resolves to null when healthy,
+ * One health probe: creates the bucket when missing, then writes and reads back HEALTH_KEY. Resolves to null when healthy,
  * else a one-line reason. Idempotent.
  */
 export async function probeS3(s3: S3Endpoint): Promise<string | null> {
@@ -112,12 +116,12 @@ export async function probeS3(s3: S3Endpoint): Promise<string | null> {
         if (code !== 'BucketAlreadyOwnedByYou' && code !== 'BucketAlreadyExists') throw err;
       }
     }
-    const stream = client.listObjectsV2(s3.bucket, '', false);
-    await new Promise<void>((resolve, reject) => {
-      stream.on('data', () => undefined);
-      stream.once('end', () => resolve());
-      stream.once('error', reject);
-    });
+    // A write and a read back: listing alone passes before SeaweedFS's volumes are registered.
+    const body = Buffer.from(`starpo health ${new Date().toISOString()}`);
+    await client.putObject(s3.bucket, HEALTH_KEY, body, body.length);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await client.getObject(s3.bucket, HEALTH_KEY)) chunks.push(chunk as Buffer);
+    if (!Buffer.concat(chunks).equals(body)) return `S3 at ${s3.endPoint}:${s3.port} returned different bytes for ${HEALTH_KEY}`;
     return null;
   } catch (err) {
     const e = err as { code?: string; message?: string };

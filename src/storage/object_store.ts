@@ -38,11 +38,12 @@ function isNotFound(err: unknown): boolean {
   return code === 'NoSuchKey' || code === 'NotFound' || code === 'NoSuchObject';
 }
 
-/** true for errors worth one more try: connection drops and 5xx answers. */
+/** true for errors worth one more try: connection drops and 5xx answers (the minio client reports some only in the message). */
 function isTransient(err: unknown): boolean {
-  const e = err as { code?: string; statusCode?: number };
+  const e = err as { code?: string; statusCode?: number; message?: string };
   return ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'SlowDown', 'InternalError', 'ServiceUnavailable'].includes(e.code ?? '') ||
-    (typeof e.statusCode === 'number' && e.statusCode >= 500);
+    (typeof e.statusCode === 'number' && e.statusCode >= 500) ||
+    /Retryable HTTP status: 5\d\d|socket hang up|ECONNRESET/.test(e.message ?? '');
 }
 
 /** Runs `fn` up to 4 times, waiting 0.2, 0.6, 1.8 s between transient failures. Only for idempotent calls. */
