@@ -11,7 +11,7 @@ import { exitCodeOf } from './exit_codes';
 import { resolveEndpoints } from './endpoints';
 import { runInputFromFile } from './run_input';
 
-// Heavy modules (tfjs, Temporal worker) load only in the commands that use them.
+// Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 const ROLES = ['control', 'rollout', 'update', 'all'];
 type Role = 'control' | 'rollout' | 'update' | 'all';
 
@@ -28,7 +28,7 @@ program
   .action(async (path: string, opts: { runId?: string; workers: boolean }) => {
     const { input, ignored } = runInputFromFile(path, opts.runId);
     if (ignored.length > 0) log(`ignored (GPU placement / strategy keys): ${ignored.join(', ')}`);
-    const { train } = await import('./train');
+    const { train } = require('./train') as typeof import('./train');
     await train(input, { workers: opts.workers, log });
   });
 
@@ -38,7 +38,7 @@ program
   .argument('<runId>')
   .option('--no-workers', 'do not spawn local workers')
   .action(async (runId: string, opts: { workers: boolean }) => {
-    const { resume } = await import('./train');
+    const { resume } = require('./train') as typeof import('./train');
     await resume(runId, { workers: opts.workers, log });
   });
 
@@ -47,7 +47,7 @@ program
   .description('run workers of one role against TEMPORAL_ADDRESS / S3_ENDPOINT (or the local infra)')
   .addOption(new Option('--role <role>', 'which task queues to poll').choices(ROLES).default('all'))
   .action(async (opts: { role: Role }) => {
-    const { runWorkers } = await import('../workers/run');
+    const { runWorkers } = require('../workers/run') as typeof import('../workers/run');
     await runWorkers(opts.role, await resolveEndpoints({ start: false, log }), log);
   });
 
@@ -77,8 +77,8 @@ program
   .description("print a run's progress (the workflow's `progress` query) as JSON")
   .argument('<runId>')
   .action(async (runId: string) => {
-    const { connectClient } = await import('./train');
-    const { progressQuery } = await import('../workflows/api');
+    const { connectClient } = require('./train') as typeof import('./train');
+    const { progressQuery } = require('../workflows/api') as typeof import('../workflows/api');
     const client = await connectClient(await resolveEndpoints({ start: false, log }));
     const handle = client.workflow.getHandle(runId);
     const description = await handle.describe();
