@@ -16,7 +16,12 @@ const fmt = (x: number | undefined, digits = 3) => (x === undefined || Number.is
 export async function attach(client: Client, runId: string, pollSeconds = 2): Promise<StarpoRunResult> {
   const handle = client.workflow.getHandle(runId);
   const bar = new SingleBar(
-    { format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step', hideCursor: false },
+    {
+      format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step',
+      hideCursor: false,
+      noTTYOutput: true, // when piped (CI, logs), print a line every notTTYSchedule ms instead
+      notTTYSchedule: 10_000,
+    },
     Presets.shades_classic,
   );
   let started = false;

@@ -1,0 +1,102 @@
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../../src/model/backend';
+import { charTokenizer } from '../../src/model/tokenizer';
+import { tinyPreset } from '../../src/model/config';
+import { Qwen2 } from '../../src/model/qwen2';
+import { AdamW } from '../../src/algo/adamw';
+import { packBatch, lengthBucketedMicroBatches } from '../../src/algo/batch';
+import { optimizerStep } from '../../src/algo/grad_step';
+import { ppoUpdate, groupKeyOf } from '../../src/algo/ppo_update';
+import { lrAt } from '../../src/algo/lr_schedule';
+import { runEpisodes, EpisodeSpec } from '../../src/rollout/manager';
+import { modelPolicy } from '../../src/rollout/model_policy';
+import { loadConfigFile } from '../../src/config/load';
+import type { Trajectory } from '../../src/rollout/types';
+
+const tokenizer = charTokenizer();
+
+before(async () => {
+  await initBackend('wasm');
+});
+
+function traj(ids: number[], mask: number[], score: number, group: string): Trajectory {
+  return {
+    trajGroupId: group, trajId: `${group}_0`, tag: 'T', groupId: 0, envId: 0, seed: 1, split: 'train', step: 0,
+    inputIds: ids, responseMask: mask, sampleLogprobs: mask.map((m) => (m ? -0.5 : 0)), turns: [], episodeScore: score, success: false, truncated: false,
+  };
+}
+
+test('packBatch shifts the response mask and right-pads', () => {
+  const b = packBatch([traj([5, 6, 7, 8], [0, 0, 1, 1], 1, 'g'), traj([5, 6, 7], [0, 1, 1], 0, 'g')], tokenizer.padId);
+  assert.deepEqual(b.ids.arraySync(), [[5, 6, 7, 8], [5, 6, 7, tokenizer.padId]]);
+  assert.deepEqual(b.attentionMask.arraySync(), [[1, 1, 1, 1], [1, 1, 1, 0]]);
+  // shifted: index t is the log-prob of token t+1
+  assert.deepEqual(b.mask, [[0, 1, 1], [1, 1, 0]]);
+  assert.deepEqual(b.lastIndex, [2, 1]);
+  assert.deepEqual(b.sampleLogprobs, [[0, -0.5, -0.5], [-0.5, -0.5, 0]]);
+  b.ids.dispose();
+  b.attentionMask.dispose();
+});
+
+test('length bucketing sorts by length and keeps every index once', () => {
+  assert.deepEqual(lengthBucketedMicroBatches([0, 1, 2, 3], [9, 3, 7, 1], 2), [[3, 1], [2, 0]]);
+});
+
+test('group keys follow reward_normalization.grouping', () => {
+  const t = traj([1, 2], [0, 1], 0, 'FrozenLake_3_0_77');
+  assert.equal(groupKeyOf(t, 'batch'), 'batch');
+  assert.equal(groupKeyOf(t, 'traj_group_id'), 'FrozenLake_3_0_77');
+  assert.equal(groupKeyOf(t, 'tags'), 'T');
+  assert.equal(groupKeyOf(t, 'seed'), '1');
+  assert.throws(() => groupKeyOf(t, 'colour'), /grouping: "colour" is not a trajectory field/);
+});
+
+test('HF learning-rate schedules: warmup then constant, linear and cosine decay', () => {
+  const s = { base: 1, warmupSteps: 2, totalSteps: 10 };
+  assert.deepEqual([0, 1, 2, 5].map((k) => lrAt({ ...s, type: 'constant' }, k)), [0, 0.5, 1, 1]);
+  assert.deepEqual([2, 6, 10].map((k) => lrAt({ ...s, type: 'linear' }, k)), [1, 0.5, 0]);
+  assert.ok(Math.abs(lrAt({ ...s, type: 'cosine' }, 6) - 0.5) < 1e-12);
+});
+
+test('a non-finite loss skips the optimizer step and leaves the weights untouched', async () => {
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 3);
+  const vars = model.trainableVariables();
+  const before = (vars.get('model.norm.weight') as tf.Variable).arraySync();
+  const optimizer = new AdamW({});
+  const res = await optimizerStep({
+    vars, optimizer, lr: 1e-2, maxGradNorm: 1,
+    lossFns: [() => tf.mul(tf.sum((vars.get('model.norm.weight') as tf.Variable)), tf.scalar(Number.NaN)) as tf.Scalar],
+  });
+  assert.equal(res.applied, false);
+  assert.deepEqual((vars.get('model.norm.weight') as tf.Variable).arraySync(), before);
+  model.dispose();
+});
+
+test('ppoUpdate on real rollouts: finite metrics, ratio 1 at the first minibatch, weights move', async () => {
+  const { config } = loadConfigFile('test/fixtures/tiny_frozen_lake.yaml');
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 5);
+  const specs: EpisodeSpec[] = Array.from({ length: 16 }, (_, envId) => {
+    const groupId = Math.floor(envId / 4);
+    return { tag: 'FrozenLake', groupId, envId, seed: groupId, trajGroupId: `FrozenLake_${groupId}_0_${groupId}`, rngParts: [envId] };
+  });
+  const gen = { ...config.actor_infer.generating_args, max_new_tokens: 8 };
+  const trajectories = await runEpisodes(specs, {
+    policy: modelPolicy(model, tokenizer, gen), tokenizer, customEnvs: config.custom_envs,
+    sequenceLength: 200, maxNewTokens: 8, split: 'train', step: 0,
+  });
+  // a random-init model babbles: every turn is invalid and costs the format penalty
+  assert.ok(trajectories.every((t) => t.turns.every((u) => !u.actionIsValid)));
+  // give the groups a score spread so the advantages are non-zero
+  trajectories.forEach((t, i) => (t.episodeScore = i % 2));
+  const before = (model.trainableVariables().get('model.norm.weight') as tf.Variable).arraySync();
+  const metrics = await ppoUpdate({ model, optimizer: new AdamW({}), trajectories, config, step: 0, padId: tokenizer.padId, lr: 1e-3 });
+  for (const [k, v] of Object.entries(metrics)) assert.ok(Number.isFinite(v), `${k} = ${v}`);
+  assert.equal(metrics['actor/optimizer_steps'], 1);
+  assert.ok(Math.abs(metrics['actor/ratio_mean'] - 1) < 1e-6);
+  assert.ok(metrics['actor/grad_norm'] > 0);
+  assert.ok(metrics['actor/entropy'] > 0);
+  assert.notDeepEqual((model.trainableVariables().get('model.norm.weight') as tf.Variable).arraySync(), before);
+  model.dispose();
+});
