@@ -15,9 +15,7 @@ import { tinyPreset } from '../model/config';
 import { Qwen2 } from '../model/qwen2';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
-import { runEpisodes, EpisodeSpec } from '../rollout/manager';
-import { randomActionPolicy } from '../rollout/scripted_policy';
-import { tagOfEnvGroup } from '../rollout/plan';
+import { formatDemonstrations } from '../rollout/demonstrations';
 import type { Trajectory } from '../rollout/types';
 import { deriveSeed } from '../util/rng';
 import type { PrepareRunInput, PrepareRunOutput } from './types';
@@ -36,20 +34,6 @@ function warmupIdentity(config: RunConfig) {
     envs: Object.fromEntries(tags.map((t) => [t, config.custom_envs[t]])), trainTags: config.train_env_manager.tags,
     partition: config.train_env_manager.num_groups_partition,
   };
-}
-
-/** Format demonstrations: num_episodes episodes over the train tags with random valid actions. */
-async function demonstrations(config: RunConfig, tokenizer: ReturnType<typeof charTokenizer>): Promise<Trajectory[]> {
-  const m = config.train_env_manager;
-  const specs: EpisodeSpec[] = Array.from({ length: config.warmup.num_episodes }, (_, i) => {
-    const tag = tagOfEnvGroup(m.tags, m.num_groups_partition, i % m.num_env_groups);
-    const seed = deriveSeed(config.seed, 'warmup', i);
-    return { tag, groupId: i, envId: i, seed, trajGroupId: `${tag}_${i}_0_${seed}`, rngParts: [config.seed, 'warmup', i] };
-  });
-  return runEpisodes(specs, {
-    policy: randomActionPolicy(tokenizer), tokenizer, customEnvs: config.custom_envs, sequenceLength: config.sequence_length,
-    maxNewTokens: config.actor_infer.generating_args.max_new_tokens, split: 'train', step: 0,
-  });
 }
 
 /** Builds the prepareRun activity over a runtime. */
@@ -73,7 +57,7 @@ export function prepareRunActivity(rt: ActivityRuntime) {
         ? ((await rt.store.getJsonlGz(`${prefix}episodes.jsonl.gz`)) as Trajectory[])
         : null;
       if (!episodes) {
-        episodes = await demonstrations(config, tokenizer);
+        episodes = await formatDemonstrations(config, tokenizer);
         await rt.store.putJsonlGz(`${prefix}episodes.jsonl.gz`, episodes);
       }
       const w = config.warmup;

@@ -3,7 +3,8 @@
  * 3 infra unavailable (no server binary, servers unreachable).
  */
 import { writeFileSync } from 'node:fs';
-import { Command, Option } from 'commander';
+import { availableParallelism } from 'node:os';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { loadConfigFile } from '../config/load';
@@ -16,6 +17,16 @@ const ROLES = ['control', 'rollout', 'update', 'all'];
 type Role = 'control' | 'rollout' | 'update' | 'all';
 
 const log = (line: string) => console.log(line);
+
+/** One rollout worker per core (rollout shards are independent, CPU-bound processes). */
+const defaultRolloutWorkers = Math.max(1, Math.min(4, availableParallelism()));
+
+/** Parses a positive integer option; a bad value is a usage error (exit 2). */
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a positive integer`);
+  return n;
+}
 const program = new Command();
 program.name('starpo').description('StarPO training runs on Temporal with an S3 object store').option('--verbose', 'print stack traces');
 
@@ -25,11 +36,12 @@ program
   .argument('<config>', 'YAML config with ROLL key names, e.g. configs/frozen_lake.yaml')
   .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>')
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
-  .action(async (path: string, opts: { runId?: string; workers: boolean }) => {
+  .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
+  .action(async (path: string, opts: { runId?: string; workers: boolean; rolloutWorkers: number }) => {
     const { input, ignored } = runInputFromFile(path, opts.runId);
     if (ignored.length > 0) log(`ignored (GPU placement / strategy keys): ${ignored.join(', ')}`);
     const { train } = require('./train') as typeof import('./train');
-    await train(input, { workers: opts.workers, log });
+    await train(input, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
   });
 
 program
@@ -37,9 +49,10 @@ program
   .description('continue a run: attach workers to a running one, or restart a closed one from latest.json')
   .argument('<runId>')
   .option('--no-workers', 'do not spawn local workers')
-  .action(async (runId: string, opts: { workers: boolean }) => {
+  .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
+  .action(async (runId: string, opts: { workers: boolean; rolloutWorkers: number }) => {
     const { resume } = require('./train') as typeof import('./train');
-    await resume(runId, { workers: opts.workers, log });
+    await resume(runId, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
   });
 
 program

@@ -14,15 +14,16 @@ export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');
 
 /** Running worker processes. */
 export interface WorkerProcesses {
-  children: Map<Role, ChildProcess>;
+  /** One entry per process, in start order; a role may appear several times. */
+  children: Array<{ role: Role; child: ChildProcess }>;
   /** Sends SIGTERM (graceful shutdown) and waits until every child has exited (SIGKILL after `graceSeconds`). */
   stop(graceSeconds?: number): Promise<void>;
 }
 
-/** Starts one process for a role; stdout/stderr go to `<logDir>/<role>.log`. */
-export function spawnWorker(role: Role, endpoints: InfraEndpoints, logDir: string): ChildProcess {
+/** Starts one process for a role; stdout/stderr go to `<logDir>/<role><suffix>.log`. */
+export function spawnWorker(role: Role, endpoints: InfraEndpoints, logDir: string, suffix = ''): ChildProcess {
   mkdirSync(logDir, { recursive: true });
-  const fd = openSync(join(logDir, `${role}.log`), 'a');
+  const fd = openSync(join(logDir, `${role}${suffix}.log`), 'a');
   const child = spawn(process.execPath, [STARPO_BIN, 'worker', '--role', role], {
     env: { ...process.env, ...endpointsToEnv(endpoints) },
     stdio: ['ignore', fd, fd],
@@ -44,14 +45,13 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
   });
 }
 
-/** Starts the given roles, each in its own process. */
+/** Starts the given roles, each in its own process (a role listed twice gets two processes). */
 export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string): WorkerProcesses {
-  const children = new Map<Role, ChildProcess>();
-  for (const role of roles) children.set(role, spawnWorker(role, endpoints, logDir));
+  const children = roles.map((role, i) => ({ role, child: spawnWorker(role, endpoints, logDir, roles.indexOf(role) === i ? '' : `-${i}`) }));
   return {
     children,
     stop: async (graceSeconds = 40) => {
-      await Promise.all([...children.values()].map((c) => stopChild(c, graceSeconds)));
+      await Promise.all(children.map((c) => stopChild(c.child, graceSeconds)));
     },
   };
 }

@@ -16,11 +16,14 @@ import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../workflows/
 import { attach } from './attach';
 import { resolveEndpoints } from './endpoints';
 import { spawnWorkers, WorkerProcesses } from './spawn_workers';
+import type { Role } from '../workers/run';
 
 /** Options shared by train and resume. */
 export interface TrainOptions {
   /** Spawn local workers (default true); false when workers run elsewhere. */
   workers: boolean;
+  /** Rollout worker processes to spawn (rollout shards run in parallel, one per process). */
+  rolloutWorkers: number;
   log: (line: string) => void;
 }
 
@@ -40,8 +43,9 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, opts: Tr
   let workers: WorkerProcesses | null = null;
   if (opts.workers) {
     const logDir = resolve('.starpo', 'logs', runId);
-    workers = spawnWorkers(['control', 'rollout', 'update'], e, logDir);
-    opts.log(`workers: control, rollout, update (logs in ${logDir})`);
+    const roles: Role[] = ['control', ...Array<Role>(opts.rolloutWorkers).fill('rollout'), 'update'];
+    workers = spawnWorkers(roles, e, logDir);
+    opts.log(`workers: ${roles.join(', ')} (logs in ${logDir})`);
   }
   const onSigint = () => {
     opts.log(`\nstopping local workers; run ${runId} stays durable in Temporal.`);

@@ -102,7 +102,8 @@ test('killing the update worker during an update: the activity is retried and th
   input.config.max_steps = 4;
   input.config.eval_steps = 0;
   const handle = await start(input);
-  let updateWorker = workers.children.get('update') as ChildProcess;
+  const entry = workers.children.find((c) => c.role === 'update') as { role: 'update'; child: ChildProcess };
+  let updateWorker = entry.child;
   let killed = 0;
   // Poll the pending activities; SIGKILL the update worker whenever an update attempt is running,
   // until an update has been retried (an attempt that finishes before the kill lands does not count).
@@ -117,7 +118,7 @@ test('killing the update worker during an update: the activity is retried and th
       await stopChild(updateWorker, 5);
       killed += 1;
       updateWorker = spawnWorker('update', servers.endpoints, logDir);
-      workers.children.set('update', updateWorker);
+      entry.child = updateWorker;
     }
     await new Promise((r) => setTimeout(r, 100));
   }
