@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { runKey, warmupPrefix } from '../storage/keys';
 import { writeLatest } from '../storage/manifest';
 import type { RunConfig } from '../config/schema';
-import { charTokenizer } from '../model/tokenizer';
+import { charTokenizer, Tokenizer } from '../model/tokenizer';
 import { tinyPreset } from '../model/config';
 import { Qwen2 } from '../model/qwen2';
 import { AdamW } from '../algo/adamw';
@@ -36,6 +36,33 @@ function warmupIdentity(config: RunConfig) {
   };
 }
 
+/**
+ * Trains `model` in place on the format demonstrations stored under `prefix` (made and stored on
+ * first use); returns warmup/* metrics (final loss in nats per response token, seconds, episodes).
+ */
+async function formatWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string, model: Qwen2, tokenizer: Tokenizer): Promise<Record<string, number>> {
+  const started = performance.now();
+  const key = `${prefix}episodes.jsonl.gz`;
+  let episodes = (await rt.store.exists(key)) ? await rt.store.getJsonlGz<Trajectory>(key) : null;
+  if (!episodes) {
+    episodes = await formatDemonstrations(config, tokenizer);
+    await rt.store.putJsonlGz(key, episodes);
+  }
+  const w = config.warmup;
+  const optimizer = new AdamW({ betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 });
+  try {
+    const { finalLoss } = await sftTrain({
+      model, optimizer, trajectories: episodes, steps: w.train_steps, batchSize: w.batch_size,
+      microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
+      maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
+      afterStep: (step, loss) => heartbeat({ warmupStep: step, loss }),
+    });
+    return { 'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length };
+  } finally {
+    optimizer.dispose();
+  }
+}
+
 /** Builds the prepareRun activity over a runtime. */
 export function prepareRunActivity(rt: ActivityRuntime) {
   return async function prepareRun(input: PrepareRunInput): Promise<PrepareRunOutput> {
@@ -48,32 +75,17 @@ export function prepareRunActivity(rt: ActivityRuntime) {
       await writeLatest(rt.store, runId, existing, 0);
       return { checkpoint: existing, metrics: { 'warmup/reused': 1 } };
     }
-    const started = performance.now();
     const tokenizer = charTokenizer();
     const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
-    const optimizer = new AdamW({ betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 });
     try {
-      let episodes = (await rt.store.exists(`${prefix}episodes.jsonl.gz`))
-        ? ((await rt.store.getJsonlGz(`${prefix}episodes.jsonl.gz`)) as Trajectory[])
-        : null;
-      if (!episodes) {
-        episodes = await formatDemonstrations(config, tokenizer);
-        await rt.store.putJsonlGz(`${prefix}episodes.jsonl.gz`, episodes);
-      }
-      const w = config.warmup;
-      const { finalLoss } = await sftTrain({
-        model, optimizer, trajectories: episodes, steps: w.train_steps, batchSize: w.batch_size,
-        microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
-        maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
-        afterStep: (step, loss) => heartbeat({ warmupStep: step, loss }),
-      });
-      const metrics = { 'warmup/reused': 0, 'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length };
+      const metrics = config.warmup.type === 'format'
+        ? await formatWarmup(rt, config, prefix, model, tokenizer)
+        : { 'warmup/none': 1 };
       const ref = await saveCheckpoint(rt.store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics } });
       await writeLatest(rt.store, runId, ref, 0);
-      return { checkpoint: ref, metrics };
+      return { checkpoint: ref, metrics: { ...metrics, 'warmup/reused': 0 } };
     } finally {
       model.dispose();
-      optimizer.dispose();
     }
   };
 }

@@ -85,7 +85,8 @@ export const rewardNormalizationSchema = z
 
 /**
  * The supervised warm-up that teaches a random-init model the answer format (issue 2, item 5):
- * `format` = episodes whose actions are uniformly random valid actions (no skill). Not a ROLL key;
+ * `format` = episodes whose actions are uniformly random valid actions (no skill); `none` = start from
+ * the random init. Not a ROLL key;
  * ROLL starts from an instruct model instead.
  */
 export const warmupSchema = z
