@@ -37,6 +37,22 @@ function disposeCache(c: LayerKV[] | undefined): void {
 }
 
 /**
+ * One model call for generation: the last position's logits copied to the host ([B*V] float32) and
+ * the new KV cache. Disposes `ids` and `bias`; the caller disposes the previous cache.
+ */
+function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, bias: tf.Tensor4D, cache: LayerKV[] | undefined): { cache: LayerKV[] | undefined; logitsData: Float32Array } {
+  try {
+    const out = model.run({ ids, positions, bias, cache, returnCache: true, lastOnly: cache === undefined });
+    const logitsData = out.logits.dataSync() as Float32Array;
+    out.logits.dispose();
+    return { cache: out.cache, logitsData };
+  } finally {
+    ids.dispose();
+    bias.dispose();
+  }
+}
+
+/**
  * Generates continuations for a batch of token-id contexts.
  * @param contexts one non-empty int array per row (ids in [0, vocab_size))
  * @returns tokens[i] (<= maxNewTokens[i] ids, ending with a stop id if one was emitted) and logprobs[i] (same length),
@@ -93,19 +109,7 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   });
   let cache: LayerKV[] | undefined;
   let logitsData: Float32Array;
-  {
-    const idsT = tf.tensor2d(ids, [B, Lmax], 'int32');
-    const bias = causalBias(keyMask.flat(), B, Lmax, Lmax, G);
-    try {
-      const out = model.run({ ids: idsT, positions: pos, bias, returnCache: true, lastOnly: true });
-      cache = out.cache;
-      logitsData = out.logits.dataSync() as Float32Array;
-      out.logits.dispose();
-    } finally {
-      idsT.dispose();
-      bias.dispose();
-    }
-  }
+  ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalBias(keyMask.flat(), B, Lmax, Lmax, G), undefined));
 
   try {
     for (;;) {
@@ -140,20 +144,11 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
       // One decoding step.
       for (const m of keyMask) m.push(1);
       const T = keyMask[0].length;
-      const idsT = tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32');
-      const bias = causalBias(keyMask.flat(), B, 1, T, G);
       const positions = Int32Array.from(nextPos);
       for (let b = 0; b < B; b++) nextPos[b]++;
-      try {
-        const out = model.run({ ids: idsT, positions, bias, cache, returnCache: true });
-        disposeCache(cache);
-        cache = out.cache;
-        logitsData = out.logits.dataSync() as Float32Array;
-        out.logits.dispose();
-      } finally {
-        idsT.dispose();
-        bias.dispose();
-      }
+      const previous = cache;
+      ({ cache, logitsData } = runStep(model, tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'), positions, causalBias(keyMask.flat(), B, 1, T, G), previous));
+      disposeCache(previous);
     }
   } finally {
     disposeCache(cache);
