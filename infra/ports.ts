@@ -1,7 +1,9 @@
 /**
  * TCP port selection on 127.0.0.1 (DESIGN.md: "free ports are picked for tests so two runs never collide").
  */
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import { randomInt } from 'node:crypto';
 
 /** true when 127.0.0.1:port can be bound right now. `port` is a TCP port (1-65535). */
 export function isPortFree(port: number): Promise<boolean> {
@@ -12,8 +14,37 @@ export function isPortFree(port: number): Promise<boolean> {
   });
 }
 
-/** A port the OS reports free on 127.0.0.1, not in `taken` (which it is added to). */
+/**
+ * The kernel's ephemeral port range [low, high] (Linux /proc/sys/net/ipv4/ip_local_port_range;
+ * 32768-60999 when unreadable). Outgoing connections take their local port from it at any moment.
+ */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high) && low > 0 && high >= low) return [low, high];
+  } catch {
+    /* not Linux: use the default */
+  }
+  return [32768, 60999];
+}
+
+/**
+ * A port free on 127.0.0.1 right now, not in `taken` (which it is added to), drawn at random BELOW
+ * the ephemeral range: an OS-assigned port (listen on 0) lies inside that range, where a server's
+ * outgoing connections can take it between our pick and the server's bind (seen here as "port in
+ * use" when SeaweedFS started just after Temporal). Falls back to an OS-assigned port.
+ * @throws Error when no port can be found
+ */
 export async function freePort(taken: Set<number> = new Set()): Promise<number> {
+  const low = 10000;
+  const high = Math.min(ephemeralRange()[0] - 1, 55000); // SeaweedFS keeps clear of ports whose +10000 overflows
+  for (let attempt = 0; high > low && attempt < 200; attempt++) {
+    const port = randomInt(low, high + 1);
+    if (!taken.has(port) && (await isPortFree(port))) {
+      taken.add(port);
+      return port;
+    }
+  }
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = await new Promise<number>((resolve, reject) => {
       const srv = net.createServer();
@@ -24,13 +55,12 @@ export async function freePort(taken: Set<number> = new Set()): Promise<number> 
         srv.close(() => resolve(p));
       });
     });
-    // SeaweedFS derives nothing from these, but keep clear of ports whose +10000 overflows.
     if (port > 0 && port < 55000 && !taken.has(port)) {
       taken.add(port);
       return port;
     }
   }
-  throw new Error('could not find a free TCP port on 127.0.0.1 after 50 attempts');
+  throw new Error('could not find a free TCP port on 127.0.0.1 after 250 attempts');
 }
 
 /**
