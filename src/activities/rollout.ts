@@ -20,7 +20,10 @@ export function rolloutActivity(rt: ActivityRuntime) {
     const specs: EpisodeSpec[] = input.groups.flatMap((g) =>
       Array.from({ length: manager.group_size }, (_, j) => {
         const envId = g.groupId * manager.group_size + j;
-        return { tag: g.tag, groupId: g.groupId, envId, seed: g.seed, trajGroupId: g.trajGroupId, rngParts: [config.seed, input.split, input.step, envId] };
+        // Validation samples from a stream that does not depend on the step: every checkpoint meets the
+        // same states with the same random numbers, so differences between evaluations are the policy's.
+        const rngParts = input.split === 'train' ? [config.seed, 'train', input.step, envId] : [config.seed, 'val', envId];
+        return { tag: g.tag, groupId: g.groupId, envId, seed: g.seed, trajGroupId: g.trajGroupId, rngParts };
       }),
     );
     const checkpoint = await rt.take(input.policy);

@@ -8,7 +8,8 @@
  * of (seed, "train", step, g). Validation seeds are a function of (seed, "val", g) only: every
  * evaluation plays the SAME held-out states, so the warm-up and final checkpoints (and every point of
  * the validation curve) are compared on one set (a deliberate change from SPEC.md §3, which plays new
- * states each evaluation; see README).
+ * states each evaluation; see README). The rollout activity likewise samples validation episodes
+ * from streams that do not depend on the step (common random numbers across evaluations).
  */
 import type { RunConfig } from '../config/schema';
 import { deriveSeed } from '../util/rng';
