@@ -3,7 +3,7 @@
  * (step, train success, mean episode score, seconds per step) until the run closes.
  */
 import { SingleBar, Presets } from 'cli-progress';
-import { Client, WorkflowFailedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { progressQuery, Progress } from '../workflows/api';
 import type { StarpoRunResult } from '../workflows';
 
@@ -49,4 +49,3 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
   return result;
 }
 
-export { WorkflowFailedError };

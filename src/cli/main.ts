@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { loadConfigFile } from '../config/load';
@@ -28,7 +28,11 @@ function positiveInt(value: string): number {
   return n;
 }
 const program = new Command();
-program.name('starpo').description('StarPO training runs on Temporal with an S3 object store').option('--verbose', 'print stack traces');
+program
+  .name('starpo')
+  .description('StarPO training runs on Temporal with an S3 object store')
+  .option('--verbose', 'print stack traces')
+  .exitOverride(); // usage errors reach the handler below and exit 2
 
 program
   .command('train')
@@ -87,21 +91,29 @@ config.command('print').argument('<file>').description('print the resolved confi
 
 program
   .command('status')
-  .description("print a run's progress (the workflow's `progress` query) as JSON")
+  .description("print a run's status and progress (the workflow's `progress` query, or its result once closed) as JSON")
   .argument('<runId>')
   .action(async (runId: string) => {
     const { connectClient } = require('./train') as typeof import('./train');
     const { progressQuery } = require('../workflows/api') as typeof import('../workflows/api');
     const client = await connectClient(await resolveEndpoints({ start: false, log }));
     const handle = client.workflow.getHandle(runId);
-    const description = await handle.describe();
-    const progress = description.status.name === 'RUNNING' ? await handle.query(progressQuery) : null;
-    log(JSON.stringify({ runId, status: description.status.name, progress }, null, 2));
+    const status = (await handle.describe()).status.name;
+    const out: Record<string, unknown> = { runId, status };
+    if (status === 'RUNNING') {
+      // A query needs a control worker; do not hang when none is polling.
+      const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000).unref());
+      out.progress = await Promise.race([handle.query(progressQuery), timeout]);
+      if (out.progress === null) out.note = `no control worker answered within 5 s; start workers with: starpo resume ${runId}`;
+    } else if (status === 'COMPLETED') out.result = await handle.result();
+    else out.note = `the run is closed; continue it with: starpo resume ${runId}`;
+    log(JSON.stringify(out, null, 2));
   });
 
 registerInfraCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2); // commander printed the message
   const verbose = program.opts().verbose === true;
   console.error(verbose && err instanceof Error ? err.stack : `error: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(exitCodeOf(err));

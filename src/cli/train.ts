@@ -5,7 +5,8 @@
  * `starpo resume <runId>`.
  */
 import { resolve } from 'node:path';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ConfigError } from '../config/errors';
 import type { InfraEndpoints } from '../../infra/types';
 import type { StarpoRunInput } from '../activities/types';
 import type { RunConfig } from '../config/schema';
@@ -56,14 +57,41 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, opts: Tr
   try {
     const result = await attach(client, runId);
     opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
+    if (result.validationCurve.length > 0) {
+      opts.log(`validation success by step: ${result.validationCurve.map((v) => `${v.step}: ${v.success.toFixed(3)}`).join(', ')}`);
+    }
     const val = result.lastValidation;
     if (val) {
       const parts = Object.entries(val.metrics).filter(([k]) => k.endsWith('/success')).map(([k, v]) => `${k} ${v.toFixed(3)}`);
       opts.log(`validation at step ${val.step}: ${parts.join(', ')}`);
     }
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) {
+      opts.log(`run ${runId} did not complete: ${err.cause?.message ?? err.message}`);
+      opts.log(`continue it from its latest checkpoint with:  starpo resume ${runId}`);
+    }
+    throw err;
   } finally {
     process.removeListener('SIGINT', onSigint);
     await workers?.stop();
+  }
+}
+
+/**
+ * A run id names a workflow and a folder of the store; starting a second run under it would
+ * overwrite the first one's objects.
+ * @throws ConfigError (exit 2) when the workflow id or runs/<runId>/run.json already exists
+ */
+async function refuseExistingRun(client: Client, store: ObjectStore, runId: string): Promise<void> {
+  let exists = await store.exists(runKey(runId));
+  try {
+    await client.workflow.getHandle(runId).describe();
+    exists = true;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  if (exists) {
+    throw new ConfigError('--run-id', [`run ${JSON.stringify(runId)} already exists; continue it with \`starpo resume ${runId}\` or pick another --run-id`]);
   }
 }
 
@@ -71,8 +99,10 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, opts: Tr
 export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<void> {
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
+  await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);
   await client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input],
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTE_KEYS.runId, value: input.runId },
       { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },

@@ -4,6 +4,7 @@
  * Source: SPEC.md §3-4 (ROLL roll/pipeline/agentic/env_manager/traj_env_manager.py).
  */
 import { createEnv } from '../envs/registry';
+import { ConfigError } from '../config/errors';
 import { parseAction } from '../envs/parse';
 import type { Env } from '../envs/types';
 import type { Tokenizer } from '../model/tokenizer';
@@ -74,6 +75,7 @@ function userContent(live: Live): string {
  * An episode ends when the env terminates, after custom_envs.<tag>.max_steps turns (truncated),
  * or when the context reaches sequence_length (the unfinished turn is dropped, truncated).
  * @throws Error from createEnv when a tag has no custom_envs entry or a bad env_config
+ * @throws ConfigError when sequence_length cannot hold the first prompt and one reply
  */
 export async function runEpisodes(specs: EpisodeSpec[], opts: ManagerOptions): Promise<Trajectory[]> {
   const { tokenizer } = opts;
@@ -96,7 +98,14 @@ export async function runEpisodes(specs: EpisodeSpec[], opts: ManagerOptions): P
     if (active.length === 0) break;
     const budgets = active.map((l) => {
       const room = opts.sequenceLength - l.ids.length - l.pending.length;
-      return Math.min(l.cfg.max_tokens_per_step, opts.maxNewTokens, room);
+      const want = Math.min(l.cfg.max_tokens_per_step, opts.maxNewTokens);
+      if (turn === 0 && room < want) {
+        throw new ConfigError('sequence_length', [
+          `${opts.sequenceLength} leaves no room for the first turn of tag ${l.spec.tag}: its prompt is ${l.pending.length} tokens ` +
+            `and a reply may take ${want}; allowed: >= ${l.pending.length + want} (a few turns more for multi-turn envs)`,
+        ]);
+      }
+      return Math.min(want, room);
     });
     const rows = active.filter((_, i) => budgets[i] > 0);
     for (const l of active) if (!rows.includes(l)) Object.assign(l, { done: true, truncated: true });

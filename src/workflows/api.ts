@@ -23,6 +23,8 @@ export interface Progress {
   lastMetrics: Record<string, number>;
   /** Validation metrics of the last evaluation, with the step it ran at. */
   lastValidation: { step: number; metrics: Record<string, number> } | null;
+  /** Validation success of every evaluation of this workflow run: step -> val/env/success. */
+  validationCurve: Array<{ step: number; success: number }>;
   /** Manifest of the newest checkpoint. */
   latestCheckpoint: ObjectRef | null;
   /** Wall seconds of the last step (workflow time). */

@@ -5,7 +5,7 @@
  * Deterministic, no I/O: only object references and scalar metrics pass through here.
  */
 import {
-  continueAsNew, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo,
+  ApplicationFailure, continueAsNew, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -32,6 +32,7 @@ export interface StarpoRunResult {
   finalCheckpoint: ObjectRef;
   lastMetrics: Record<string, number>;
   lastValidation: Progress['lastValidation'];
+  validationCurve: Progress['validationCurve'];
 }
 
 /** The StarPO training loop; see the file comment. */
@@ -39,8 +40,13 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
   const { runId, config } = input;
   const progress: Progress = {
     runId, step: input.resumeFrom?.step ?? 0, maxSteps: config.max_steps, phase: 'preparing',
-    lastMetrics: {}, lastValidation: null, latestCheckpoint: input.resumeFrom?.checkpoint ?? null, secondsPerStep: null,
+    lastMetrics: {}, lastValidation: null, validationCurve: [], latestCheckpoint: input.resumeFrom?.checkpoint ?? null,
+    secondsPerStep: null,
   };
+  if (workflowInfo().workflowId !== runId) {
+    // The run id names the objects in the store; a mismatch would write into another run's folder.
+    throw ApplicationFailure.nonRetryable(`runId ${JSON.stringify(runId)} must equal the workflow id ${JSON.stringify(workflowInfo().workflowId)}`, 'ConfigError');
+  }
   setHandler(progressQuery, () => progress);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTE_KEYS.runId, value: runId },
@@ -65,7 +71,10 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
     const metrics = meanMetrics(mergeSums(outs.map((o) => o.metrics)), 'val/');
     progress.lastValidation = { step, metrics };
     const success = metrics['val/env/success'];
-    if (success !== undefined) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: success }]);
+    if (success !== undefined) {
+      progress.validationCurve.push({ step, success });
+      upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: success }]);
+    }
     return metrics;
   };
   const evalDue = (step: number) => config.eval_steps > 0 && step % config.eval_steps === 0;
@@ -104,5 +113,8 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
     await update.writeMetrics({ runId, step: config.max_steps, metrics: valMetrics });
   }
   progress.phase = 'done';
-  return { runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics, lastValidation: progress.lastValidation };
+  return {
+    runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics,
+    lastValidation: progress.lastValidation, validationCurve: progress.validationCurve,
+  };
 }

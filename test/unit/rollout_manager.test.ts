@@ -64,9 +64,24 @@ test('an invalid answer costs the format penalty; the turn cap truncates', async
 });
 
 test('the sequence_length cut drops the unfinished turn', async () => {
-  const [t] = await runEpisodes(specs(1, 1), { ...baseOpts, sequenceLength: 120, policy: randomActionPolicy(tokenizer) });
-  assert.ok(t.inputIds.length <= 120);
-  assert.ok(t.truncated || t.turns.length > 0);
-  const full = await runEpisodes(specs(1, 1), { ...baseOpts, policy: randomActionPolicy(tokenizer) });
-  assert.ok(t.turns.length <= full[0].turns.length);
+  const babble: Policy = {
+    async generate(req) {
+      const tokens = req.contexts.map((_, i) => tokenizer.encode('<answer>Jump</answer><|im_end|>').slice(0, req.maxNewTokens[i]));
+      return { tokens, logprobs: tokens.map((t) => t.map(() => -1)) };
+    },
+  };
+  // invalid answers never end the episode, so only the 250-token cut can stop it before 10 turns
+  const [t] = await runEpisodes(specs(1, 1), { ...baseOpts, sequenceLength: 250, policy: babble });
+  assert.ok(t.truncated);
+  assert.ok(t.turns.length >= 1 && t.turns.length < 10, `${t.turns.length} turns`);
+  assert.ok(t.inputIds.length <= 250);
+  // the kept turns are whole: the ids end with the last turn's stop token
+  assert.equal(t.inputIds[t.inputIds.length - 1], tokenizer.specialTokens['<|im_end|>']);
+});
+
+test('a sequence_length that cannot hold the first turn is a config error naming the key', async () => {
+  await assert.rejects(
+    runEpisodes(specs(1, 1), { ...baseOpts, sequenceLength: 40, policy: randomActionPolicy(tokenizer) }),
+    (err: Error) => err.name === 'ConfigError' && /sequence_length[\s\S]*40 leaves no room for the first turn of tag FrozenLake: its prompt is \d+ tokens/.test(err.message),
+  );
 });
