@@ -82,7 +82,7 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, opts: Tr
  * overwrite the first one's objects.
  * @throws ConfigError (exit 2) when the workflow id or runs/<runId>/run.json already exists
  */
-async function refuseExistingRun(client: Client, store: ObjectStore, runId: string): Promise<void> {
+export async function refuseExistingRun(client: Client, store: ObjectStore, runId: string): Promise<void> {
   let exists = await store.exists(runKey(runId));
   try {
     await client.workflow.getHandle(runId).describe();

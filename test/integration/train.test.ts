@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -13,6 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { startTestServers, TestServers } from '../helpers/servers';
 import { spawnWorker, spawnWorkers, stopChild, WorkerProcesses } from '../../src/cli/spawn_workers';
 import { runInputFromFile } from '../../src/cli/run_input';
+import { refuseExistingRun } from '../../src/cli/train';
 import { ObjectStore } from '../../src/storage/object_store';
 import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
 import { loadCheckpoint } from '../../src/activities/checkpoint';
@@ -38,6 +39,7 @@ after(async () => {
   await workers?.stop(5);
   await client?.connection.close();
   await servers?.stop();
+  rmSync(logDir, { recursive: true, force: true });
 });
 
 function start(input: StarpoRunInput) {
@@ -91,6 +93,10 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   assert.equal(progress.phase, 'done');
   assert.equal(progress.step, 2);
 
+  // the run id is taken: `starpo train --run-id` refuses it instead of overwriting the run's objects
+  await assert.rejects(refuseExistingRun(client, store, input.runId), (err: Error) => err.name === 'ConfigError' && /already exists; continue it with `starpo resume/.test(err.message));
+  await refuseExistingRun(client, store, `${input.runId}-new`);
+
   // a tampered object is detected on read
   const modelKey = `${checkpointPrefix(input.runId, 2)}model.safetensors`;
   await store.put(modelKey, new Uint8Array([1, 2, 3]));
@@ -133,4 +139,11 @@ test('killing the update worker during an update: the activity is retried and th
   // the warm-up made for the first run was reused, not trained again
   const warmups = (await store.list('warmup/')).filter((o) => o.key.endsWith('manifest.json'));
   assert.equal(warmups.length, 1);
+});
+
+test('a workflow whose id differs from its runId fails at once instead of writing into another run', async () => {
+  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-mismatch-${Date.now()}`);
+  const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: `${input.runId}-other`, args: [input] });
+  await assert.rejects(handle.result(), (err: Error) => /must equal the workflow id/.test(String((err as { cause?: Error }).cause?.message)));
+  assert.equal(await store.exists(`runs/${input.runId}/run.json`), false);
 });
