@@ -127,7 +127,7 @@ export function clipAdvantages(adv: readonly (readonly number[])[], c: number): 
   return adv.map((row) => row.map((a) => Math.min(c, Math.max(-c, a))));
 }
 
-/** Estimators served by computeAdvantages (gae needs a critic and is not implemented here). */
+/** Estimators served by computeAdvantages (gae needs a critic, which arrives with issue 3). */
 export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce'] as const;
 
 /** Inputs of computeAdvantages. See the individual functions for shapes. */

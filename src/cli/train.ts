@@ -95,20 +95,27 @@ export async function refuseExistingRun(client: Client, store: ObjectStore, runI
   }
 }
 
-/** Starts a new run from a workflow input and follows it. */
-export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<void> {
-  const e = await resolveEndpoints({ start: true, log: opts.log });
-  const client = await connectClient(e);
-  await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);
+/**
+ * Starts workflow starpoTraining for a run: workflow id = run id, search attributes and a summary
+ * for the Temporal UI. `REJECT_DUPLICATE` for new runs, `ALLOW_DUPLICATE` to restart a closed one.
+ */
+async function startWorkflow(client: Client, input: StarpoRunInput, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE'): Promise<void> {
   await client.workflow.start(WORKFLOW_TYPE, {
-    taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input],
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input], workflowIdReusePolicy: reuse,
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTE_KEYS.runId, value: input.runId },
       { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },
     ],
     staticSummary: `StarPO ${input.configName}: ${input.config.train_env_manager.tags.join('+')} with ${input.config.pretrain}`,
   });
+}
+
+/** Starts a new run from a workflow input and follows it. */
+export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<void> {
+  const e = await resolveEndpoints({ start: true, log: opts.log });
+  const client = await connectClient(e);
+  await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);
+  await startWorkflow(client, input, 'REJECT_DUPLICATE');
   opts.log(`run id: ${input.runId}`);
   opts.log(`Temporal UI: ${uiLink(e, input.runId)}`);
   await follow(client, e, input.runId, opts);
@@ -132,13 +139,7 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
     if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
     const input: StarpoRunInput = { runId, configName: spec.configName, config: spec.config, resumeFrom: { checkpoint: latest.ref, step: latest.step } };
     try {
-      await client.workflow.start(WORKFLOW_TYPE, {
-        taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input],
-        typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTE_KEYS.runId, value: runId },
-          { key: SEARCH_ATTRIBUTE_KEYS.config, value: spec.configName },
-        ],
-      });
+      await startWorkflow(client, input, 'ALLOW_DUPLICATE');
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
