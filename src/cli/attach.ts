@@ -3,11 +3,24 @@
  * (step, train success, mean episode score, seconds per step) until the run closes.
  */
 import { SingleBar, Presets } from 'cli-progress';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { progressQuery, Progress } from '../workflows/api';
 import type { StarpoRunResult } from '../workflows';
 
 const fmt = (x: number | undefined, digits = 3) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits));
+
+/**
+ * "warm-up step N, loss L" from the heartbeat details of the running prepareRun activity
+ * (activities/prepare.ts heartbeats {warmupStep, loss}), else "preparing".
+ */
+async function warmupPhase(handle: WorkflowHandle): Promise<string> {
+  const pending = (await handle.describe()).raw.pendingActivities ?? [];
+  const payload = pending.find((a) => a.activityType?.name === 'prepareRun')?.heartbeatDetails?.payloads?.[0];
+  if (!payload) return 'preparing';
+  const details = defaultPayloadConverter.fromPayload<{ warmupStep?: number; loss?: number }>(payload);
+  return details.warmupStep === undefined ? 'preparing' : `warm-up step ${details.warmupStep + 1}, loss ${fmt(details.loss)}`;
+}
 
 /**
  * Shows progress until the workflow completes, then returns its result.
@@ -33,7 +46,7 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
     try {
       const p: Progress = await handle.query(progressQuery);
       const payload = {
-        phase: p.phase, success: fmt(p.lastMetrics['env/success']), score: fmt(p.lastMetrics['env/score']),
+        phase: p.phase === 'preparing' ? await warmupPhase(handle) : p.phase, success: fmt(p.lastMetrics['env/success']), score: fmt(p.lastMetrics['env/score']),
         sps: fmt(p.secondsPerStep ?? undefined, 1),
       };
       if (!started) {
