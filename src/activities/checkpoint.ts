@@ -34,6 +34,11 @@ export interface PolicyCheckpoint {
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 1));
 const parse = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes)) as unknown;
 
+/** The trainer_state.json of a checkpoint's files (as read by storage/manifest readCheckpoint). */
+export function trainerStateOf(files: Record<string, Uint8Array>): TrainerState {
+  return parse(files['trainer_state.json']) as TrainerState;
+}
+
 /**
  * Writes a checkpoint under `prefix` and returns its manifest ref.
  * @throws Error from the object store (retried by Temporal)
@@ -56,7 +61,7 @@ export async function saveCheckpoint(store: ObjectStore, prefix: string, c: { mo
 export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef): Promise<PolicyCheckpoint> {
   const { files } = await readCheckpoint(store, manifest);
   const config = configFromJSONBytes(files['config.json']);
-  const state = parse(files['trainer_state.json']) as TrainerState;
+  const state = trainerStateOf(files);
   const model = modelFromSafetensors(config, files['model.safetensors']);
   const tokenizer = tokenizerFromJSON(parse(files['tokenizer.json']));
   const optimizer = files['optimizer.safetensors']

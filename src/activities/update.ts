@@ -11,7 +11,7 @@ import { ppoUpdate } from '../algo/ppo_update';
 import { lrAt } from '../algo/lr_schedule';
 import type { Trajectory } from '../rollout/types';
 import type { UpdateInput, UpdateOutput } from './types';
-import { saveCheckpoint } from './checkpoint';
+import { saveCheckpoint, trainerStateOf } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
 
 /** Builds the update activity over a runtime. */
@@ -23,8 +23,7 @@ export function updateActivity(rt: ActivityRuntime) {
     const existing = await rt.existing(`${prefix}manifest.json`);
     if (existing) {
       const { files } = await readCheckpoint(rt.store, existing);
-      const state = JSON.parse(new TextDecoder().decode(files['trainer_state.json'])) as { metrics: Record<string, number> };
-      return { checkpoint: existing, metrics: state.metrics };
+      return { checkpoint: existing, metrics: trainerStateOf(files).metrics };
     }
     const trajectories: Trajectory[] = [];
     for (const ref of input.trajectories) trajectories.push(...((await rt.store.getJsonlGz(ref)) as Trajectory[]));

@@ -20,22 +20,16 @@ export interface PackedBatch {
   sampleLogprobs: number[][];
 }
 
+/** The shifted arrays of a batch (no tensors), for code that needs only the masks. */
+export type ShiftedArrays = Pick<PackedBatch, 'mask' | 'lastIndex' | 'sampleLogprobs'>;
+
 /**
- * Packs trajectories to a common length L = max(2, longest). Caller disposes ids/attentionMask.
- * @throws RangeError when the list is empty
+ * Shifted response mask, last sampled index and sampling log-probs, padded to length L-1.
+ * @param L padded token length (>= every trajectory's length)
  */
-export function packBatch(trajectories: readonly Trajectory[], padId: number): PackedBatch {
-  if (trajectories.length === 0) throw new RangeError('packBatch: no trajectories');
-  const B = trajectories.length;
-  const L = Math.max(2, ...trajectories.map((t) => t.inputIds.length));
-  const ids = new Int32Array(B * L).fill(padId);
-  const attention = new Float32Array(B * L);
-  const mask: number[][] = [];
-  const lastIndex: number[] = [];
-  const sampleLogprobs: number[][] = [];
-  trajectories.forEach((t, b) => {
-    ids.set(t.inputIds, b * L);
-    attention.fill(1, b * L, b * L + t.inputIds.length);
+export function shiftedArrays(trajectories: readonly Trajectory[], L: number): ShiftedArrays {
+  const out: ShiftedArrays = { mask: [], lastIndex: [], sampleLogprobs: [] };
+  for (const t of trajectories) {
     const m = new Array<number>(L - 1).fill(0);
     const lp = new Array<number>(L - 1).fill(0);
     let last = -1;
@@ -46,14 +40,36 @@ export function packBatch(trajectories: readonly Trajectory[], padId: number): P
         last = i - 1;
       }
     }
-    mask.push(m);
-    lastIndex.push(last);
-    sampleLogprobs.push(lp);
+    out.mask.push(m);
+    out.lastIndex.push(last);
+    out.sampleLogprobs.push(lp);
+  }
+  return out;
+}
+
+/** The padded length of a batch: max(2, longest trajectory) tokens. */
+export function paddedLength(trajectories: readonly Trajectory[]): number {
+  return Math.max(2, ...trajectories.map((t) => t.inputIds.length));
+}
+
+/**
+ * Packs trajectories to a common length L = paddedLength. Caller disposes ids/attentionMask.
+ * @throws RangeError when the list is empty
+ */
+export function packBatch(trajectories: readonly Trajectory[], padId: number): PackedBatch {
+  if (trajectories.length === 0) throw new RangeError('packBatch: no trajectories');
+  const B = trajectories.length;
+  const L = paddedLength(trajectories);
+  const ids = new Int32Array(B * L).fill(padId);
+  const attention = new Float32Array(B * L);
+  trajectories.forEach((t, b) => {
+    ids.set(t.inputIds, b * L);
+    attention.fill(1, b * L, b * L + t.inputIds.length);
   });
   return {
     ids: tf.tensor2d(ids, [B, L], 'int32'),
     attentionMask: tf.tensor2d(attention, [B, L], 'float32'),
-    mask, lastIndex, sampleLogprobs,
+    ...shiftedArrays(trajectories, L),
   };
 }
 

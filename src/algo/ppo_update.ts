@@ -12,8 +12,8 @@ import { tokenLogProbs } from '../model/logprobs';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
-import { ppoLoss } from './loss';
-import { lengthBucketedMicroBatches, packBatch } from './batch';
+import { maskedMean, ppoLoss } from './loss';
+import { lengthBucketedMicroBatches, packBatch, paddedLength, shiftedArrays } from './batch';
 import { optimizerStep } from './grad_step';
 
 /** The key of a trajectory's normalisation group for reward_normalization.grouping (SPEC.md §5.1). */
@@ -47,9 +47,7 @@ export async function ppoUpdate(opts: {
   const { model, config, trajectories } = opts;
   const args = config.actor_train.training_args;
   const B = trajectories.length;
-  const full = packBatch(trajectories, opts.padId);
-  full.ids.dispose();
-  full.attentionMask.dispose();
+  const full = shiftedArrays(trajectories, paddedLength(trajectories));
   const adv = computeAdvantages({
     scores: trajectories.map((t) => t.episodeScore),
     groupKeys: trajectories.map((t) => groupKeyOf(t, config.reward_normalization.grouping)),
@@ -88,8 +86,7 @@ export async function ppoUpdate(opts: {
           { pgClip: config.pg_clip, lossAggMode: config.loss_agg_mode },
         );
         for (const [k, v] of Object.entries(result.stats())) add(k, v);
-        const ent = tf.sum(tf.mul(entropy, mask)).dataSync()[0] / Math.max(1, tf.sum(mask).dataSync()[0]);
-        add('actor/entropy', ent);
+        add('actor/entropy', maskedMean(entropy, mask).dataSync()[0]);
         microCount += 1;
         batch.ids.dispose();
         batch.attentionMask.dispose();

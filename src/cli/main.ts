@@ -8,13 +8,12 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { loadConfigFile } from '../config/load';
+import { ROLES, Role } from '../workers/roles';
 import { exitCodeOf } from './exit_codes';
 import { resolveEndpoints } from './endpoints';
 import { runInputFromFile } from './run_input';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
-const ROLES = ['control', 'rollout', 'update', 'all'];
-type Role = 'control' | 'rollout' | 'update' | 'all';
 
 const log = (line: string) => console.log(line);
 
@@ -62,7 +61,7 @@ program
 program
   .command('worker')
   .description('run workers of one role against TEMPORAL_ADDRESS / S3_ENDPOINT (or the local infra)')
-  .addOption(new Option('--role <role>', 'which task queues to poll').choices(ROLES).default('all'))
+  .addOption(new Option('--role <role>', 'which task queues to poll').choices([...ROLES]).default('all'))
   .action(async (opts: { role: Role }) => {
     const { runWorkers } = require('../workers/run') as typeof import('../workers/run');
     await runWorkers(opts.role, await resolveEndpoints({ start: false, log }), log);

@@ -7,7 +7,7 @@ import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { InfraEndpoints } from '../../infra/types';
 import { endpointsToEnv } from './endpoints';
-import type { Role } from '../workers/run';
+import type { Role } from '../workers/roles';
 
 /** The path of the `starpo` bin script. */
 export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');

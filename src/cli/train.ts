@@ -17,7 +17,7 @@ import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../workflows/
 import { attach } from './attach';
 import { resolveEndpoints } from './endpoints';
 import { spawnWorkers, WorkerProcesses } from './spawn_workers';
-import type { Role } from '../workers/run';
+import type { Role } from '../workers/roles';
 
 /** Options shared by train and resume. */
 export interface TrainOptions {

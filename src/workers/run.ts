@@ -10,10 +10,8 @@ import { createActivities } from '../activities';
 import { ObjectStore } from '../storage/object_store';
 import { TASK_QUEUES } from '../workflows/api';
 import { initBackend } from '../model/backend';
+import type { Role } from './roles';
 
-/** Worker roles. */
-export const ROLES = ['control', 'rollout', 'update', 'all'] as const;
-export type Role = (typeof ROLES)[number];
 
 /**
  * Connects to Temporal and the object store and runs the role's workers until SIGINT/SIGTERM.

@@ -1,0 +1,5 @@
+/** Worker roles (DESIGN.md, Workers and compute); a module of its own so the CLI can name them without loading tfjs. */
+
+/** control: workflow task queue "starpo"; rollout: "starpo-rollout"; update: "starpo-update"; all: the three. */
+export const ROLES = ['control', 'rollout', 'update', 'all'] as const;
+export type Role = (typeof ROLES)[number];
