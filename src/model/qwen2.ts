@@ -175,6 +175,23 @@ export class Qwen2 {
    * @throws RangeError when L > max_position_embeddings or shapes disagree.
    */
   forward(ids: tf.Tensor2D, attentionMask: tf.Tensor2D): tf.Tensor3D {
+    return this.withTrainingInputs(ids, attentionMask, (inp) => this.run(inp).logits);
+  }
+
+  /**
+   * The final hidden states (after the last RMSNorm) of the training forward, for heads other than
+   * lm_head (the critic's value head, HF Qwen2ForTokenClassification). Same inputs and errors as `forward`.
+   * @returns float32 [B, L, E], E = hidden_size; differentiable
+   */
+  hiddenStates(ids: tf.Tensor2D, attentionMask: tf.Tensor2D): tf.Tensor3D {
+    return this.withTrainingInputs(ids, attentionMask, (inp) => {
+      const [B, L] = ids.shape;
+      return tf.tidy(() => tf.reshape(this.finalNorm(this.trunk(inp).x), [B, L, this.config.hidden_size]) as tf.Tensor3D);
+    });
+  }
+
+  /** Positions 0..L-1 and the causal pad-masking bias of right-padded rows, for `forward` and `hiddenStates`. */
+  private withTrainingInputs<T>(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, f: (inp: RunInputs) => T): T {
     const [B, L] = ids.shape;
     if (attentionMask.shape[0] !== B || attentionMask.shape[1] !== L) {
       throw new RangeError(`Qwen2.forward: attentionMask shape [${attentionMask.shape}] != ids shape [${ids.shape}]`);
@@ -184,7 +201,7 @@ export class Qwen2 {
     const G = this.config.num_attention_heads / this.config.num_key_value_heads;
     const bias = causalBias(attentionMask.dataSync(), B, L, L, G);
     try {
-      return this.run({ ids, positions, bias }).logits;
+      return f({ ids, positions, bias });
     } finally {
       bias.dispose();
     }
@@ -198,6 +215,34 @@ export class Qwen2 {
   run(inp: RunInputs): { logits: tf.Tensor3D; cache?: LayerKV[] } {
     const cfg = this.config;
     const [B, Lq] = inp.ids.shape;
+    const E = cfg.hidden_size;
+    let newCache: LayerKV[] = [];
+    const logits = tf.tidy(() => {
+      const out = this.trunk(inp);
+      newCache = out.cache;
+      let xs = out.x;
+      let rows = Lq;
+      if (inp.lastOnly && Lq > 1) {
+        xs = tf.reshape<tf.Rank.R2>(tf.slice(tf.reshape(xs, [B, Lq, E]), [0, Lq - 1, 0], [B, 1, E]), [B, E]);
+        rows = 1;
+      }
+      const head = cfg.tie_word_embeddings ? this.w('model.embed_tokens.weight') : this.w('lm_head.weight');
+      return tf.reshape(linear(this.finalNorm(xs), head), [B, rows, cfg.vocab_size]) as tf.Tensor3D;
+    });
+    return inp.returnCache ? { logits, cache: newCache } : { logits };
+  }
+
+  private finalNorm(x: tf.Tensor2D): tf.Tensor2D {
+    return rmsNorm(x, this.w('model.norm.weight') as tf.Tensor1D, this.config.rms_norm_eps);
+  }
+
+  /**
+   * Embedding and decoder layers (call inside tf.tidy): the residual stream before the final norm,
+   * float32 [B * Lq, E], and (with returnCache) the kept per-layer keys/values.
+   */
+  private trunk(inp: RunInputs): { x: tf.Tensor2D; cache: LayerKV[] } {
+    const cfg = this.config;
+    const [B, Lq] = inp.ids.shape;
     for (let i = 0; i < inp.positions.length; i++) {
       if (inp.positions[i] >= cfg.max_position_embeddings) {
         throw new RangeError(`Qwen2: position ${inp.positions[i]} >= max_position_embeddings = ${cfg.max_position_embeddings}`);
@@ -206,58 +251,42 @@ export class Qwen2 {
     const D = headDim(cfg);
     const H = cfg.num_attention_heads;
     const KVH = cfg.num_key_value_heads;
-    const E = cfg.hidden_size;
-    const { cos, sin } = ropeCosSinCached(inp.positions, B, Lq, D, cfg.rope_theta);
-    const newCache: LayerKV[] = [];
-    const logits = tf.tidy(() => {
-      let x: tf.Tensor2D = embedLookup(this.w('model.embed_tokens.weight') as tf.Tensor2D, tf.reshape(inp.ids, [B * Lq]) as tf.Tensor1D);
-      for (let l = 0; l < cfg.num_hidden_layers; l++) {
-        const p = `model.layers.${l}.`;
-        const hN = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
-        const q = applyRope(
-          tf.reshape(linear(hN, this.w(`${p}self_attn.q_proj.weight`), this.w(`${p}self_attn.q_proj.bias`)), [B, Lq, H, D]),
+    const { cos, sin } = ropeCosSin(inp.positions, B, Lq, D, cfg.rope_theta);
+    const cache: LayerKV[] = [];
+    let x: tf.Tensor2D = embedLookup(this.w('model.embed_tokens.weight') as tf.Tensor2D, tf.reshape(inp.ids, [B * Lq]) as tf.Tensor1D);
+    for (let l = 0; l < cfg.num_hidden_layers; l++) {
+      const p = `model.layers.${l}.`;
+      const hN = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
+      const q = applyRope(
+        tf.reshape(linear(hN, this.w(`${p}self_attn.q_proj.weight`), this.w(`${p}self_attn.q_proj.bias`)), [B, Lq, H, D]),
+        cos,
+        sin,
+      );
+      const kNew = tf.transpose(
+        applyRope(
+          tf.reshape(linear(hN, this.w(`${p}self_attn.k_proj.weight`), this.w(`${p}self_attn.k_proj.bias`)), [B, Lq, KVH, D]),
           cos,
           sin,
-        );
-        const kNew = tf.transpose(
-          applyRope(
-            tf.reshape(linear(hN, this.w(`${p}self_attn.k_proj.weight`), this.w(`${p}self_attn.k_proj.bias`)), [B, Lq, KVH, D]),
-            cos,
-            sin,
-          ),
-          [0, 2, 1, 3],
-        ) as tf.Tensor4D;
-        const vNew = tf.transpose(
-          tf.reshape(linear(hN, this.w(`${p}self_attn.v_proj.weight`), this.w(`${p}self_attn.v_proj.bias`)), [B, Lq, KVH, D]),
-          [0, 2, 1, 3],
-        ) as tf.Tensor4D;
-        const past = inp.cache?.[l];
-        const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
-        const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
-        if (inp.returnCache) {
-          newCache.push({ k: tf.keep(k), v: tf.keep(v) });
-        }
-        const attn = groupedAttention(q, k, v, inp.bias);
-        x = tf.add<tf.Tensor2D>(x, linear(tf.reshape(attn, [B * Lq, H * D]), this.w(`${p}self_attn.o_proj.weight`)));
-        const h2 = rmsNorm(x, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
-        const gate = linear(h2, this.w(`${p}mlp.gate_proj.weight`));
-        const up = linear(h2, this.w(`${p}mlp.up_proj.weight`));
-        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
-        x = tf.add<tf.Tensor2D>(x, linear(act, this.w(`${p}mlp.down_proj.weight`)));
-      }
-      let xs = x;
-      let rows = Lq;
-      if (inp.lastOnly && Lq > 1) {
-        xs = tf.reshape<tf.Rank.R2>(tf.slice(tf.reshape(x, [B, Lq, E]), [0, Lq - 1, 0], [B, 1, E]), [B, E]);
-        rows = 1;
-      }
-      const hF = rmsNorm(xs, this.w('model.norm.weight') as tf.Tensor1D, cfg.rms_norm_eps);
-      const head = cfg.tie_word_embeddings ? this.w('model.embed_tokens.weight') : this.w('lm_head.weight');
-      return tf.reshape(linear(hF, head), [B, rows, cfg.vocab_size]) as tf.Tensor3D;
-    });
-    cos.dispose();
-    sin.dispose();
-    return inp.returnCache ? { logits, cache: newCache } : { logits };
+        ),
+        [0, 2, 1, 3],
+      ) as tf.Tensor4D;
+      const vNew = tf.transpose(
+        tf.reshape(linear(hN, this.w(`${p}self_attn.v_proj.weight`), this.w(`${p}self_attn.v_proj.bias`)), [B, Lq, KVH, D]),
+        [0, 2, 1, 3],
+      ) as tf.Tensor4D;
+      const past = inp.cache?.[l];
+      const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
+      const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
+      if (inp.returnCache) cache.push({ k: tf.keep(k), v: tf.keep(v) });
+      const attn = groupedAttention(q, k, v, inp.bias);
+      x = tf.add<tf.Tensor2D>(x, linear(tf.reshape(attn, [B * Lq, H * D]), this.w(`${p}self_attn.o_proj.weight`)));
+      const h2 = rmsNorm(x, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
+      const gate = linear(h2, this.w(`${p}mlp.gate_proj.weight`));
+      const up = linear(h2, this.w(`${p}mlp.up_proj.weight`));
+      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+      x = tf.add<tf.Tensor2D>(x, linear(act, this.w(`${p}mlp.down_proj.weight`)));
+    }
+    return { x, cache };
   }
 }
 
@@ -266,6 +295,3 @@ function uid(): number {
   return ++uidCounter;
 }
 
-function ropeCosSinCached(positions: ArrayLike<number>, B: number, L: number, D: number, theta: number) {
-  return ropeCosSin(positions, B, L, D, theta);
-}

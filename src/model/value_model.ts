@@ -1,0 +1,96 @@
+/**
+ * The critic of adv_estimator `gae` (SPEC.md §5.3, §7): a Qwen2 trunk with a scalar value head, as
+ * ROLL's critic role builds it (AutoModelForTokenClassification with num_labels = 1; HF
+ * Qwen2ForTokenClassification names the head `score.weight`, shape [1, E], no bias). ROLL starts the
+ * critic from the policy's pretrained weights; so do we (`fromPolicy`), with a zero value head so the
+ * first values are 0 and deterministic.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { Qwen2Config } from './config';
+import { Qwen2 } from './qwen2';
+import { decodeSafetensors, encodeSafetensors, SafeTensor, toFloat32 } from './safetensors';
+
+/** HF name of the value head weight. */
+export const VALUE_HEAD = 'score.weight';
+
+/** A value model: V(s_t) for every position t of a sequence. */
+export class ValueModel {
+  private constructor(readonly trunk: Qwen2, private readonly head: tf.Variable) {}
+
+  /**
+   * A critic initialised from a policy's weights (copied) with a zero head.
+   * @param policy the policy whose trunk weights are copied (not modified, not owned)
+   */
+  static fromPolicy(policy: Qwen2): ValueModel {
+    const trunk = Qwen2.fromNamedTensors(policy.config, policy.toNamedTensors());
+    const head = tf.variable(tf.zeros([1, policy.config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`);
+    return new ValueModel(trunk, head);
+  }
+
+  /**
+   * Values of every position. Differentiable w.r.t. trunk and head.
+   * @param ids int32 [B, L] right-padded; @param attentionMask [B, L] 1 real / 0 pad
+   * @returns float32 [B, L]: index t is V of the state after token t (the caller shifts and masks)
+   * @throws RangeError from Qwen2.hiddenStates (shapes, sequence too long)
+   */
+  values(ids: tf.Tensor2D, attentionMask: tf.Tensor2D): tf.Tensor2D {
+    const hidden = this.trunk.hiddenStates(ids, attentionMask);
+    try {
+      const [B, L, E] = hidden.shape;
+      // A 2-D matmul: tfjs's gradient of a broadcast 3-D x 2-D matMul has the wrong shape.
+      return tf.tidy(() => tf.reshape(tf.matMul(tf.reshape(hidden, [B * L, E]), this.head, false, true), [B, L]) as tf.Tensor2D);
+    } finally {
+      hidden.dispose();
+    }
+  }
+
+  /** Trainable variables by HF name: the trunk's model.* weights and score.weight. */
+  trainableVariables(): Map<string, tf.Variable> {
+    return new Map([...this.trunk.trainableVariables(), [VALUE_HEAD, this.head]]);
+  }
+
+  /** Serialises trunk and head as F32 safetensors with HF names (critic.safetensors). */
+  async toSafetensors(): Promise<Uint8Array> {
+    const tensors: Record<string, SafeTensor> = {};
+    for (const [name, t] of this.trainableVariables()) {
+      tensors[name] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
+    }
+    return encodeSafetensors(tensors, { format: 'pt' });
+  }
+
+  /**
+   * Loads a critic written by toSafetensors.
+   * @param config the trunk's Qwen2 config (the policy's config.json)
+   * @throws Error naming a missing weight or a wrong head shape
+   */
+  static fromSafetensors(config: Qwen2Config, bytes: Uint8Array): ValueModel {
+    const { tensors } = decodeSafetensors(bytes);
+    const head = tensors[VALUE_HEAD];
+    if (!head) throw new Error(`ValueModel.fromSafetensors: weight ${VALUE_HEAD} is missing`);
+    if (head.shape.length !== 2 || head.shape[0] !== 1 || head.shape[1] !== config.hidden_size) {
+      throw new Error(`ValueModel.fromSafetensors: ${VALUE_HEAD} has shape [${head.shape}], expected [1, ${config.hidden_size}]`);
+    }
+    const map = new Map<string, tf.Tensor>();
+    try {
+      for (const [name, t] of Object.entries(tensors)) {
+        if (name !== VALUE_HEAD) map.set(name, tf.tensor(toFloat32(t), t.shape, 'float32'));
+      }
+      const trunk = Qwen2.fromNamedTensors(config, map);
+      const headVar = tf.variable(tf.tensor2d(toFloat32(head), [1, config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`);
+      return new ValueModel(trunk, headVar);
+    } finally {
+      for (const t of map.values()) t.dispose();
+    }
+  }
+
+  /** Frees the trunk and the head. */
+  dispose(): void {
+    this.trunk.dispose();
+    this.head.dispose();
+  }
+}
+
+let counter = 0;
+function uniqueSuffix(): number {
+  return ++counter;
+}
