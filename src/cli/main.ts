@@ -7,7 +7,7 @@ import { availableParallelism } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
-import { loadConfigFile } from '../config/load';
+import { acceptedNotes, loadConfigFile } from '../config/load';
 import { ROLES, Role } from '../workers/roles';
 import { exitCodeOf } from './exit_codes';
 import { resolveEndpoints } from './endpoints';
@@ -16,6 +16,8 @@ import { runInputFromFile } from './run_input';
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 
 const log = (line: string) => console.log(line);
+
+const OVERRIDES_HELP = 'Hydra-style overrides applied before interpolation: a.b=value, +a.b=value (new key), ++a.b=value';
 
 /** One rollout worker per core (rollout shards are independent, CPU-bound processes). */
 const defaultRolloutWorkers = Math.max(1, Math.min(4, availableParallelism()));
@@ -37,12 +39,13 @@ program
   .command('train')
   .description('validate a config, start servers if needed, spawn workers, run StarPO and follow it')
   .argument('<config>', 'YAML config with ROLL key names, e.g. configs/frozen_lake.yaml')
+  .argument('[overrides...]', OVERRIDES_HELP)
   .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>')
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
-  .action(async (path: string, opts: { runId?: string; workers: boolean; rolloutWorkers: number }) => {
-    const { input, ignored } = runInputFromFile(path, opts.runId);
-    if (ignored.length > 0) log(`ignored (GPU placement / strategy keys): ${ignored.join(', ')}`);
+  .action(async (path: string, overrides: string[], opts: { runId?: string; workers: boolean; rolloutWorkers: number }) => {
+    const { input, ...accepted } = runInputFromFile(path, opts.runId, overrides);
+    acceptedNotes(accepted).forEach(log);
     const { train } = require('./train') as typeof import('./train');
     await train(input, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
   });
@@ -71,22 +74,27 @@ program
   .command('run-json')
   .description('write the workflow input for `temporal workflow start --input-file` from a YAML config')
   .argument('<config>')
+  .argument('[overrides...]', OVERRIDES_HELP)
   .option('-o, --output <file>', 'output file', 'run.json')
   .option('--run-id <id>', 'run id (also the workflow id)')
-  .action((path: string, opts: { output: string; runId?: string }) => {
-    const { input } = runInputFromFile(path, opts.runId);
+  .action((path: string, overrides: string[], opts: { output: string; runId?: string }) => {
+    const { input } = runInputFromFile(path, opts.runId, overrides);
     writeFileSync(opts.output, JSON.stringify(input, null, 2));
     log(`wrote ${opts.output} (run id ${input.runId})`);
   });
 
-const config = program.command('config').description('config files');
-config.command('check').argument('<file>').description('validate only').action((path: string) => {
-  const { ignored } = loadConfigFile(path);
-  log(`${path}: ok${ignored.length ? ` (ignored: ${ignored.join(', ')})` : ''}`);
-});
-config.command('print').argument('<file>').description('print the resolved config, defaults applied').action((path: string) => {
-  process.stdout.write(stringify(loadConfigFile(path).config));
-});
+const config = program.command('config').description('config files (Hydra defaults lists and ${...} interpolations resolved)');
+config.command('check').argument('<file>').argument('[overrides...]', OVERRIDES_HELP).description('validate only')
+  .action((path: string, overrides: string[]) => {
+    const loaded = loadConfigFile(path, overrides);
+    log(`${path}: ok`);
+    acceptedNotes(loaded).forEach(log);
+  });
+config.command('print').argument('<file>').argument('[overrides...]', OVERRIDES_HELP)
+  .description('print the resolved config as YAML, defaults applied')
+  .action((path: string, overrides: string[]) => {
+    process.stdout.write(stringify(loadConfigFile(path, overrides).config));
+  });
 
 program
   .command('status')

@@ -1,117 +1,55 @@
 /**
- * YAML -> validated RunConfig (SPEC.md §2): parse with `yaml`, validate with the zod schema, apply
- * defaults, then check the cross-key rules (batch sizes, tags, partitions). Every problem is
- * reported at once as a ConfigError naming the key, the value and what is allowed.
+ * A config file -> validated RunConfig (SPEC.md §2): compose the file with its Hydra `defaults:`
+ * list (hydra.ts), apply command-line overrides (overrides.ts), resolve OmegaConf interpolations
+ * (interpolate.ts), drop the interpolation variables, then validate with the zod schema (defaults
+ * applied) and the cross-key rules (checks.ts). Every problem is reported at once as a ConfigError
+ * naming the file, the key, the value and what is allowed.
  */
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
-import { ConfigError, nearestKey } from './errors';
-import { IGNORED_KEYS, RunConfig, runConfigSchema, EnvManagerConfig } from './schema';
-import { ENV_TYPES } from '../envs/registry';
+import { ConfigError } from './errors';
+import { crossKeyProblems } from './checks';
+import { composeFile } from './hydra';
+import { resolveInterpolations } from './interpolate';
+import { describeIssues, show } from './issues';
+import { applyOverrides } from './overrides';
+import { IGNORED_KEYS, RunConfig, runConfigSchema } from './schema';
+import { displayPath, isMapping, valueAt, type Mapping } from './tree';
+import { resolve } from 'node:path';
 
-/** Follows a dotted path through schema wrappers to the object shape there, if any. */
-function knownKeysAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
-  let node: z.ZodType = schema;
-  const unwrap = () => {
-    for (;;) {
-      if (node instanceof z.ZodDefault || node instanceof z.ZodOptional || node instanceof z.ZodNullable) {
-        node = node.unwrap() as z.ZodType;
-      } else return;
-    }
-  };
-  for (const part of path) {
-    unwrap();
-    if (node instanceof z.ZodObject) node = (node.shape as Record<string, z.ZodType>)[String(part)];
-    else if (node instanceof z.ZodRecord) node = node.valueType as z.ZodType;
-    else return [];
-    if (!node) return [];
-  }
-  unwrap();
-  return node instanceof z.ZodObject ? Object.keys(node.shape) : [];
+/** Top-level keys a defaults file defines only to be interpolated (e.g. ROLL's `custom_env`). */
+export interface VariableSource {
+  /** The defaults file (display path) that first defines them. */
+  file: string;
+  keys: string[];
 }
 
-/** The raw value at a path of the parsed YAML, for error messages. */
-function valueAt(raw: unknown, path: ReadonlyArray<PropertyKey>): unknown {
-  let node = raw;
-  for (const part of path) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<PropertyKey, unknown>)[part];
-  }
-  return node;
+/** A loaded config with what was accepted but not used. */
+export interface LoadedConfig {
+  config: RunConfig;
+  /** Dotted paths of IGNORED_KEYS present in the file (per tag for custom_envs). */
+  ignored: string[];
+  /** Interpolation variables, dropped after resolution, grouped by the file defining them. */
+  variables: VariableSource[];
 }
 
-const show = (v: unknown) => (v === undefined ? '(missing)' : JSON.stringify(v));
-
-/** Turns zod issues into one readable line each. */
-function describeIssues(error: z.ZodError, raw: unknown): string[] {
-  return error.issues.map((issue) => {
-    const where = issue.path.map(String).join('.') || '(top level)';
-    if (issue.code === 'unrecognized_keys') {
-      const known = knownKeysAt(runConfigSchema, issue.path);
-      return issue.keys
-        .map((key) => {
-          const near = nearestKey(key, known);
-          const full = [...issue.path.map(String), key].join('.');
-          return `unknown key \`${full}\`${near ? `; did you mean \`${near}\`?` : ''} (allowed here: ${known.join(', ')})`;
-        })
-        .join('\n  - ');
-    }
-    return `\`${where}\`: ${issue.message} (got ${show(valueAt(raw, issue.path))})`;
-  });
-}
-
-/** Cross-key rules of SPEC.md §2-3 that a per-key schema cannot express. */
-function crossKeyProblems(cfg: RunConfig): string[] {
-  const problems: string[] = [];
-  const manager = (name: 'train_env_manager' | 'val_env_manager', m: EnvManagerConfig, batch: number, batchKey: string) => {
-    if (m.tags.length !== m.num_groups_partition.length) {
-      problems.push(`\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} must have one entry per tag (${m.tags.length} tags: ${m.tags.join(', ')})`);
-    }
-    const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
-    if (sum !== m.num_env_groups) {
-      problems.push(`\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} sums to ${sum}; it must sum to num_env_groups (${m.num_env_groups})`);
-    }
-    if (batch % m.group_size !== 0) {
-      problems.push(`\`${batchKey}\`: ${batch} is not a multiple of ${name}.group_size (${m.group_size}); allowed: k * ${m.group_size}`);
-    }
-    if (m.max_env_num_per_worker > 0 && m.max_env_num_per_worker % m.group_size !== 0) {
-      problems.push(`\`${name}.max_env_num_per_worker\`: ${m.max_env_num_per_worker} must be 0 (all in one worker) or a multiple of group_size (${m.group_size}) so a group stays in one worker`);
-    }
-    for (const tag of m.tags) {
-      if (!(tag in cfg.custom_envs)) {
-        problems.push(`\`${name}.tags\`: tag ${show(tag)} has no entry in custom_envs (defined: ${Object.keys(cfg.custom_envs).join(', ') || 'none'})`);
-      }
-    }
-  };
-  manager('train_env_manager', cfg.train_env_manager, cfg.rollout_batch_size, 'rollout_batch_size');
-  manager('val_env_manager', cfg.val_env_manager, cfg.val_batch_size, 'val_batch_size');
-  for (const [tag, env] of Object.entries(cfg.custom_envs)) {
-    if (!ENV_TYPES.includes(env.env_type)) {
-      problems.push(`\`custom_envs.${tag}.env_type\`: ${show(env.env_type)} is not a known env type (allowed: ${ENV_TYPES.join(', ')})`);
-    }
-  }
-  const train = cfg.actor_train.training_args;
-  const miniBatch = train.per_device_train_batch_size * train.gradient_accumulation_steps;
-  if (cfg.rollout_batch_size % miniBatch !== 0) {
-    problems.push(`\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`);
-  }
-  return problems;
-}
-
-/** Dotted paths of IGNORED_KEYS present in the raw config (to report once). */
+/** Dotted paths of IGNORED_KEYS present in a resolved config (`*` expanded to each custom_envs tag). */
 export function ignoredKeysIn(raw: unknown): string[] {
-  return IGNORED_KEYS.filter((path) => valueAt(raw, path.split('.')) !== undefined);
+  return IGNORED_KEYS.flatMap((pattern) => {
+    const [head, tail] = pattern.split('.*.');
+    if (tail === undefined) return valueAt(raw, head.split('.')) === undefined ? [] : [pattern];
+    const tags = valueAt(raw, head.split('.'));
+    if (!isMapping(tags)) return [];
+    return Object.keys(tags).filter((tag) => valueAt(tags, [tag, tail]) !== undefined).map((tag) => `${head}.${tag}.${tail}`);
+  });
 }
 
 /**
  * Validates a parsed config object and applies defaults.
- * @param raw the parsed YAML (plain object)
+ * @param raw the parsed (and resolved) YAML
  * @param source a name for messages (file path)
  * @throws ConfigError listing every bad key with its value and what is allowed
  */
 export function validateConfig(raw: unknown, source = 'config'): RunConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+  if (!isMapping(raw)) {
     throw new ConfigError(source, [`the top level must be a mapping of ROLL config keys, got ${show(raw)}`]);
   }
   const parsed = runConfigSchema.safeParse(raw);
@@ -121,22 +59,34 @@ export function validateConfig(raw: unknown, source = 'config'): RunConfig {
   return parsed.data;
 }
 
+/** Splits off the top-level keys that are not schema keys but are defined by a defaults file. */
+function splitVariables(tree: Mapping, definedIn: ReadonlyMap<string, readonly string[]>, source: string): { raw: Mapping; variables: VariableSource[] } {
+  const raw: Mapping = {};
+  const byFile = new Map<string, string[]>();
+  for (const [key, value] of Object.entries(tree)) {
+    const file = definedIn.get(key)?.find((f) => f !== source);
+    if (key in runConfigSchema.shape || file === undefined) raw[key] = value;
+    else byFile.set(file, [...(byFile.get(file) ?? []), key]);
+  }
+  return { raw, variables: [...byFile].map(([file, keys]) => ({ file, keys })) };
+}
+
 /**
- * Reads, parses and validates a YAML config file.
- * @throws ConfigError when the file is missing, is not YAML, or fails validation
+ * Reads a config file (Hydra defaults and interpolations resolved, overrides applied) and validates it.
+ * @param overrides Hydra-style `a.b=value`, `+a.b=value`, `++a.b=value` arguments
+ * @throws ConfigError when a file is missing or not YAML, a defaults entry, override or interpolation
+ *         is bad, or the resolved config fails validation
  */
-export function loadConfigFile(path: string): { config: RunConfig; ignored: string[] } {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(path, [`cannot read the file: ${(err as Error).message}`]);
-  }
-  let raw: unknown;
-  try {
-    raw = parseYaml(text);
-  } catch (err) {
-    throw new ConfigError(path, [`not valid YAML: ${(err as Error).message}`]);
-  }
-  return { config: validateConfig(raw, path), ignored: ignoredKeysIn(raw) };
+export function loadConfigFile(path: string, overrides: readonly string[] = []): LoadedConfig {
+  const { tree, definedIn } = composeFile(path);
+  const source = displayPath(resolve(path));
+  const resolved = resolveInterpolations(applyOverrides(tree, overrides), { source, definedIn });
+  const { raw, variables } = splitVariables(resolved, definedIn, source);
+  return { config: validateConfig(raw, source), ignored: ignoredKeysIn(raw), variables };
+}
+
+/** The lines `config check` and `train` print once: ignored keys and interpolation variables. */
+export function acceptedNotes(loaded: Pick<LoadedConfig, 'ignored' | 'variables'>): string[] {
+  const notes = loaded.ignored.length > 0 ? [`ignored (accepted for ROLL compatibility, not used): ${loaded.ignored.join(', ')}`] : [];
+  return [...notes, ...loaded.variables.map((v) => `interpolation variables from ${v.file}: ${v.keys.join(', ')}`)];
 }

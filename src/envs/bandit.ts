@@ -4,7 +4,7 @@
  * dragon = high risk); the arm order in the observation is shuffled at each reset.
  */
 import { Rng } from '../util/rng';
-import { checkKeys, getNumber, getString, type RawEnvConfig } from './config';
+import { checkKeys, checkRegex, checkTextRenderMode, getInt, getNumber, getString, type RawEnvConfig } from './config';
 import { parseAction } from './parse';
 import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
 
@@ -12,6 +12,10 @@ import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
  * Validated bandit env_config. Defaults (SPEC.md §8, ROLL): lo_arm_name 'phoenix', hi_arm_name
  * 'dragon', lo_arm_score 0.1 (paid always; RAGEN paper 0.15), hi_arm_score 1.0 paid with probability
  * hi_arm_hiscore_prob 0.25, else hi_arm_loscore 0; format_penalty 0; env_instruction: compact default.
+ * ROLL's env_config names are accepted too (ROLL/RAGEN BanditEnvConfig): `hi_arm_hiscore` for
+ * hi_arm_score (give one of them); `action_space_start` (arms are answered by name, so unused),
+ * `render_mode` (only "text") and `action_pattern` (checked to be a regular expression; answers are
+ * parsed with the SPEC.md §4.4 patterns) are checked but not kept.
  */
 export interface BanditConfig {
   lo_arm_name: string;
@@ -27,7 +31,7 @@ export interface BanditConfig {
 /** Allowed env_config keys of bandit. */
 export const BANDIT_KEYS = [
   'lo_arm_name', 'hi_arm_name', 'lo_arm_score', 'hi_arm_score', 'hi_arm_loscore', 'hi_arm_hiscore_prob',
-  'format_penalty', 'env_instruction',
+  'format_penalty', 'env_instruction', 'hi_arm_hiscore', 'action_space_start', 'render_mode', 'action_pattern',
 ] as const;
 
 const ARM_NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
@@ -36,12 +40,19 @@ const ARM_NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
 export function parseBanditConfig(raw: RawEnvConfig): BanditConfig {
   const where = 'env_config of bandit';
   const r = checkKeys(where, raw, BANDIT_KEYS);
+  checkRegex(where, r, 'action_pattern');
+  checkTextRenderMode(where, r);
+  getInt(where, r, 'action_space_start', 1, 0, 1_000_000);
+  if (r.hi_arm_score !== undefined && r.hi_arm_hiscore !== undefined) {
+    throw new Error(`${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${String(r.hi_arm_score)} and ${String(r.hi_arm_hiscore)}`);
+  }
+  const hiScoreKey = r.hi_arm_hiscore === undefined ? 'hi_arm_score' : 'hi_arm_hiscore';
   const what = 'a word of letters, digits, _ or - starting with a letter';
   const cfg: BanditConfig = {
     lo_arm_name: getString(where, r, 'lo_arm_name', 'phoenix', ARM_NAME, what),
     hi_arm_name: getString(where, r, 'hi_arm_name', 'dragon', ARM_NAME, what),
     lo_arm_score: getNumber(where, r, 'lo_arm_score', 0.1),
-    hi_arm_score: getNumber(where, r, 'hi_arm_score', 1.0),
+    hi_arm_score: getNumber(where, r, hiScoreKey, 1.0),
     hi_arm_loscore: getNumber(where, r, 'hi_arm_loscore', 0),
     hi_arm_hiscore_prob: getNumber(where, r, 'hi_arm_hiscore_prob', 0.25, 0, 1),
     format_penalty: getNumber(where, r, 'format_penalty', 0),

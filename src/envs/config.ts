@@ -81,3 +81,26 @@ export function getString(
   }
   return v;
 }
+
+/**
+ * A regular expression given as a string (ROLL's env_config `action_pattern`), checked to compile.
+ * Throws Error naming key and value.
+ */
+export function checkRegex(where: string, raw: Record<string, unknown>, key: string): void {
+  const v = raw[key];
+  if (v === undefined) return;
+  let ok = typeof v === 'string' && v.length > 0;
+  if (ok) {
+    try {
+      new RegExp(v as string);
+    } catch {
+      ok = false;
+    }
+  }
+  if (!ok) throw new Error(`${where}: ${key} must be a regular expression, got ${show(v)}`);
+}
+
+/** ROLL's `render_mode`: only "text" (the envs render text). Throws Error naming key and value. */
+export function checkTextRenderMode(where: string, raw: Record<string, unknown>): void {
+  getString(where, raw, 'render_mode', 'text', /^text$/, '"text"');
+}

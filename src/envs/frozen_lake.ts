@@ -3,7 +3,7 @@
  * ragen/env/frozen_lake). Seeded random map per reset, gymnasium slippery dynamics, text render.
  */
 import { Rng } from '../util/rng';
-import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from './config';
+import { checkKeys, checkRegex, checkTextRenderMode, getBool, getInt, getNumber, getString, type RawEnvConfig } from './config';
 import { LAKE_ACTIONS, generateMap, moveFrom, type LakeMap, type Pos } from './frozen_lake_map';
 import { parseAction } from './parse';
 import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
@@ -13,6 +13,10 @@ import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
  * format_penalty 0 (SPEC example -0.01; configs set it), env_instruction: the compact default,
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
+ * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
+ * `action_pattern` (checked to be a regular expression; answers are always parsed with the SPEC.md
+ * §4.4 patterns, the think pattern when the rollout manager enables it), `render_mode` (only "text"),
+ * `map_seed` (ROLL regenerates the map from the reset seed, so it has no effect there either).
  */
 export interface FrozenLakeConfig {
   size: number;
@@ -25,12 +29,18 @@ export interface FrozenLakeConfig {
 }
 
 /** Allowed env_config keys of frozen_lake. */
-export const FROZEN_LAKE_KEYS = ['size', 'p', 'is_slippery', 'success_rate', 'format_penalty', 'env_instruction', 'max_steps'] as const;
+export const FROZEN_LAKE_KEYS = [
+  'size', 'p', 'is_slippery', 'success_rate', 'format_penalty', 'env_instruction', 'max_steps',
+  'action_pattern', 'render_mode', 'map_seed',
+] as const;
 
 /** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
 export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
   const where = 'env_config of frozen_lake';
   const r = checkKeys(where, raw, FROZEN_LAKE_KEYS);
+  checkRegex(where, r, 'action_pattern');
+  checkTextRenderMode(where, r);
+  if (r.map_seed !== null) getInt(where, r, 'map_seed', 0, 0, Number.MAX_SAFE_INTEGER);
   const maxSteps = r.max_steps === null ? null : getInt(where, r, 'max_steps', -1, 1, 1_000_000);
   const instr = r.env_instruction === null ? null : getString(where, r, 'env_instruction', '');
   return {

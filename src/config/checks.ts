@@ -1,0 +1,69 @@
+/**
+ * Cross-key rules of SPEC.md §2-3 that a per-key schema cannot express: batch sizes against group
+ * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
+ * (checked by the env's own parser), and features that are not implemented yet.
+ */
+import { ENV_TYPES, validateEnvConfig } from '../envs/registry';
+import { show } from './issues';
+import type { EnvManagerConfig, RunConfig } from './schema';
+
+type ManagerName = 'train_env_manager' | 'val_env_manager';
+
+function managerProblems(cfg: RunConfig, name: ManagerName, batchKey: 'rollout_batch_size' | 'val_batch_size'): string[] {
+  const problems: string[] = [];
+  const m: EnvManagerConfig = cfg[name];
+  const batch = cfg[batchKey];
+  if (m.tags.length !== m.num_groups_partition.length) {
+    problems.push(`\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} must have one entry per tag (${m.tags.length} tags: ${m.tags.join(', ')})`);
+  }
+  const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
+  if (sum !== m.num_env_groups) {
+    problems.push(`\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} sums to ${sum}; it must sum to num_env_groups (${m.num_env_groups})`);
+  }
+  if (batch % m.group_size !== 0) {
+    problems.push(`\`${batchKey}\`: ${batch} is not a multiple of ${name}.group_size (${m.group_size}); allowed: k * ${m.group_size}`);
+  }
+  if (m.max_env_num_per_worker > 0 && m.max_env_num_per_worker % m.group_size !== 0) {
+    problems.push(`\`${name}.max_env_num_per_worker\`: ${m.max_env_num_per_worker} must be 0 (all in one worker) or a multiple of group_size (${m.group_size}) so a group stays in one worker`);
+  }
+  for (const tag of m.tags) {
+    if (!(tag in cfg.custom_envs)) {
+      problems.push(`\`${name}.tags\`: tag ${show(tag)} has no entry in custom_envs (defined: ${Object.keys(cfg.custom_envs).join(', ') || 'none'})`);
+    }
+  }
+  return problems;
+}
+
+function envProblems(cfg: RunConfig): string[] {
+  const problems: string[] = [];
+  for (const [tag, env] of Object.entries(cfg.custom_envs)) {
+    if (!ENV_TYPES.includes(env.env_type)) {
+      problems.push(`\`custom_envs.${tag}.env_type\`: ${show(env.env_type)} is not a known env type (allowed: ${ENV_TYPES.join(', ')})`);
+      continue;
+    }
+    try {
+      validateEnvConfig(env.env_type, env.env_config);
+    } catch (err) {
+      problems.push(`\`custom_envs.${tag}.env_config\`: ${(err as Error).message}`);
+    }
+  }
+  return problems;
+}
+
+/** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */
+export function crossKeyProblems(cfg: RunConfig): string[] {
+  const problems = [
+    ...managerProblems(cfg, 'train_env_manager', 'rollout_batch_size'),
+    ...managerProblems(cfg, 'val_env_manager', 'val_batch_size'),
+    ...envProblems(cfg),
+  ];
+  const train = cfg.actor_train.training_args;
+  const miniBatch = train.per_device_train_batch_size * train.gradient_accumulation_steps;
+  if (cfg.rollout_batch_size % miniBatch !== 0) {
+    problems.push(`\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`);
+  }
+  if (cfg.async_generation_ratio > 0) {
+    problems.push(`\`async_generation_ratio\`: ${cfg.async_generation_ratio}: only 0 is supported until asynchronous rollouts land (issue 7)`);
+  }
+  return problems;
+}

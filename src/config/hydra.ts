@@ -1,0 +1,90 @@
+/**
+ * Hydra-style config files (Hydra docs, "The Defaults List"), as ROLL's example configs use them:
+ * a top-level `defaults:` list pulls in other YAML files and merges them into the root.
+ *
+ * Entries: `- ../config/traj_envs@_here_` (a path relative to the directory of the file holding the
+ * list, `.yaml` appended when missing, `@_here_` = merge into the root), the same without `@_here_`
+ * (also merged into the root), and `_self_` (where the file's own keys go). Without `_self_` the
+ * file's own keys come last and override the included ones (Hydra 1.1+). Included files may have
+ * their own defaults (recursively); a cycle is an error. Merging follows OmegaConf (tree.ts).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError } from './errors';
+import { deepMerge, displayPath, isMapping, type Mapping } from './tree';
+
+/** A composed file: the merged tree and, per top-level key, the files that define it. */
+export interface ComposedConfig {
+  tree: Mapping;
+  /** Top-level key -> display paths of the files defining it, in merge order (the last one wins). */
+  definedIn: Map<string, string[]>;
+}
+
+/** Reads a YAML file whose top level is a mapping (an empty file is `{}`). */
+function readYamlMapping(file: string): Mapping {
+  const shown = displayPath(file);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(shown, [`cannot read the file: ${(err as Error).message}`]);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigError(shown, [`not valid YAML: ${(err as Error).message}`]);
+  }
+  if (!isMapping(raw)) throw new ConfigError(shown, [`the top level must be a mapping of config keys, got ${JSON.stringify(raw)}`]);
+  return raw;
+}
+
+/** The files of a defaults list in merge order, with 'self' where the file's own keys go. */
+function defaultsOrder(file: string, list: unknown): Array<string | 'self'> {
+  const shown = displayPath(file);
+  if (list === undefined) return ['self'];
+  if (!Array.isArray(list)) throw new ConfigError(shown, [`\`defaults\`: must be a list of files, got ${JSON.stringify(list)}`]);
+  const order = list.map((entry, i): string | 'self' => {
+    const problem = (msg: string) => new ConfigError(shown, [`\`defaults[${i}]\`: ${JSON.stringify(entry)}: ${msg}`]);
+    if (typeof entry !== 'string') throw problem('only file entries are supported (`path`, `path@_here_`, `_self_`)');
+    if (entry === '_self_') return 'self';
+    const [path, pkg, ...rest] = entry.split('@');
+    if (rest.length > 0 || (pkg !== undefined && pkg !== '_here_') || path.trim() === '') {
+      throw problem('expected `path` or `path@_here_` (other packages are not supported)');
+    }
+    const target = resolve(dirname(file), /\.ya?ml$/.test(path) ? path : `${path}.yaml`);
+    if (!existsSync(target)) throw problem(`no such file ${displayPath(target)}`);
+    return target;
+  });
+  return order.includes('self') ? order : [...order, 'self'];
+}
+
+/** Composes one file: its defaults (recursively) and its own keys, in defaults-list order. */
+function compose(file: string, stack: readonly string[]): ComposedConfig {
+  if (stack.includes(file)) {
+    const chain = [...stack.slice(stack.indexOf(file)), file].map(displayPath);
+    throw new ConfigError(displayPath(stack[stack.length - 1]), [`defaults cycle: ${chain.join(' -> ')}`]);
+  }
+  const { defaults, ...own } = readYamlMapping(file);
+  let tree: Mapping = {};
+  const definedIn = new Map<string, string[]>();
+  for (const entry of defaultsOrder(file, defaults)) {
+    const part = entry === 'self'
+      ? { tree: own, definedIn: new Map(Object.keys(own).map((k) => [k, [displayPath(file)]])) }
+      : compose(entry, [...stack, file]);
+    tree = deepMerge(tree, part.tree);
+    for (const [k, files] of part.definedIn) definedIn.set(k, [...(definedIn.get(k) ?? []), ...files]);
+  }
+  return { tree, definedIn };
+}
+
+/**
+ * Reads a config file and its defaults list (see the file comment) into one merged tree.
+ * @returns the tree (without `defaults`) and, per top-level key, the files defining it
+ * @throws ConfigError naming the file and key: unreadable or non-YAML file, a defaults entry that is
+ *         not a file (with the resolved path when missing) or has another package, a defaults cycle
+ */
+export function composeFile(path: string): ComposedConfig {
+  return compose(resolve(path), []);
+}

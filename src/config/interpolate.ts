@@ -1,0 +1,147 @@
+/**
+ * OmegaConf-style interpolation for config trees (OmegaConf docs, "Variable interpolation"), as ROLL's
+ * Hydra configs use it: `${key}` and `${a.b.c}` are absolute paths into the merged root. A string that
+ * is exactly one interpolation takes the referenced value with its type (number, bool, a whole
+ * mapping); interpolations inside a longer string are substituted as text. References may chain
+ * (`a: ${b}`, `b: ${c}`), go through other references (`${alias.key}`) and nest (`${a.${b}}`);
+ * `\${` is a literal `${`. Resolvers (`${oc.env:HOME}`) and relative paths are not supported.
+ * The `hydra:` block is left as written (Hydra resolves it with its own resolvers; starpo ignores it).
+ *
+ * No npm package implements OmegaConf's semantics (typed single references, whole-mapping values,
+ * cycle errors); `interpolate-json` evaluates `${= js =}` expressions and resolves against a separate
+ * values object, so this is a small resolver of our own.
+ */
+import { ConfigError, nearestKey } from './errors';
+import { isMapping, type Mapping } from './tree';
+
+/** Options of resolveInterpolations. */
+export interface InterpolationOptions {
+  /** The file being loaded, for ConfigError messages. */
+  source: string;
+  /** Top-level key -> the files defining it (hydra.ts); the last one is named when it is not `source`. */
+  definedIn?: ReadonlyMap<string, readonly string[]>;
+}
+
+/** A string split into literal text and `${...}` expressions (the expression text may hold `${}`s). */
+type Part = { text: string } | { expr: string };
+
+/** Top-level blocks left as written (Hydra's own config). */
+const UNRESOLVED_BLOCKS = ['hydra'];
+
+class Resolver {
+  private readonly done = new Map<string, unknown>();
+  private readonly active: string[] = [];
+
+  constructor(private readonly root: Mapping, private readonly opts: InterpolationOptions) {}
+
+  /** A ConfigError about the value at `path`. */
+  fail(path: readonly string[], message: string): never {
+    const key = path.join('.');
+    const origin = this.opts.definedIn?.get(path[0])?.at(-1);
+    const from = origin !== undefined && origin !== this.opts.source ? ` (from ${origin})` : '';
+    throw new ConfigError(this.opts.source, [`\`${key}\`${from}: ${message}`]);
+  }
+
+  /** The value of `node` (found at `path`) with every interpolation inside it resolved. */
+  resolveNode(path: readonly string[], node: unknown): unknown {
+    if (typeof node === 'string') return this.resolveString(path, node);
+    if (Array.isArray(node)) return node.map((v, i) => this.resolveNode([...path, String(i)], v));
+    if (isMapping(node)) {
+      return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, this.resolveNode([...path, k], v)]));
+    }
+    return node;
+  }
+
+  private resolveString(path: readonly string[], s: string): unknown {
+    if (!s.includes('${')) return s;
+    const key = path.join('.');
+    if (this.done.has(key)) return this.done.get(key);
+    const at = this.active.indexOf(key);
+    if (at >= 0) {
+      const chain = [...this.active.slice(at), key];
+      this.fail(chain[0].split('.'), `interpolation cycle: ${chain.join(' -> ')}`);
+    }
+    this.active.push(key);
+    const value = this.evaluate(path, s);
+    this.active.pop();
+    this.done.set(key, value);
+    return value;
+  }
+
+  /** Evaluates a string with interpolations: typed when it is exactly one, else text. */
+  private evaluate(path: readonly string[], s: string): unknown {
+    const parts = this.split(path, s);
+    const only = parts.length === 1 ? parts[0] : undefined;
+    if (only && 'expr' in only) return this.lookup(path, only.expr);
+    return parts.map((p) => {
+      if ('text' in p) return p.text;
+      const v = this.lookup(path, p.expr);
+      if (v !== null && typeof v === 'object') {
+        this.fail(path, `\`\${${p.expr}}\` is a ${Array.isArray(v) ? 'list' : 'mapping'}; it can only be used as the whole value, not inside ${JSON.stringify(s)}`);
+      }
+      return String(v);
+    }).join('');
+  }
+
+  /** Splits `s` into text and top-level `${...}` expressions, honouring nesting and `\${`. */
+  private split(path: readonly string[], s: string): Part[] {
+    const parts: Part[] = [];
+    let text = '';
+    for (let i = 0; i < s.length; i++) {
+      if (s.startsWith('\\${', i)) {
+        text += '${';
+        i += 2;
+      } else if (s.startsWith('${', i)) {
+        let depth = 1;
+        let j = i + 2;
+        for (; j < s.length && depth > 0; j++) {
+          if (s.startsWith('${', j)) depth++;
+          else if (s[j] === '}') depth--;
+        }
+        if (depth > 0) this.fail(path, `${JSON.stringify(s)}: unterminated interpolation`);
+        if (text) parts.push({ text });
+        text = '';
+        parts.push({ expr: s.slice(i + 2, j - 1) });
+        i = j - 1;
+      } else text += s[i];
+    }
+    if (text || parts.length === 0) parts.push({ text });
+    return parts;
+  }
+
+  /** The resolved value an expression refers to (inner `${}`s are resolved first, as text). */
+  private lookup(path: readonly string[], rawExpr: string): unknown {
+    const expr = rawExpr.includes('${') ? String(this.evaluate(path, rawExpr)) : rawExpr.trim();
+    if (expr.includes(':')) this.fail(path, `\`\${${expr}}\`: resolvers are not supported (only \`\${path.to.key}\` references)`);
+    if (expr === '' || expr.startsWith('.')) this.fail(path, `\`\${${expr}}\`: only absolute references like \`\${a.b.c}\` are supported`);
+    let node: unknown = this.root;
+    let resolved = false; // past a reference, `node` is already a resolved value
+    const walked: string[] = [];
+    for (const seg of expr.split('.')) {
+      if (typeof node === 'string' && !resolved) {
+        node = this.resolveString(walked, node);
+        resolved = true;
+      }
+      const known = isMapping(node) ? Object.keys(node) : [];
+      if (isMapping(node) && Object.prototype.hasOwnProperty.call(node, seg)) node = node[seg];
+      else if (Array.isArray(node) && /^\d+$/.test(seg) && Number(seg) < node.length) node = node[Number(seg)];
+      else {
+        const where = walked.length === 0 ? 'at the top level' : `under \`${walked.join('.')}\``;
+        const near = nearestKey(seg, known);
+        this.fail(path, `\`\${${expr}}\` cannot be resolved: no key \`${seg}\` ${where}${near ? `; did you mean \`${near}\`?` : ''}`);
+      }
+      walked.push(seg);
+    }
+    return resolved ? node : this.resolveNode(walked, node);
+  }
+}
+
+/**
+ * Resolves every interpolation of a config tree (see the file comment); the input is not modified.
+ * @throws ConfigError naming the key that holds a bad interpolation: an unresolved path (with the
+ *         nearest existing key), a cycle, a resolver, an unterminated `${`, or a mapping inside text
+ */
+export function resolveInterpolations(root: Mapping, opts: InterpolationOptions): Mapping {
+  const resolver = new Resolver(root, opts);
+  return Object.fromEntries(Object.entries(root).map(([k, v]) => [k, UNRESOLVED_BLOCKS.includes(k) ? v : resolver.resolveNode([k], v)]));
+}

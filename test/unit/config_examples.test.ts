@@ -1,0 +1,111 @@
+/** The shipped configs: ROLL's Hydra example at ROLL's layout, StarPO-S and GRPO+KL; ROLL env_config keys. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { loadConfigFile, acceptedNotes } from '../../src/config/load';
+import { ConfigError } from '../../src/config/errors';
+import { parseFrozenLakeConfig } from '../../src/envs/frozen_lake';
+import { parseBanditConfig } from '../../src/envs/bandit';
+
+const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
+
+test('ROLL\'s agent_val_frozen_lake example resolves through its defaults file', () => {
+  const { config } = loadConfigFile(EXAMPLE);
+  const lake = config.custom_envs.FrozenLake;
+  assert.equal(lake.max_tokens_per_step, 24, 'the top-level max_tokens_per_step override reaches the env');
+  assert.equal(lake.max_steps, 10);
+  assert.equal(lake.agent_template, '{observation}');
+  assert.deepEqual(lake.env_config, { action_pattern: '<answer>(.*?)</answer>', max_steps: 10, format_penalty: -0.01, is_slippery: false });
+  assert.deepEqual(Object.keys(config.custom_envs), ['FrozenLake']);
+  assert.equal(config.adv_estimator, 'reinforce');
+  assert.deepEqual(config.reward_normalization, { grouping: 'traj_group_id', method: 'mean' });
+  assert.deepEqual([config.whiten_advantages, config.advantage_clip, config.ppo_epochs, config.init_kl_coef, config.entropy_loss_coef, config.max_grad_norm],
+    [true, 0.2, 1, 0, 0, 1.0]);
+  assert.deepEqual([config.rollout_batch_size, config.val_batch_size, config.sequence_length, config.max_steps],
+    [32, 32, 768, 20]);
+  assert.equal(config.actor_infer.generating_args.max_new_tokens, 24);
+  assert.equal(config.pretrain, 'tiny');
+  assert.deepEqual(config.checkpoint_config, { type: 'file_system', output_dir: './output/models/agentic_pipeline' });
+  assert.deepEqual(parseFrozenLakeConfig(lake.env_config).max_steps, 10);
+});
+
+test('the example lists ROLL\'s ignored keys and the interpolation variables of traj_envs.yaml once', () => {
+  const loaded = loadConfigFile(EXAMPLE);
+  assert.deepEqual(loaded.ignored, [
+    'track_with', 'tracker_kwargs', 'output_dir', 'logging_dir', 'checkpoint_config', 'num_gpus_per_node', 'system_envs', 'render_save_dir',
+    'resume_from_checkpoint', 'hydra', 'reference',
+    'actor_train.model_args', 'actor_train.strategy_args', 'actor_train.device_mapping', 'actor_train.infer_batch_size',
+    'actor_train.data_args', 'actor_infer.model_args', 'actor_infer.strategy_args', 'actor_infer.device_mapping',
+    'actor_infer.data_args', 'custom_envs.FrozenLake.env_manager_cls', 'custom_envs.FrozenLake.use_thread_lock',
+  ]);
+  assert.deepEqual(loaded.variables, [{
+    file: 'configs/config/traj_envs.yaml',
+    keys: ['all_response_pattern', 'action_pattern', 'think_action_pattern', 'max_tokens_per_step', 'max_actions_per_traj',
+      'frozen_format_penalty', 'bandit_format_penalty', 'env_manager_cls', 'custom_env', 'agent_system_template', 'agent_template'],
+  }]);
+  const notes = acceptedNotes(loaded);
+  assert.equal(notes.length, 2);
+  assert.match(notes[0], /^ignored \(accepted for ROLL compatibility, not used\): track_with, tracker_kwargs, output_dir, /);
+  assert.match(notes[1], /^interpolation variables from configs\/config\/traj_envs\.yaml: all_response_pattern, action_pattern, /);
+});
+
+test('overrides apply after the defaults merge and before interpolation', () => {
+  const { config } = loadConfigFile(EXAMPLE, ['max_tokens_per_step=16', 'max_actions_per_traj=4', 'seed=7', '++train_env_manager.tags=[FrozenLake]']);
+  assert.equal(config.custom_envs.FrozenLake.max_tokens_per_step, 16);
+  assert.equal(config.custom_envs.FrozenLake.max_steps, 4);
+  assert.equal(config.custom_envs.FrozenLake.env_config.max_steps, 4);
+  assert.equal(config.seed, 7);
+  assert.throws(() => loadConfigFile(EXAMPLE, ['rollout_batch_sise=8']), /unknown key `rollout_batch_sise`; did you mean `rollout_batch_size`\?/);
+});
+
+test('StarPO-S and GRPO+KL configs load on top of the quickstart', () => {
+  const s = loadConfigFile('configs/starpo_s_frozen_lake.yaml').config;
+  assert.equal(s.adv_estimator, 'gae');
+  assert.equal(s.critic.training_args.learning_rate, 1e-3);
+  assert.deepEqual([s.rollout_filter_ratio, s.rollout_filter_type], [0.25, 'std']);
+  assert.deepEqual([s.use_pg_clip_range, s.pg_clip_low, s.pg_clip_high], [true, 0.2, 0.28]);
+  assert.deepEqual([s.init_kl_coef, s.entropy_loss_coef], [0, 0.001]);
+  assert.deepEqual(s.collapse_guard, { enabled: true, min_in_group_std: 0.01, min_entropy: 0.05, patience: 3, action: 'alert' });
+  assert.equal(s.rollout_batch_size, 64);
+  assert.equal(s.custom_envs.FrozenLake.max_tokens_per_step, 24);
+  const g = loadConfigFile('configs/grpo_kl_frozen_lake.yaml').config;
+  assert.equal(g.adv_estimator, 'grpo');
+  assert.deepEqual(g.reward_normalization, { grouping: 'traj_group_id', method: 'mean_std' });
+  assert.deepEqual([g.use_kl_loss, g.kl_loss_coef, g.kl_penalty, g.init_kl_coef], [true, 0.01, 'k3', 0]);
+  assert.equal(g.warmup.train_steps, 150);
+});
+
+test('a top-level key that is neither a schema key nor from a defaults file is still an error', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'starpo-cfg-'));
+  const file = join(dir, 'main.yaml');
+  writeFileSync(file, `defaults:\n  - ${resolve('configs/frozen_lake')}\nmy_var: 3\n`);
+  try {
+    loadConfigFile(file);
+    assert.fail('expected a ConfigError');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    assert.match(err.message, /unknown key `my_var`/);
+  }
+});
+
+test('FrozenLake accepts ROLL\'s env_config keys', () => {
+  const c = parseFrozenLakeConfig({
+    env_instruction: 'Solve it.', action_pattern: '<think>(.*?)</think>\\s*<answer>(.*?)</answer>', max_steps: 10,
+    is_slippery: true, format_penalty: -0.01, size: 4, p: 0.8, success_rate: 0.5, render_mode: 'text', map_seed: 3,
+  });
+  assert.equal(c.env_instruction, 'Solve it.');
+  assert.equal(c.success_rate, 0.5);
+  assert.throws(() => parseFrozenLakeConfig({ action_pattern: '<answer>(.*?</answer>' }), /action_pattern must be a regular expression, got "<answer>\(\.\*\?<\/answer>"/);
+  assert.throws(() => parseFrozenLakeConfig({ render_mode: 'rgb_array' }), /render_mode must be "text", got "rgb_array"/);
+});
+
+test('Bandit accepts ROLL\'s env_config keys (hi_arm_hiscore is ROLL\'s name of hi_arm_score)', () => {
+  const c = parseBanditConfig({
+    lo_arm_name: 'phoenix', hi_arm_name: 'dragon', action_space_start: 1, lo_arm_score: 0.1, hi_arm_loscore: 0,
+    hi_arm_hiscore: 2, hi_arm_hiscore_prob: 0.25, render_mode: 'text', action_pattern: '<answer>(.*?)</answer>',
+  });
+  assert.equal(c.hi_arm_score, 2);
+  assert.throws(() => parseBanditConfig({ hi_arm_score: 1, hi_arm_hiscore: 2 }), /give one of hi_arm_score and hi_arm_hiscore \(ROLL's name\), got 1 and 2/);
+});

@@ -1,0 +1,133 @@
+/** The SPEC.md §2 key surface: every key's default, and bad values named with what is allowed. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parse } from 'yaml';
+import { readFileSync } from 'node:fs';
+import { validateConfig, ignoredKeysIn } from '../../src/config/load';
+import { ConfigError } from '../../src/config/errors';
+
+/** configs/frozen_lake.yaml without the keys whose defaults are under test. */
+function minimal(): Record<string, any> {
+  const raw = parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, any>;
+  for (const k of ['adv_estimator', 'init_kl_coef', 'entropy_loss_coef']) delete raw[k];
+  return raw;
+}
+
+function problemsOf(raw: unknown): string {
+  try {
+    validateConfig(raw, 'test.yaml');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return err.problems.join('\n');
+  }
+  assert.fail('expected a ConfigError');
+}
+
+test('SPEC.md §2 defaults of the algorithm keys', () => {
+  const c = validateConfig(minimal());
+  assert.equal(c.adv_estimator, 'gae');
+  assert.equal(c.use_pg_clip_range, false);
+  assert.equal(c.pg_clip_low, 0.2);
+  assert.equal(c.pg_clip_high, 0.2);
+  assert.equal(c.dual_clip_loss, false);
+  assert.equal(c.init_kl_coef, 0.2);
+  assert.equal(c.kl_penalty, 'kl');
+  assert.equal(c.target_kl, null);
+  assert.equal(c.kl_horizon, 10000);
+  assert.equal(c.add_token_level_kl, false);
+  assert.equal(c.use_kl_loss, false);
+  assert.equal(c.kl_loss_coef, 0);
+  assert.equal(c.entropy_loss_coef, 0);
+  assert.equal(c.critic_warmup, 0);
+  assert.equal(c.value_clip, 0.5);
+  assert.equal(c.async_generation_ratio, 0);
+  assert.equal(c.rollout_filter_ratio, 1);
+  assert.equal(c.rollout_filter_type, 'std');
+  assert.deepEqual(c.collapse_guard, { enabled: false, min_in_group_std: 0.01, min_entropy: 0.05, patience: 3, action: 'alert' });
+  assert.deepEqual(c.critic.training_args, {
+    learning_rate: 5e-5, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'linear',
+    warmup_steps: 0, per_device_train_batch_size: 8, gradient_accumulation_steps: 8, num_train_epochs: 1,
+  });
+  assert.equal(c.reference, undefined);
+  assert.equal(c.pretrain, 'tiny');
+});
+
+test('every adv_estimator, kl_penalty and rollout_filter_type value is accepted', () => {
+  for (const adv_estimator of ['reinforce', 'grpo', 'gae', 'agentic_reinforce']) {
+    assert.equal(validateConfig({ ...minimal(), adv_estimator }).adv_estimator, adv_estimator);
+  }
+  for (const kl_penalty of ['kl', 'abs', 'mse', 'k3', 'full']) {
+    assert.equal(validateConfig({ ...minimal(), kl_penalty }).kl_penalty, kl_penalty);
+  }
+  for (const rollout_filter_type of ['std', 'std_rev', 'top_p']) {
+    assert.equal(validateConfig({ ...minimal(), rollout_filter_type }).rollout_filter_type, rollout_filter_type);
+  }
+  const set = validateConfig({ ...minimal(), target_kl: 0.1, value_clip: null, rollout_filter_ratio: 0.25, critic_warmup: 5 });
+  assert.deepEqual([set.target_kl, set.value_clip, set.rollout_filter_ratio, set.critic_warmup], [0.1, null, 0.25, 5]);
+});
+
+test('bad values name the key, the value and what is allowed', () => {
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ adv_estimator: 'ppo' }, /`adv_estimator`: .*"reinforce"\|"grpo"\|"gae"\|"agentic_reinforce".*\(got "ppo"\)/],
+    [{ kl_penalty: 'k2' }, /`kl_penalty`: .*"kl"\|"abs"\|"mse"\|"k3"\|"full".*\(got "k2"\)/],
+    [{ rollout_filter_type: 'var' }, /`rollout_filter_type`: .*"std"\|"std_rev"\|"top_p".*\(got "var"\)/],
+    [{ rollout_filter_ratio: 0 }, /`rollout_filter_ratio`: .*>0.*\(got 0\)/],
+    [{ rollout_filter_ratio: 1.5 }, /`rollout_filter_ratio`: .*<=1.*\(got 1.5\)/],
+    [{ init_kl_coef: -0.1 }, /`init_kl_coef`: .*>=0.*\(got -0.1\)/],
+    [{ entropy_loss_coef: -1 }, /`entropy_loss_coef`: .*>=0.*\(got -1\)/],
+    [{ kl_loss_coef: -1 }, /`kl_loss_coef`: .*>=0.*\(got -1\)/],
+    [{ target_kl: 0 }, /`target_kl`: .*>0.*\(got 0\)/],
+    [{ kl_horizon: 2.5 }, /`kl_horizon`: .*int.*\(got 2.5\)/],
+    [{ critic_warmup: -1 }, /`critic_warmup`: .*>=0.*\(got -1\)/],
+    [{ value_clip: 0 }, /`value_clip`: .*>0.*\(got 0\)/],
+    [{ use_pg_clip_range: 'yes' }, /`use_pg_clip_range`: .*boolean.*\(got "yes"\)/],
+    [{ pg_clip_high: 0 }, /`pg_clip_high`: .*>0.*\(got 0\)/],
+    [{ async_generation_ratio: -1 }, /`async_generation_ratio`: .*>=0.*\(got -1\)/],
+    [{ collapse_guard: { patience: 0 } }, /`collapse_guard\.patience`: .*>0.*\(got 0\)/],
+    [{ collapse_guard: { action: 'kill' } }, /`collapse_guard\.action`: .*"stop"\|"alert".*\(got "kill"\)/],
+    [{ collapse_guard: { min_entropi: 0.1 } }, /unknown key `collapse_guard\.min_entropi`; did you mean `min_entropy`\?/],
+    [{ critic: { training_args: { learning_rate: 0 } } }, /`critic\.training_args\.learning_rate`: .*>0.*\(got 0\)/],
+  ];
+  for (const [patch, expected] of cases) assert.match(problemsOf({ ...minimal(), ...patch }), expected);
+});
+
+test('pretrain other than tiny points at issue 6', () => {
+  assert.match(problemsOf({ ...minimal(), pretrain: 'Qwen/Qwen2.5-0.5B-Instruct' }),
+    /`pretrain`: only the built-in preset "tiny" is available; loading a Hugging Face model directory \(`pretrain: DIR`\) comes with issue 6 \(got "Qwen\/Qwen2\.5-0\.5B-Instruct"\)/);
+});
+
+test('async_generation_ratio > 0 is refused until issue 7', () => {
+  assert.match(problemsOf({ ...minimal(), async_generation_ratio: 1 }),
+    /`async_generation_ratio`: 1: only 0 is supported until asynchronous rollouts land \(issue 7\)/);
+});
+
+test('env_config is validated by the env parser at load time', () => {
+  const raw = minimal();
+  raw.custom_envs.FrozenLake.env_config.sise = 4;
+  assert.match(problemsOf(raw), /`custom_envs\.FrozenLake\.env_config`: .*unknown key "sise" \(did you mean "size"\?\)/);
+});
+
+test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for custom_envs)', () => {
+  const raw = minimal();
+  Object.assign(raw, {
+    resume_from_checkpoint: false, reward_pretrain: 'Qwen/Qwen2.5-0.5B-Instruct', hydra: { run: { dir: '.' } },
+    num_gpus_per_node: 8, system_envs: { USE_MODELSCOPE: '1' }, render_save_dir: './output/render',
+    track_with: 'tensorboard', tracker_kwargs: { log_dir: '/tmp' }, output_dir: './output', logging_dir: './output/logs',
+    checkpoint_config: { type: 'file_system' },
+    reference: { model_args: { dtype: 'bf16' }, strategy_args: { strategy_name: 'hf_infer' }, device_mapping: 'list(range(0,8))' },
+    critic: { device_mapping: 'list(range(0,8))', training_args: { learning_rate: 1e-5 } },
+  });
+  Object.assign(raw.actor_train, { model_args: { dtype: 'bf16' }, strategy_args: {}, device_mapping: 'list(range(0,8))', infer_batch_size: 2, data_args: { template: 'qwen2_5' } });
+  Object.assign(raw.train_env_manager, { format_penalty: -0.15, env_manager_cls: 'x.TrajEnvManager' });
+  Object.assign(raw.custom_envs.FrozenLake, { env_manager_cls: 'x.TrajEnvManager', use_thread_lock: true, history_length: 5 });
+  const c = validateConfig(raw);
+  assert.equal(c.critic.training_args.learning_rate, 1e-5);
+  assert.deepEqual(ignoredKeysIn(raw), [
+    'track_with', 'tracker_kwargs', 'output_dir', 'logging_dir', 'checkpoint_config', 'num_gpus_per_node',
+    'system_envs', 'render_save_dir', 'resume_from_checkpoint', 'reward_pretrain', 'hydra', 'reference',
+    'actor_train.model_args', 'actor_train.strategy_args', 'actor_train.device_mapping', 'actor_train.infer_batch_size',
+    'actor_train.data_args', 'critic.device_mapping', 'train_env_manager.format_penalty',
+    'train_env_manager.env_manager_cls', 'custom_envs.FrozenLake.env_manager_cls',
+    'custom_envs.FrozenLake.use_thread_lock', 'custom_envs.FrozenLake.history_length',
+  ]);
+});
