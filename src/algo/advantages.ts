@@ -1,6 +1,6 @@
 /**
  * From episode scores to per-token advantages (SPEC.md §5.2-5.5; ROLL roll/utils/functionals.py
- * compute_reinforce_return, masked_whiten, and roll/pipeline/agentic/utils.py compute_advantage).
+ * compute_reinforce_return, compute_gae_advantage_return, masked_whiten, compute_token_reward and compute_advantage).
  * Pure functions on plain arrays. Shapes: B trajectories, T = L-1 shifted positions; `mask[i][t]` is
  * 1 where token t+1 of trajectory i was sampled by the policy (the shifted response mask), else 0.
  */
@@ -14,6 +14,14 @@ function checkMatrix(name: string, m: readonly (readonly number[])[], B: number,
   m.forEach((row, i) => {
     if (row.length !== T) throw new RangeError(`${name}[${i}] has length ${row.length}; expected ${T} (shifted length L-1)`);
   });
+}
+
+/** Checks that every named [B][T] matrix has the shape of the first one; returns its T. */
+function sameShape(ms: Record<string, readonly (readonly number[])[]>): number {
+  const first = Object.values(ms)[0];
+  const T = first.length > 0 ? first[0].length : 0;
+  for (const [name, m] of Object.entries(ms)) checkMatrix(name, m, first.length, T);
+  return T;
 }
 
 /**
@@ -48,10 +56,8 @@ export function tokenRewards(normScores: readonly number[], lastIndex: readonly 
  * @returns [B][T] returns (= advantages, not yet masked)
  */
 export function reinforceReturns(rewards: readonly (readonly number[])[], mask: readonly (readonly number[])[], gamma: number): number[][] {
-  if (!(gamma >= 0 && gamma <= 1)) throw new RangeError(`reinforceReturns: gamma must be in [0, 1], got ${gamma}`);
-  const T = rewards.length > 0 ? rewards[0].length : 0;
-  checkMatrix('rewards', rewards, rewards.length, T);
-  checkMatrix('mask', mask, rewards.length, T);
+  checkUnit('reinforceReturns', 'gamma', gamma);
+  const T = sameShape({ rewards, mask });
   return rewards.map((row) => {
     const out = new Array<number>(T).fill(0);
     let g = 0;
@@ -74,10 +80,8 @@ export function reinforceReturns(rewards: readonly (readonly number[])[], mask: 
 export function agenticReinforceReturns(
   rewards: readonly (readonly number[])[], mask: readonly (readonly number[])[], gamma: number,
 ): number[][] {
-  if (!(gamma >= 0 && gamma <= 1)) throw new RangeError(`agenticReinforceReturns: gamma must be in [0, 1], got ${gamma}`);
-  const T = rewards.length > 0 ? rewards[0].length : 0;
-  checkMatrix('rewards', rewards, rewards.length, T);
-  checkMatrix('mask', mask, rewards.length, T);
+  checkUnit('agenticReinforceReturns', 'gamma', gamma);
+  const T = sameShape({ rewards, mask });
   return rewards.map((row, i) => {
     const m = mask[i];
     const out = new Array<number>(T).fill(0);
@@ -102,9 +106,7 @@ export function agenticReinforceReturns(
  * @returns a new [B][T] array
  */
 export function whiten(adv: readonly (readonly number[])[], mask: readonly (readonly number[])[]): number[][] {
-  const T = adv.length > 0 ? adv[0].length : 0;
-  checkMatrix('adv', adv, adv.length, T);
-  checkMatrix('mask', mask, adv.length, T);
+  sameShape({ adv, mask });
   let n = 0;
   let s = 0;
   adv.forEach((row, i) => row.forEach((a, t) => { n += mask[i][t]; s += a * mask[i][t]; }));
@@ -118,6 +120,41 @@ export function whiten(adv: readonly (readonly number[])[], mask: readonly (read
 }
 
 /**
+ * GAE advantages and returns (SPEC.md §5.3; ROLL roll/utils/functionals.py compute_gae_advantage_return, from
+ * TRL's PPO trainer; Schulman et al. 2016, arXiv 1506.02438). Values are first multiplied by the mask (ROLL
+ * compute_advantage: values * response_mask), then backwards over ALL shifted positions:
+ * nextV = t + 1 < T ? V[t+1] : 0; delta = R[t] + gamma nextV - V[t]; lastgaelam = delta + gamma lambd lastgaelam;
+ * A[t] = lastgaelam; returns = A + V (masked V). Not masked afterwards.
+ * @param rewards [B][T] token rewards; @param values [B][T] critic values V(state after token t)
+ * @param mask [B][T] 0/1 shifted response mask; @param gamma, lambd in [0, 1]
+ * @returns advantages [B][T] and returns [B][T]
+ * @throws RangeError on shape mismatches or gamma / lambd outside [0, 1].
+ */
+export function gaeAdvantages(
+  rewards: readonly (readonly number[])[], values: readonly (readonly number[])[], mask: readonly (readonly number[])[],
+  gamma: number, lambd: number,
+): { advantages: number[][]; returns: number[][] } {
+  checkUnit('gaeAdvantages', 'gamma', gamma);
+  checkUnit('gaeAdvantages', 'lambd', lambd);
+  const T = sameShape({ rewards, values, mask });
+  const advantages: number[][] = [];
+  const returns: number[][] = [];
+  rewards.forEach((row, i) => {
+    const v = values[i].map((x, t) => x * mask[i][t]);
+    const a = new Array<number>(T).fill(0);
+    let last = 0;
+    for (let t = T - 1; t >= 0; t--) {
+      const delta = row[t] + gamma * (t + 1 < T ? v[t + 1] : 0) - v[t];
+      last = delta + gamma * lambd * last;
+      a[t] = last;
+    }
+    advantages.push(a);
+    returns.push(a.map((x, t) => x + v[t]));
+  });
+  return { advantages, returns };
+}
+
+/**
  * Clamps every advantage to [-c, c] (SPEC.md §5.5, advantage_clip).
  * @param adv [B][T]; @param c > 0
  * @returns a new [B][T] array
@@ -127,75 +164,137 @@ export function clipAdvantages(adv: readonly (readonly number[])[], c: number): 
   return adv.map((row) => row.map((a) => Math.min(c, Math.max(-c, a))));
 }
 
-/** Estimators served by computeAdvantages (gae needs a critic, which arrives with issue 3). */
-export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce'] as const;
+/** adv_estimator values served by computeAdvantages (SPEC.md §2; grpo is the reinforce path). */
+export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce', 'gae'] as const;
 
-/** Inputs of computeAdvantages. See the individual functions for shapes. */
+/** Inputs of computeAdvantages. Matrices are [B][T] on the shifted positions. */
 export interface AdvantageInput {
+  /** [B] raw episode scores. */
   scores: readonly number[];
+  /** [B] normalisation group keys (ppo_update's groupKeyOf). */
   groupKeys: readonly string[];
+  /** [B][T] 0/1 shifted response mask. */
   mask: readonly (readonly number[])[];
+  /** [B] shifted slot of each trajectory's last sampled token (-1: none). */
   lastIndex: readonly number[];
   method: NormMethod;
   gamma: number;
+  /** GAE lambda; required for gae. */
+  lambd?: number;
   whiten: boolean;
   rewardClip?: number | null;
   advantageClip?: number | null;
+  /** One of ADV_ESTIMATORS; default reinforce. */
   advEstimator?: string;
+  /** [B][T] critic values at rollout time; required for gae. */
+  values?: readonly (readonly number[])[];
+  /** [B][T] per-token KL of the old vs the reference policy (kl_penalty estimator), nats. */
+  tokenKl?: readonly (readonly number[])[];
+  /** beta of add_token_level_kl: when given (with tokenKl), R[t] -= beta * kl[t] * m[t]. */
+  klCoef?: number | null;
 }
 
-/** Output of computeAdvantages: [B][T] advantages (0 on unmasked slots), [B] normalised scores, metrics. */
+/**
+ * Output of computeAdvantages: [B][T] advantages (0 on unmasked slots), [B][T] returns (the unwhitened
+ * reinforce / agentic returns, or GAE's A + V for the critic; not masked), [B] normalised scores, metrics.
+ */
 export interface AdvantageOutput {
   advantages: number[][];
+  returns: number[][];
   normalizedScores: number[];
   metrics: Record<string, number>;
 }
 
-function stats(xs: readonly number[]): { mean: number; max: number; min: number } {
-  if (xs.length === 0) return { mean: 0, max: 0, min: 0 };
+function checkUnit(fn: string, name: string, x: number): void {
+  if (!(x >= 0 && x <= 1)) throw new RangeError(`${fn}: ${name} must be in [0, 1], got ${x}`);
+}
+
+/** The entries of m where mask > 0, row by row. */
+function maskedValues(m: readonly (readonly number[])[], mask: readonly (readonly number[])[]): number[] {
+  return m.flatMap((row, i) => row.filter((_, t) => mask[i][t] > 0));
+}
+
+/** critic/{name}/{mean,max,min} of xs (all 0 when xs is empty). */
+function statMetrics(name: string, xs: readonly number[]): Record<string, number> {
   let s = 0, mx = -Infinity, mn = Infinity;
   for (const x of xs) { s += x; mx = Math.max(mx, x); mn = Math.min(mn, x); }
-  return { mean: s / xs.length, max: mx, min: mn };
+  const n = xs.length;
+  return { [`critic/${name}/mean`]: n ? s / n : 0, [`critic/${name}/max`]: n ? mx : 0, [`critic/${name}/min`]: n ? mn : 0 };
 }
 
 /**
- * The StarPO advantage pipeline (SPEC.md §5): normalizeScores -> tokenRewards -> reinforceReturns
- * (agenticReinforceReturns for adv_estimator agentic_reinforce; default reinforce) ->
- * whiten (or just A*m) -> clipAdvantages. Metrics (SPEC.md §6): critic/score/{mean,max,min} (raw
- * scores), critic/rewards/{mean,max,min} (normalised, after reward_clip), critic/advantages/{mean,max,min}
- * (final values over masked tokens; 0 when there are none), critic/advantage_clip_frac (fraction of
- * masked tokens with |A| > advantage_clip before clipping; 0 without a clip).
- * @throws RangeError on shape mismatches, bad values, or an unsupported advEstimator.
+ * ROLL's batch KL (apply_kl_penalty / compute_token_reward current_kl): the mean over trajectories of each one's
+ * masked token mean, sum_t(kl m) / (sum_t m + 1e-8), a trajectory without sampled tokens counting as 0.
+ */
+function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly number[])[]): number {
+  if (kl.length === 0) return 0;
+  let total = 0;
+  kl.forEach((row, i) => {
+    let s = 0, n = 0;
+    row.forEach((x, t) => { s += x * mask[i][t]; n += mask[i][t]; });
+    total += n > 0 ? s / (n + WHITEN_EPS) : 0;
+  });
+  return total / kl.length;
+}
+
+/**
+ * The StarPO advantage pipeline (SPEC.md §5; ROLL compute_token_reward + compute_advantage):
+ * normalizeScores -> tokenRewards -> (R[t] -= klCoef * tokenKl[t] when klCoef is given) -> R * m ->
+ * reinforceReturns (reinforce, grpo; the default) / agenticReinforceReturns / gaeAdvantages (gae, with values and
+ * lambd) -> whiten (or just A*m) -> clipAdvantages.
+ * Metrics (SPEC.md §6): critic/score/{mean,max,min} (raw scores), critic/rewards/{mean,max,min} (normalised, after
+ * reward_clip), critic/advantages/{mean,max,min} (final, over masked tokens), critic/returns/{mean,max,min} (over
+ * masked tokens), critic/advantage_clip_frac (fraction of masked tokens with |A| > advantage_clip before clipping;
+ * 0 without a clip); with gae critic/values/{mean,max,min} (masked tokens); with tokenKl critic/kl (ROLL's batch KL:
+ * mean over trajectories of the masked token mean; feed it to KlController.update) and critic/kl_coef (klCoef, or 0
+ * when the KL is only measured). All 0 when there is no masked token.
+ * @throws RangeError on shape mismatches or bad values, an unknown advEstimator, gae without values or lambd,
+ *   or klCoef without tokenKl.
  */
 export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   const est = input.advEstimator ?? 'reinforce';
   if (!(ADV_ESTIMATORS as readonly string[]).includes(est)) {
     throw new RangeError(`computeAdvantages: adv_estimator "${String(est)}" is not supported here; allowed: ${ADV_ESTIMATORS.join(', ')}`);
   }
+  const { mask } = input;
   const B = input.scores.length;
-  const T = input.mask.length > 0 ? input.mask[0].length : 0;
-  checkMatrix('mask', input.mask, B, T);
+  const T = mask.length > 0 ? mask[0].length : 0;
+  checkMatrix('mask', mask, B, T);
+  const klCoef = input.klCoef ?? null;
+  if (klCoef !== null && !input.tokenKl) throw new RangeError('computeAdvantages: klCoef is given but tokenKl is missing');
+  if (klCoef !== null && !(klCoef >= 0 && Number.isFinite(klCoef))) throw new RangeError(`computeAdvantages: klCoef must be a finite number >= 0, got ${klCoef}`);
+  if (input.tokenKl) checkMatrix('tokenKl', input.tokenKl, B, T);
+  if (est === 'gae' && !input.values) throw new RangeError('computeAdvantages: adv_estimator gae needs the critic values ([B][T] `values`)');
+  if (est === 'gae' && input.lambd === undefined) throw new RangeError('computeAdvantages: adv_estimator gae needs `lambd`');
+
   const normalizedScores = normalizeScores(input.scores, input.groupKeys, input.method, input.rewardClip);
-  const rewards = tokenRewards(normalizedScores, input.lastIndex, T);
-  const returns = est === 'agentic_reinforce'
-    ? agenticReinforceReturns(rewards, input.mask, input.gamma)
-    : reinforceReturns(rewards, input.mask, input.gamma);
-  let adv = input.whiten ? whiten(returns, input.mask) : returns.map((row, i) => row.map((a, t) => a * input.mask[i][t]));
-  let clipped = 0;
-  let nTok = 0;
-  const c = input.advantageClip;
-  adv.forEach((row, i) => row.forEach((a, t) => {
-    if (input.mask[i][t] > 0) { nTok++; if (c !== undefined && c !== null && Math.abs(a) > c) clipped++; }
-  }));
-  if (c !== undefined && c !== null) adv = clipAdvantages(adv, c);
-  const masked: number[] = [];
-  adv.forEach((row, i) => row.forEach((a, t) => { if (input.mask[i][t] > 0) masked.push(a); }));
-  const sc = stats(input.scores), rw = stats(normalizedScores), ad = stats(masked);
+  const rewards = tokenRewards(normalizedScores, input.lastIndex, T).map((row, i) => row.map((r, t) =>
+    (r - (klCoef !== null ? klCoef * input.tokenKl![i][t] : 0)) * mask[i][t]));
+  let returns: number[][];
+  let raw: number[][];
+  if (est === 'gae') {
+    ({ advantages: raw, returns } = gaeAdvantages(rewards, input.values!, mask, input.gamma, input.lambd!));
+  } else {
+    returns = est === 'agentic_reinforce'
+      ? agenticReinforceReturns(rewards, mask, input.gamma)
+      : reinforceReturns(rewards, mask, input.gamma);
+    raw = returns;
+  }
+  let adv = input.whiten ? whiten(raw, mask) : raw.map((row, i) => row.map((a, t) => a * mask[i][t]));
+  const c = input.advantageClip ?? null;
+  const before = maskedValues(adv, mask);
+  const clipFrac = c !== null && before.length > 0 ? before.filter((a) => Math.abs(a) > c).length / before.length : 0;
+  if (c !== null) adv = clipAdvantages(adv, c);
+
   const metrics: Record<string, number> = {
-    'critic/score/mean': sc.mean, 'critic/score/max': sc.max, 'critic/score/min': sc.min,
-    'critic/rewards/mean': rw.mean, 'critic/rewards/max': rw.max, 'critic/rewards/min': rw.min,
-    'critic/advantages/mean': ad.mean, 'critic/advantages/max': ad.max, 'critic/advantages/min': ad.min,
-    'critic/advantage_clip_frac': nTok > 0 ? clipped / nTok : 0,
+    ...statMetrics('score', input.scores), ...statMetrics('rewards', normalizedScores),
+    ...statMetrics('advantages', maskedValues(adv, mask)), ...statMetrics('returns', maskedValues(returns, mask)),
+    'critic/advantage_clip_frac': clipFrac,
   };
-  return { advantages: adv, normalizedScores, metrics };
+  if (est === 'gae') Object.assign(metrics, statMetrics('values', maskedValues(input.values!, mask)));
+  if (input.tokenKl) {
+    metrics['critic/kl'] = batchKl(input.tokenKl, mask);
+    metrics['critic/kl_coef'] = klCoef ?? 0;
+  }
+  return { advantages: adv, returns, normalizedScores, metrics };
 }

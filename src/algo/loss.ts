@@ -1,10 +1,12 @@
 /**
- * The StarPO/PPO actor loss in tfjs (SPEC.md §6; ROLL roll/pipeline/agentic/agentic_actor_worker.py
- * loss_func, roll/utils/functionals.py agg_loss / masked_mean / compute_approx_kl).
+ * The StarPO/PPO losses in tfjs (SPEC.md §6; ROLL roll/pipeline/agentic/agentic_actor_worker.py loss_func,
+ * the critic worker's value loss, roll/utils/functionals.py agg_loss / masked_mean): loss aggregation, the clipped
+ * policy-gradient loss, the k3 KL loss, the entropy bonus and the clipped value loss. KL estimators are in kl.ts.
  * All tensors are float32 [B, T] with T = L-1 (shifted); `mask` is the shifted response mask (0/1).
  * Call inside tf.tidy / tf.variableGrads: intermediates are not disposed here.
  */
 import * as tf from '@tensorflow/tfjs';
+import { klPenalty } from './kl';
 
 /** loss_agg_mode values (SPEC.md §2, §6). */
 export const LOSS_AGG_MODES = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'] as const;
@@ -86,11 +88,37 @@ export interface PpoLossOptions {
   lossAggMode: LossAggMode;
 }
 
-/** Result of ppoLoss. `stats()` reads the metrics once (sync) and frees them; `dispose()` frees them unread. */
-export interface PpoLossOutput {
+/** A loss and its metrics. `stats()` reads the metrics once (sync) and frees them; `dispose()` frees them unread. */
+export interface LossOutput {
   loss: tf.Scalar;
   stats: () => Record<string, number>;
   dispose: () => void;
+}
+/** Result of ppoLoss. */
+export type PpoLossOutput = LossOutput;
+
+/**
+ * Wraps a 1-D stat tensor (kept out of the caller's tidy) into LossOutput's stats()/dispose(): stats() reads it
+ * once, frees it, names the values in order and lets `finish` adjust the record.
+ */
+function lazyStats(
+  loss: tf.Scalar, names: readonly string[], make: () => tf.Tensor1D, finish?: (r: Record<string, number>, v: number[]) => void,
+): LossOutput {
+  let statTensor: tf.Tensor1D | null = tf.keep(tf.tidy(make));
+  let cached: Record<string, number> | null = null;
+  const dispose = (): void => { statTensor?.dispose(); statTensor = null; };
+  const stats = (): Record<string, number> => {
+    if (cached) return cached;
+    if (!statTensor) throw new Error('stats(): the stats were disposed before being read');
+    const v = Array.from(statTensor.dataSync());
+    dispose();
+    const r: Record<string, number> = {};
+    names.forEach((name, i) => { r[name] = v[i]; });
+    finish?.(r, v);
+    cached = r;
+    return r;
+  };
+  return { loss, stats, dispose };
 }
 
 /** Names of the stats returned by PpoLossOutput.stats, in order. */
@@ -130,31 +158,83 @@ export function ppoLoss(input: PpoLossInput, opts: PpoLossOptions): PpoLossOutpu
     pg = tf.where(tf.less(advantages, 0), tf.minimum(pg, tf.mul(advantages, -c)), pg) as tf.Tensor2D;
   }
   const loss = aggLoss(pg, mask, opts.lossAggMode);
-
-  let statTensor: tf.Tensor1D | null = tf.keep(tf.tidy(() => {
+  return lazyStats(loss, PPO_STAT_NAMES, () => {
     const low = tf.cast(tf.less(ratio, 1 - epsLo), 'float32');
     const high = tf.cast(tf.greater(ratio, 1 + epsHi), 'float32');
     const on = tf.greater(mask, 0);
-    const ninf = tf.fill(ratio.shape, -Infinity);
-    const pinf = tf.fill(ratio.shape, Infinity);
     return tf.stack([
       loss, maskedMean(tf.add(low, high), mask), maskedMean(high, mask), maskedMean(low, mask),
-      maskedMean(ratio, mask), tf.max(tf.where(on, ratio, ninf)), tf.min(tf.where(on, ratio, pinf)),
+      maskedMean(ratio, mask), tf.max(tf.where(on, ratio, tf.fill(ratio.shape, -Infinity))),
+      tf.min(tf.where(on, ratio, tf.fill(ratio.shape, Infinity))),
       maskedMean(tf.mul(tf.square(diff), 0.5), mask), maskedMean(tf.neg(diff), mask), tf.sum(mask),
     ]) as tf.Tensor1D;
-  }));
-  let cached: Record<string, number> | null = null;
-  const dispose = (): void => { statTensor?.dispose(); statTensor = null; };
-  const stats = (): Record<string, number> => {
-    if (cached) return cached;
-    if (!statTensor) throw new Error('ppoLoss.stats: stats were disposed before being read');
-    const v = Array.from(statTensor.dataSync());
-    dispose();
-    const empty = v[9] === 0;
-    cached = {};
-    PPO_STAT_NAMES.forEach((name, i) => { cached![name] = v[i]; });
-    if (empty) { cached['actor/ratio_max'] = 1; cached['actor/ratio_min'] = 1; }
-    return cached;
-  };
-  return { loss, stats, dispose };
+  }, (r, v) => {
+    if (v[PPO_STAT_NAMES.length] === 0) { r['actor/ratio_max'] = 1; r['actor/ratio_min'] = 1; }
+  });
+}
+
+/**
+ * The KL loss of use_kl_loss (SPEC.md §6; ROLL actor loss_func with compute_approx_kl(kl_penalty="k3") and agg_loss):
+ * aggLoss(clamp(exp(ref - logp) - (ref - logp) - 1, -10, 10), mask, mode). The caller adds kl_loss_coef times it.
+ * @param logp [B, T] float32 current log-probs (differentiable); @param refLogp [B, T] float32 reference log-probs
+ * @param mask [B, T] float32 0/1 response mask; @param mode loss_agg_mode
+ * @returns scalar float32 (actor/kl_loss)
+ * @throws RangeError on mismatched shapes or an unknown mode.
+ */
+export function klLoss(logp: tf.Tensor2D, refLogp: tf.Tensor2D, mask: tf.Tensor2D, mode: LossAggMode): tf.Scalar {
+  checkShapes({ logp, refLogp, mask });
+  return aggLoss(klPenalty(logp, refLogp, 'k3'), mask, mode);
+}
+
+/**
+ * Entropy term of the actor loss (SPEC.md §6; ROLL aggregates the token entropy with agg_loss):
+ * aggLoss(entropy, mask, mode). The caller subtracts entropy_loss_coef times it (a bonus).
+ * @param entropy [B, T] float32 token entropies (nats); @param mask [B, T] float32 0/1; @param mode loss_agg_mode
+ * @returns scalar float32 (actor/entropy), differentiable w.r.t. entropy
+ * @throws RangeError on mismatched shapes or an unknown mode.
+ */
+export function entropyBonus(entropy: tf.Tensor2D, mask: tf.Tensor2D, mode: LossAggMode): tf.Scalar {
+  return aggLoss(entropy, mask, mode);
+}
+
+/** Inputs of valueLoss; tensors are float32 [B, T] on the shifted positions. */
+export interface ValueLossInput {
+  /** Current critic predictions (differentiable). */
+  values: tf.Tensor2D;
+  /** Critic predictions at rollout time (the ones GAE used). */
+  oldValues: tf.Tensor2D;
+  /** GAE returns A + V (computeAdvantages' `returns`). */
+  returns: tf.Tensor2D;
+  mask: tf.Tensor2D;
+  /** Value clip range (ROLL value_clip / cliprange_value), > 0; null = no clipping. */
+  valueClip: number | null;
+  mode: LossAggMode;
+}
+
+/** Names of the stats returned by valueLoss().stats, in order. */
+export const VALUE_STAT_NAMES = ['critic/vf_loss', 'critic/vf_clipfrac', 'critic/vpred_mean'] as const;
+
+/**
+ * Clipped critic loss (ROLL critic worker loss_func / compute_value_loss; PPO2 value clipping):
+ * vclipped = oldValues + clamp(values - oldValues, -valueClip, valueClip) (= values when valueClip is null);
+ * vf = 0.5 max((values - returns)^2, (vclipped - returns)^2); loss = aggLoss(vf, mask, mode).
+ * Stats: critic/vf_loss (= loss), critic/vf_clipfrac = masked mean of [(vclipped - returns)^2 > (values - returns)^2],
+ * critic/vpred_mean = masked mean of values.
+ * @returns LossOutput; the loss is differentiable w.r.t. values
+ * @throws RangeError on mismatched shapes, a valueClip that is not > 0, or an unknown mode.
+ */
+export function valueLoss(input: ValueLossInput): LossOutput {
+  const { values, oldValues, returns, mask, valueClip, mode } = input;
+  checkShapes({ values, oldValues, returns, mask });
+  if (valueClip !== null && !(valueClip > 0 && Number.isFinite(valueClip))) {
+    throw new RangeError(`valueLoss: value_clip must be a positive finite number or null, got ${valueClip}`);
+  }
+  const vclipped = valueClip === null
+    ? values
+    : tf.add(oldValues, tf.clipByValue(tf.sub(values, oldValues), -valueClip, valueClip));
+  const l1 = tf.square(tf.sub(values, returns));
+  const l2 = tf.square(tf.sub(vclipped, returns));
+  const loss = aggLoss(tf.mul(tf.maximum(l1, l2), 0.5) as tf.Tensor2D, mask, mode);
+  return lazyStats(loss, VALUE_STAT_NAMES, () =>
+    tf.stack([loss, maskedMean(tf.cast(tf.greater(l2, l1), 'float32'), mask), maskedMean(values, mask)]) as tf.Tensor1D);
 }

@@ -66,3 +66,25 @@ test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is repor
   assert.ok(Number.isNaN(bad.grads.get('a')!.dataSync()[0]));
   assert.throws(() => clipByGlobalNorm({ a }, 0), /maxNorm = 0/);
 });
+
+test('AdamW, betas (0.8, 0.99), weight_decay 0.1, lr 0.1: two steps written out by hand', async () => {
+  await initBackend();
+  const w = tf.variable(tf.tensor1d([2, -1, 0.5]));
+  const b = tf.variable(tf.tensor1d([1]));
+  const params = new Map([['w', w], ['x.bias', b]]);
+  const opt = new AdamW({ betas: [0.8, 0.99], eps: 1e-8, weightDecay: 0.1, params });
+  // Step 1, g = [0.4, -0.2, 0]: decay w * (1 - 0.1 * 0.1) = [1.98, -0.99, 0.495]; m = 0.2 g = [0.08, -0.04, 0],
+  // v = 0.01 g^2 = [0.0016, 0.0004, 0]; mhat = m / 0.2 = g, sqrt(vhat) = sqrt(v / 0.01) = |g| -> step 0.1 * sign(g)
+  // -> w = [1.88, -0.89, 0.495]. The bias is not decayed: 1 - 0.1 * 0.5 / 0.5 = 0.9.
+  opt.applyGradients({ w: tf.tensor1d([0.4, -0.2, 0]), 'x.bias': tf.tensor1d([0.5]) }, 0.1);
+  Array.from(w.dataSync()).forEach((x, i) => assert.ok(Math.abs(x - [1.88, -0.89, 0.495][i]) < 1e-6, `step 1 w[${i}] ${x}`));
+  assert.ok(Math.abs(b.dataSync()[0] - 0.9) < 1e-6);
+  // Step 2, g = [0.1, 0.2, 0.3]: m = 0.8 m + 0.2 g = [0.084, 0.008, 0.06]; v = 0.99 v + 0.01 g^2 = [0.001684, 0.000796, 0.0009];
+  // mhat = m / (1 - 0.64) = [0.2333333, 0.0222222, 0.1666667]; sqrt(v / (1 - 0.9801)) = [0.2909005, 0.2, 0.2126644];
+  // w = 0.99 w - 0.1 mhat / denom = [1.8612 - 0.0802107, -0.8811 - 0.0111111, 0.49005 - 0.0783707]
+  opt.applyGradients({ w: tf.tensor1d([0.1, 0.2, 0.3]), 'x.bias': tf.tensor1d([0]) }, 0.1);
+  Array.from(w.dataSync()).forEach((x, i) => assert.ok(Math.abs(x - [1.7809893, -0.8922111, 0.4116793][i]) < 1e-6, `step 2 w[${i}] ${x}`));
+  opt.dispose();
+  w.dispose();
+  b.dispose();
+});

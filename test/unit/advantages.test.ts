@@ -68,11 +68,15 @@ test('computeAdvantages: mean_std, gamma 1, no whitening: every sampled token ge
   const out = computeAdvantages({ scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, method: 'mean_std', gamma: 1, whiten: false });
   closeM([out.normalizedScores], [[r, -r, 0, 0]]);
   closeM(out.advantages, [[r, r, 0, r, 0], [0, -r, -r, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]);
+  // returns are not masked: the prompt slot between the turns (row 0, t 2) and t 0 of row 1 carry G too
+  closeM(out.returns, [[r, r, r, r, 0], [-r, -r, -r, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]);
   const m = out.metrics;
   const expected: Record<string, number> = {
     'critic/score/mean': 0.5, 'critic/score/max': 1, 'critic/score/min': 0,
     'critic/rewards/mean': 0, 'critic/rewards/max': r, 'critic/rewards/min': -r,
     'critic/advantages/mean': r / 6, 'critic/advantages/max': r, 'critic/advantages/min': -r,
+    // unwhitened returns over the same masked tokens (r, r, r, -r, -r, 0)
+    'critic/returns/mean': r / 6, 'critic/returns/max': r, 'critic/returns/min': -r,
     'critic/advantage_clip_frac': 0,
   };
   assert.deepEqual(Object.keys(m).sort(), Object.keys(expected).sort());
@@ -103,9 +107,64 @@ test('computeAdvantages: identity + mean grouping batch, reward_clip, errors', (
   });
   closeM(out.advantages, [[1, 1], [0, -1]]);
   assert.throws(() => computeAdvantages({
-    scores: [1], groupKeys: ['a'], mask: [[1]], lastIndex: [0], method: 'mean', gamma: 1, whiten: false, advEstimator: 'gae',
-  }), /adv_estimator "gae" is not supported here; allowed: reinforce, grpo, agentic_reinforce/);
+    scores: [1], groupKeys: ['a'], mask: [[1]], lastIndex: [0], method: 'mean', gamma: 1, whiten: false, advEstimator: 'gae2',
+  }), /adv_estimator "gae2" is not supported here; allowed: reinforce, grpo, agentic_reinforce, gae/);
   assert.throws(() => computeAdvantages({
     scores: [1, 2], groupKeys: ['a', 'a'], mask: [[1]], lastIndex: [0, 0], method: 'mean', gamma: 1, whiten: false,
   }), /mask has 1 rows; expected 2/);
+});
+
+// Token-level KL (add_token_level_kl). B = 3, T = 4; groups g = {0, 1} and a singleton s = {2}; method mean:
+// g: mu 0.5 -> r = 0.5, -0.5; s: 2 - 2 = 0.
+const K_SCORES = [1, 0, 2];
+const K_KEYS = ['g', 'g', 's'];
+const K_MASK = [[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 0, 0]];
+const K_LAST = [2, 3, 1];
+// 9 marks slots off the mask: they must not leak into the rewards or the KL metric
+const K_KL = [[0.1, -0.2, 0.3, 9], [0.2, 9, 0, 0.4], [9, 0.5, 9, 9]];
+// R = (r at last - 0.1 * kl) * m:
+//   row 0: [-0.01, 0.02, 0.5 - 0.03 = 0.47, 0]; row 1: [-0.02, 0, 0, -0.5 - 0.04 = -0.54]; row 2: [0, 0 - 0.05, 0, 0]
+// reinforce, gamma 1 (suffix sums): row 0 [0.48, 0.49, 0.47, 0]; row 1 [-0.56, -0.54, -0.54, -0.54]; row 2 [-0.05, -0.05, 0, 0]
+const K_RETURNS = [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]];
+// critic/kl: per-trajectory masked means (0.1 - 0.2 + 0.3)/3 = 0.0666667, (0.2 + 0 + 0.4)/3 = 0.2, 0.5/1; mean 0.2555556
+const K_BATCH_KL = (0.2 / 3 + 0.2 + 0.5) / 3;
+
+test('computeAdvantages: token-level KL subtracts beta * kl on masked slots; critic/kl is ROLL\'s batch KL', () => {
+  const out = computeAdvantages({
+    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, method: 'mean', gamma: 1, whiten: false,
+    tokenKl: K_KL, klCoef: 0.1,
+  });
+  closeM([out.normalizedScores], [[0.5, -0.5, 0]]);
+  closeM(out.returns, K_RETURNS, 1e-12);
+  closeM(out.advantages, [[0.48, 0.49, 0.47, 0], [-0.56, 0, -0.54, -0.54], [0, -0.05, 0, 0]], 1e-12);
+  const m = out.metrics;
+  assert.ok(Math.abs(m['critic/kl'] - K_BATCH_KL) < 1e-8 && Math.abs(K_BATCH_KL - 0.2555556) < 1e-7, `kl ${m['critic/kl']}`);
+  assert.equal(m['critic/kl_coef'], 0.1);
+  // masked returns 0.48, 0.49, 0.47, -0.56, -0.54, -0.54, -0.05: sum -0.25, mean -0.0357143
+  assert.ok(Math.abs(m['critic/returns/mean'] - -0.25 / 7) < 1e-12);
+  assert.equal(m['critic/returns/max'], 0.49);
+  assert.equal(m['critic/returns/min'], -0.56);
+  assert.equal(m['critic/values/mean'], undefined, 'no critic metrics without gae');
+});
+
+test('computeAdvantages: tokenKl without klCoef only measures the KL (kl_coef 0); klCoef needs tokenKl', () => {
+  const base = { scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, method: 'mean' as const, gamma: 1, whiten: false };
+  const out = computeAdvantages({ ...base, tokenKl: K_KL });
+  closeM(out.advantages, [[0.5, 0.5, 0.5, 0], [-0.5, 0, -0.5, -0.5], [0, 0, 0, 0]]);
+  assert.ok(Math.abs(out.metrics['critic/kl'] - K_BATCH_KL) < 1e-8);
+  assert.equal(out.metrics['critic/kl_coef'], 0);
+  assert.equal(computeAdvantages(base).metrics['critic/kl'], undefined);
+  assert.throws(() => computeAdvantages({ ...base, klCoef: 0.1 }), /klCoef is given but tokenKl is missing/);
+  assert.throws(() => computeAdvantages({ ...base, tokenKl: [[0]], klCoef: 0.1 }), /tokenKl has 1 rows; expected 3/);
+  assert.throws(() => computeAdvantages({ ...base, tokenKl: K_KL, klCoef: -1 }), /klCoef must be a finite number >= 0, got -1/);
+});
+
+test('computeAdvantages: agentic_reinforce with token KL uses R at each turn end', () => {
+  // row 1 has turns [0] and [2, 3]: C = R[3] = -0.54 for turn 2 then C = R[0] + C = -0.02 - 0.54 = -0.56 for turn 1;
+  // row 0 one turn [0..2]: C = R[2] = 0.47; row 2 one turn [1]: R[1] = -0.05
+  const out = computeAdvantages({
+    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, method: 'mean', gamma: 1, whiten: false,
+    tokenKl: K_KL, klCoef: 0.1, advEstimator: 'agentic_reinforce',
+  });
+  closeM(out.advantages, [[0.47, 0.47, 0.47, 0], [-0.56, 0, -0.54, -0.54], [0, -0.05, 0, 0]], 1e-12);
 });
