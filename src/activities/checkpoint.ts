@@ -1,6 +1,7 @@
 /**
  * Checkpoint files of a policy (DESIGN.md, Object store layout): model.safetensors (HF tensor
- * names), config.json (HF-style), tokenizer.json, optional optimizer.safetensors, trainer_state.json;
+ * names), config.json (HF-style), tokenizer.json, optional optimizer.safetensors, for gae runs
+ * critic.safetensors and critic_optimizer.safetensors (ROLL's critic role), trainer_state.json;
  * manifest.json is written last by src/storage/manifest.ts and commits the checkpoint.
  */
 import type { ObjectStore } from '../storage/object_store';
@@ -10,6 +11,7 @@ import { Qwen2 } from '../model/qwen2';
 import { tokenizerFromJSON, Tokenizer } from '../model/tokenizer';
 import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/weights_io';
 import { AdamW } from '../algo/adamw';
+import { ValueModel } from '../model/value_model';
 
 /** What trainer_state.json holds. */
 export interface TrainerState {
@@ -18,8 +20,16 @@ export interface TrainerState {
   /** AdamW settings the optimizer state belongs to. */
   betas: [number, number];
   weightDecay: number;
+  /** AdamW settings of the critic's optimizer (gae runs). */
+  criticOptimizer?: { betas: [number, number]; weightDecay: number };
   /** Scalar facts about how the checkpoint was made (metrics of its update or warm-up). */
   metrics: Record<string, number>;
+  /** Beta of the token-level KL after this step (adaptive controller state; SPEC.md §2 target_kl). */
+  klCoef?: number;
+  /** Manifest of the run's step-0 policy: the frozen reference of the KL terms. Absent in the step-0 checkpoint itself. */
+  reference?: ObjectRef;
+  /** Why this step's update made no optimizer step (StarPO-S filter kept nothing), when it did not. */
+  skipReason?: string;
 }
 
 /** A loaded checkpoint. The caller owns (and disposes) the model and optimizer. */
@@ -28,7 +38,18 @@ export interface PolicyCheckpoint {
   tokenizer: Tokenizer;
   /** null when the checkpoint has no optimizer state (e.g. the warm-up): start a fresh AdamW. */
   optimizer: AdamW | null;
+  /** The gae critic and its optimizer; null before the first gae update (the critic starts from the policy). */
+  critic: ValueModel | null;
+  criticOptimizer: AdamW | null;
   state: TrainerState;
+}
+
+/** Frees every model and optimizer of a loaded checkpoint. */
+export function disposeCheckpoint(c: PolicyCheckpoint): void {
+  c.model.dispose();
+  c.optimizer?.dispose();
+  c.critic?.dispose();
+  c.criticOptimizer?.dispose();
 }
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 1));
@@ -43,7 +64,10 @@ export function trainerStateOf(files: Record<string, Uint8Array>): TrainerState 
  * Writes a checkpoint under `prefix` and returns its manifest ref.
  * @throws Error from the object store (retried by Temporal)
  */
-export async function saveCheckpoint(store: ObjectStore, prefix: string, c: { model: Qwen2; tokenizer: Tokenizer; optimizer: AdamW | null; state: TrainerState }): Promise<ObjectRef> {
+export async function saveCheckpoint(
+  store: ObjectStore, prefix: string,
+  c: Pick<PolicyCheckpoint, 'model' | 'tokenizer' | 'optimizer' | 'state'> & Partial<Pick<PolicyCheckpoint, 'critic' | 'criticOptimizer'>>,
+): Promise<ObjectRef> {
   const files: Record<string, Uint8Array> = {
     'model.safetensors': await modelToSafetensors(c.model),
     'config.json': configToJSONBytes(c.model.config),
@@ -51,6 +75,8 @@ export async function saveCheckpoint(store: ObjectStore, prefix: string, c: { mo
     'trainer_state.json': json(c.state),
   };
   if (c.optimizer) files['optimizer.safetensors'] = await c.optimizer.toSafetensors();
+  if (c.critic) files['critic.safetensors'] = await c.critic.toSafetensors();
+  if (c.criticOptimizer) files['critic_optimizer.safetensors'] = await c.criticOptimizer.toSafetensors();
   return writeCheckpoint(store, prefix, files, { step: c.state.step });
 }
 
@@ -67,5 +93,10 @@ export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef): P
   const optimizer = files['optimizer.safetensors']
     ? AdamW.fromSafetensors(files['optimizer.safetensors'], { betas: state.betas, weightDecay: state.weightDecay })
     : null;
-  return { model, tokenizer, optimizer, state };
+  const critic = files['critic.safetensors'] ? ValueModel.fromSafetensors(config, files['critic.safetensors']) : null;
+  const c = state.criticOptimizer;
+  const criticOptimizer = files['critic_optimizer.safetensors'] && c
+    ? AdamW.fromSafetensors(files['critic_optimizer.safetensors'], { betas: c.betas, weightDecay: c.weightDecay })
+    : null;
+  return { model, tokenizer, optimizer, critic, criticOptimizer, state };
 }

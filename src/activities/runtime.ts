@@ -9,7 +9,8 @@ import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
 import type { RunConfig } from '../config/schema';
 import type { ObjectRef } from './types';
-import { loadCheckpoint, PolicyCheckpoint } from './checkpoint';
+import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
+import type { Qwen2 } from '../model/qwen2';
 
 /** The run spec stored at runs/<run>/run.json. */
 export interface StoredRun {
@@ -22,6 +23,7 @@ export interface StoredRun {
 export class ActivityRuntime {
   private readonly runs = new Map<string, StoredRun>();
   private cached: { key: string; checkpoint: PolicyCheckpoint } | null = null;
+  private referenceCache: { key: string; checkpoint: PolicyCheckpoint } | null = null;
 
   constructor(readonly store: ObjectStore) {}
 
@@ -56,11 +58,21 @@ export class ActivityRuntime {
 
   /** Caches a checkpoint under its manifest ref, disposing the previous one. */
   keep(manifest: ObjectRef, checkpoint: PolicyCheckpoint): void {
-    if (this.cached) {
-      this.cached.checkpoint.model.dispose();
-      this.cached.checkpoint.optimizer?.dispose();
-    }
+    if (this.cached) disposeCheckpoint(this.cached.checkpoint);
     this.cached = { key: `${manifest.key}@${manifest.sha256}`, checkpoint };
+  }
+
+  /**
+   * The frozen reference policy behind a manifest (SPEC.md §6 KL terms), loaded once per process and
+   * owned by the runtime: callers must not dispose or train it.
+   */
+  async reference(manifest: ObjectRef): Promise<Qwen2> {
+    const key = `${manifest.key}@${manifest.sha256}`;
+    if (this.referenceCache?.key !== key) {
+      if (this.referenceCache) disposeCheckpoint(this.referenceCache.checkpoint);
+      this.referenceCache = { key, checkpoint: await loadCheckpoint(this.store, manifest) };
+    }
+    return this.referenceCache.checkpoint.model;
   }
 }
 

@@ -26,6 +26,8 @@ export interface StarpoRunInput {
   config: RunConfig;
   /** Continue from this checkpoint manifest instead of preparing the run (resume / continueAsNew). */
   resumeFrom?: { checkpoint: ObjectRef; step: number };
+  /** collapse_guard's streak of low-signal steps carried over continueAsNew (default 0). */
+  collapseStreak?: number;
 }
 
 /** Input of prepareRun: stores run.json and makes the step-0 policy (warm-up). */
@@ -77,8 +79,10 @@ export interface UpdateInput {
 export interface UpdateOutput {
   /** Manifest of the new checkpoint (step + 1). */
   checkpoint: ObjectRef;
-  /** actor/*, critic/*, time/update (seconds). */
+  /** actor/*, critic/*, rollout/* (StarPO-S filter), time/update/* (seconds). */
   metrics: Record<string, number>;
+  /** Why the update made no optimizer step (the StarPO-S filter kept no group), or null. */
+  skipReason: string | null;
 }
 
 /** Input of writeMetrics: every scalar of one pipeline step, stored at runs/<run>/metrics/step-N.json. */

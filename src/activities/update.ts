@@ -1,18 +1,30 @@
 /**
- * Activity `update` (task queue "starpo-update"): one StarPO update (SPEC.md §5-6) on a step's
- * trajectories, then a new checkpoint runs/<run>/checkpoints/step-(N+1)/ with optimizer and trainer
- * state, and latest.json. A retried attempt whose checkpoint already has a valid manifest returns
- * it instead of training again (the update is deterministic, so both would be identical).
+ * Activity `update` (task queue "starpo-update"): one StarPO update (SPEC.md §5-7) on a step's
+ * trajectories, then a new checkpoint runs/<run>/checkpoints/step-(N+1)/ with optimizer, critic and
+ * trainer state, and latest.json. A retried attempt whose checkpoint already has a valid manifest
+ * returns it instead of training again (the update is deterministic, so both would be identical).
+ * When the StarPO-S filter keeps nothing, the new checkpoint holds the unchanged weights and the
+ * reason (SPEC.md §7: skip the update).
  */
 import { checkpointPrefix } from '../storage/keys';
 import { readCheckpoint, writeLatest } from '../storage/manifest';
+import type { RunConfig } from '../config/schema';
 import { AdamW } from '../algo/adamw';
-import { ppoUpdate } from '../algo/ppo_update';
+import { needsReference, ppoUpdate } from '../algo/ppo_update';
 import { lrAt } from '../algo/lr_schedule';
+import { klControllerFromConfig } from '../algo/kl_controller';
+import { ValueModel } from '../model/value_model';
 import type { Trajectory } from '../rollout/types';
 import type { UpdateInput, UpdateOutput } from './types';
-import { saveCheckpoint, trainerStateOf } from './checkpoint';
+import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
+
+type TrainingArgs = RunConfig['actor_train']['training_args'];
+
+const betasOf = (a: TrainingArgs): [number, number] => [a.adam_beta1, a.adam_beta2];
+const newAdamW = (a: TrainingArgs) => new AdamW({ betas: betasOf(a), eps: 1e-8, weightDecay: a.weight_decay });
+const lrOf = (a: TrainingArgs, config: RunConfig, step: number) =>
+  lrAt({ base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps }, step);
 
 /** Builds the update activity over a runtime. */
 export function updateActivity(rt: ActivityRuntime) {
@@ -22,34 +34,47 @@ export function updateActivity(rt: ActivityRuntime) {
     const prefix = checkpointPrefix(input.runId, input.step + 1);
     const existing = await rt.existing(`${prefix}manifest.json`);
     if (existing) {
-      const { files } = await readCheckpoint(rt.store, existing);
-      return { checkpoint: existing, metrics: trainerStateOf(files).metrics };
+      const state = trainerStateOf((await readCheckpoint(rt.store, existing)).files);
+      return { checkpoint: existing, metrics: state.metrics, skipReason: state.skipReason ?? null };
     }
     const trajectories: Trajectory[] = [];
     for (const ref of input.trajectories) trajectories.push(...((await rt.store.getJsonlGz(ref)) as Trajectory[]));
-    const args = config.actor_train.training_args;
-    const betas: [number, number] = [args.adam_beta1, args.adam_beta2];
+    const actorArgs = config.actor_train.training_args;
+    const criticArgs = config.critic.training_args;
+    const gae = config.adv_estimator === 'gae';
     const checkpoint = await rt.take(input.policy);
-    checkpoint.optimizer ??= new AdamW({ betas, eps: 1e-8, weightDecay: args.weight_decay });
-    const lr = lrAt({ base: args.learning_rate, type: args.lr_scheduler_type, warmupSteps: args.warmup_steps, totalSteps: config.max_steps }, input.step);
-    let metrics: Record<string, number>;
+    // The step-0 checkpoint carries no reference: it is the reference.
+    const reference = checkpoint.state.reference ?? input.policy;
     let ref;
+    let result;
     try {
-      metrics = await ppoUpdate({
-        model: checkpoint.model, optimizer: checkpoint.optimizer, trajectories, config, step: input.step,
-        padId: checkpoint.tokenizer.padId, lr, afterMicroBatch: () => heartbeat({ step: input.step }),
+      checkpoint.optimizer ??= newAdamW(actorArgs);
+      if (gae) {
+        checkpoint.critic ??= ValueModel.fromPolicy(checkpoint.model);
+        checkpoint.criticOptimizer ??= newAdamW(criticArgs);
+      }
+      const klController = klControllerFromConfig(config, checkpoint.state.klCoef);
+      result = await ppoUpdate({
+        actor: { model: checkpoint.model, optimizer: checkpoint.optimizer, lr: lrOf(actorArgs, config, input.step) },
+        critic: gae ? { model: checkpoint.critic!, optimizer: checkpoint.criticOptimizer!, lr: lrOf(criticArgs, config, input.step) } : null,
+        reference: needsReference(config) ? await rt.reference(reference) : null,
+        klController, trajectories, config, step: input.step, padId: checkpoint.tokenizer.padId,
+        afterMicroBatch: () => heartbeat({ step: input.step }),
       });
-      metrics['time/update'] = (performance.now() - started) / 1000;
-      checkpoint.state = { step: input.step + 1, betas, weightDecay: args.weight_decay, metrics };
+      result.metrics['time/update'] = (performance.now() - started) / 1000;
+      checkpoint.state = {
+        step: input.step + 1, betas: betasOf(actorArgs), weightDecay: actorArgs.weight_decay, metrics: result.metrics,
+        criticOptimizer: gae ? { betas: betasOf(criticArgs), weightDecay: criticArgs.weight_decay } : undefined,
+        klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined,
+      };
       ref = await saveCheckpoint(rt.store, prefix, checkpoint);
     } catch (err) {
       // The weights may be half-updated: drop them; a retry reloads the checkpoint from the store.
-      checkpoint.model.dispose();
-      checkpoint.optimizer.dispose();
+      disposeCheckpoint(checkpoint);
       throw err;
     }
     await writeLatest(rt.store, input.runId, ref, input.step + 1);
     rt.keep(ref, checkpoint);
-    return { checkpoint: ref, metrics };
+    return { checkpoint: ref, metrics: result.metrics, skipReason: result.skipReason };
   };
 }

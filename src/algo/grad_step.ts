@@ -15,6 +15,8 @@ export interface StepResult {
   gradNorm: number;
   /** false when the loss or the gradient norm was not finite (weights untouched). */
   applied: boolean;
+  /** Wall seconds: building the losses (forward), their gradients (backward), clipping + AdamW (optimizer). */
+  seconds: { forward: number; backward: number; optimizer: number };
 }
 
 /**
@@ -36,8 +38,19 @@ export async function optimizerStep(opts: {
   const byTfName = new Map(varList.map((v, i) => [v.name, names[i]]));
   const acc = new Map<string, tf.Tensor>();
   let loss = 0;
+  const seconds = { forward: 0, backward: 0, optimizer: 0 };
   for (const fn of opts.lossFns) {
-    const { value, grads } = tf.variableGrads(fn, varList);
+    // tfjs CPU backends run synchronously, so wall time splits cleanly into the loss and the gradient.
+    const t0 = performance.now();
+    let forwardMs = 0;
+    const { value, grads } = tf.variableGrads(() => {
+      const f0 = performance.now();
+      const out = fn();
+      forwardMs = performance.now() - f0;
+      return out;
+    }, varList);
+    seconds.forward += forwardMs / 1000;
+    seconds.backward += (performance.now() - t0 - forwardMs) / 1000;
     loss += (await value.data())[0];
     value.dispose();
     for (const [tfName, g] of Object.entries(grads)) {
@@ -51,10 +64,12 @@ export async function optimizerStep(opts: {
     }
     if (opts.afterMicroBatch) await opts.afterMicroBatch();
   }
+  const t0 = performance.now();
   const { grads, norm } = clipByGlobalNorm(acc, opts.maxGradNorm);
   const applied = Number.isFinite(loss) && Number.isFinite(norm);
   if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars);
   for (const g of acc.values()) g.dispose();
   for (const g of grads.values()) if (!g.isDisposed) g.dispose();
-  return { loss, gradNorm: norm, applied };
+  seconds.optimizer = (performance.now() - t0) / 1000;
+  return { loss, gradNorm: norm, applied, seconds };
 }

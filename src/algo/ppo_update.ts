@@ -1,20 +1,27 @@
 /**
- * The StarPO policy update on one step's trajectories (SPEC.md §5-6): episode scores -> group
- * normalisation -> reinforce advantages -> PPO clip loss -> AdamW, for ppo_epochs passes over
- * minibatches of per_device_train_batch_size * gradient_accumulation_steps trajectories.
- * Source: ROLL roll/pipeline/agentic/agentic_pipeline.py and roll/pipeline/base_worker.py (actor loss).
+ * The StarPO / StarPO-S update on one step's trajectories (SPEC.md §5-7): variance filtering of whole
+ * env groups, a no-gradient pass (old and reference log-probs, token KL, critic values), group
+ * normalisation and advantages (reinforce, grpo, agentic_reinforce, gae), then ppo_epochs passes over
+ * shuffled minibatches with the actor loss (PPO / clip-higher / dual clip + k3 KL loss - entropy bonus)
+ * and, for gae, the critic's clipped value loss, each with its own AdamW step.
+ * Source: ROLL roll/pipeline/agentic/agentic_pipeline.py, roll/pipeline/base_worker.py (actor loss),
+ * roll/pipeline/rlvr/actor_worker.py and critic_worker.py; RAGEN (StarPO-S).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { RunConfig } from '../config/schema';
 import type { Trajectory } from '../rollout/types';
 import type { Qwen2 } from '../model/qwen2';
+import type { ValueModel } from '../model/value_model';
 import { tokenLogProbs } from '../model/logprobs';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
-import { maskedMean, ppoLoss } from './loss';
+import { entropyBonus, klLoss, maskedMean, ppoLoss, valueLoss } from './loss';
 import { lengthBucketedMicroBatches, packBatch, paddedLength, shiftedArrays } from './batch';
-import { optimizerStep } from './grad_step';
+import { optimizerStep, StepResult } from './grad_step';
+import { filterGroups } from './filter';
+import { prepass } from './prepass';
+import type { KlController } from './kl_controller';
 
 /** The key of a trajectory's normalisation group for reward_normalization.grouping (SPEC.md §5.1). */
 export function groupKeyOf(t: Trajectory, grouping: string): string {
@@ -28,86 +35,170 @@ export function groupKeyOf(t: Trajectory, grouping: string): string {
   return String(value);
 }
 
+/** True when a KL term needs the frozen reference policy (SPEC.md §2: use_kl_loss, or add_token_level_kl with beta > 0). */
+export function needsReference(config: RunConfig): boolean {
+  return config.use_kl_loss || (config.add_token_level_kl && config.init_kl_coef > 0);
+}
+
+/** A trainable model with its optimizer and this step's learning rate. */
+export interface Trainee<M> {
+  model: M;
+  optimizer: AdamW;
+  lr: number;
+}
+
+/** Result of ppoUpdate. */
+export interface PpoUpdateResult {
+  /** actor/*, critic/*, rollout/* (filtering), time/update/* (seconds); ROLL names (SPEC.md §6-7). */
+  metrics: Record<string, number>;
+  /** Why no optimizer step ran (nothing survived the filter), or null. */
+  skipReason: string | null;
+}
+
 /**
- * Runs the update and returns actor/* and critic/* metrics (ROLL names; SPEC.md §6).
- * @param lr learning rate of this pipeline step (after the schedule)
+ * Runs the update in place on the actor (and critic).
+ * @param critic required when adv_estimator is gae
+ * @param reference frozen reference policy; required when needsReference(config)
+ * @param klController beta of the token-level KL (add_token_level_kl); updated here with the batch KL
  * @param afterMicroBatch awaited between micro-batches (heartbeats)
- * @throws Error for an unknown grouping field
+ * @throws Error for an unknown grouping field or a missing critic / reference
  */
 export async function ppoUpdate(opts: {
-  model: Qwen2;
-  optimizer: AdamW;
+  actor: Trainee<Qwen2>;
+  critic?: Trainee<ValueModel> | null;
+  reference?: Qwen2 | null;
+  klController: KlController;
   trajectories: Trajectory[];
   config: RunConfig;
   step: number;
   padId: number;
-  lr: number;
   afterMicroBatch?: () => Promise<void>;
-}): Promise<Record<string, number>> {
-  const { model, config, trajectories } = opts;
-  const args = config.actor_train.training_args;
+}): Promise<PpoUpdateResult> {
+  const { config, actor, critic } = opts;
+  const gae = config.adv_estimator === 'gae';
+  if (gae && !critic) throw new Error('ppoUpdate: adv_estimator gae needs a critic');
+  if (needsReference(config) && !opts.reference) throw new Error('ppoUpdate: a KL term is on (use_kl_loss or add_token_level_kl) but no reference policy was given');
+  const started = performance.now();
+  const filter = filterGroups({
+    scores: opts.trajectories.map((t) => t.episodeScore), groupKeys: opts.trajectories.map((t) => t.trajGroupId),
+    type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
+  });
+  if (filter.skipReason) return { metrics: { ...filter.metrics, 'actor/update_skipped': 1 }, skipReason: filter.skipReason };
+  const trajectories = filter.keep.map((i) => opts.trajectories[i]);
   const B = trajectories.length;
-  const full = shiftedArrays(trajectories, paddedLength(trajectories));
+  const args = config.actor_train.training_args;
+  const microSize = args.per_device_train_batch_size;
+  // Filtering keeps the number of optimizer steps per epoch: minibatches shrink with the batch.
+  const miniCount = Math.max(1, Math.ceil(config.rollout_batch_size / (microSize * args.gradient_accumulation_steps)));
+  const miniSize = Math.ceil(B / miniCount);
+  const T = paddedLength(trajectories) - 1;
+  const full = shiftedArrays(trajectories, T + 1);
+  const recomputeOld = config.ppo_epochs > 1 || Math.ceil(B / miniSize) > 1 || !!opts.reference;
+  const pre = await prepass({
+    actor: actor.model, reference: opts.reference, critic: gae ? critic!.model : null, trajectories, T, padId: opts.padId,
+    microSize, oldLogp: recomputeOld, klPenalty: config.kl_penalty, afterMicroBatch: opts.afterMicroBatch,
+  });
+  const prepassSeconds = (performance.now() - started) / 1000;
+  // The KL is measured whenever a reference is loaded; it enters the rewards only with add_token_level_kl.
+  const klInRewards = config.add_token_level_kl && !!pre.tokenKl;
   const adv = computeAdvantages({
     scores: trajectories.map((t) => t.episodeScore),
     groupKeys: trajectories.map((t) => groupKeyOf(t, config.reward_normalization.grouping)),
     mask: full.mask, lastIndex: full.lastIndex,
-    method: config.reward_normalization.method, gamma: config.gamma, whiten: config.whiten_advantages,
+    method: config.reward_normalization.method, gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
     rewardClip: config.reward_clip, advantageClip: config.advantage_clip, advEstimator: config.adv_estimator,
+    values: pre.values ?? undefined, tokenKl: pre.tokenKl ?? undefined, klCoef: klInRewards ? opts.klController.value : undefined,
   });
+
+  const trainActor = !gae || opts.step >= config.critic_warmup;
   const lengths = trajectories.map((t) => t.inputIds.length);
-  const microSize = args.per_device_train_batch_size;
-  const miniSize = Math.min(B, microSize * args.gradient_accumulation_steps);
-  const vars = opts.model.trainableVariables();
   const sums: Record<string, number> = {};
   const add = (k: string, v: number) => (sums[k] = (sums[k] ?? 0) + v);
-  let microCount = 0;
-  let optimizerSteps = 0;
-  let skipped = 0;
-  let gradNormSum = 0;
+  const steps = { actor: [] as StepResult[], critic: [] as StepResult[] };
+  let actorMicro = 0;
+  let criticMicro = 0;
 
   for (let epoch = 0; epoch < config.ppo_epochs; epoch++) {
     const order = new Rng(config.seed, 'minibatch', opts.step, epoch).shuffle([...Array(B).keys()]);
     for (let start = 0; start < B; start += miniSize) {
       const micro = lengthBucketedMicroBatches(order.slice(start, start + miniSize), lengths, microSize);
-      const lossFns = micro.map((idx) => () => {
+      /** Packs one micro-batch; `pick` slices [B][T] arrays to its rows and length. */
+      const withBatch = (idx: number[], f: (ids: tf.Tensor2D, am: tf.Tensor2D, mask: tf.Tensor2D, pick: (rows: number[][]) => tf.Tensor2D) => tf.Scalar) => () => {
         const batch = packBatch(idx.map((i) => trajectories[i]), opts.padId);
-        const T = batch.mask[0].length;
-        const pick = (rows: number[][]) => tf.tensor2d(idx.map((i) => rows[i].slice(0, T)), [idx.length, T]);
-        const { logp, entropy } = tokenLogProbs(model, batch.ids, batch.attentionMask);
-        const mask = tf.tensor2d(batch.mask, [idx.length, T]);
-        // Old log-probs: the rollout-time ones when a minibatch follows an earlier optimizer step in this
-        // update (ppo_epochs > 1 or several minibatches); otherwise the detached current ones (ratio 1).
-        const oldLogp = optimizerSteps === 0
-          ? tf.tensor2d(logp.dataSync() as Float32Array, [idx.length, T]) // a constant copy: no gradient
-          : tf.tensor2d(batch.sampleLogprobs, [idx.length, T]);
-        const result = ppoLoss(
-          { logp, oldLogp, advantages: pick(adv.advantages), mask },
-          { pgClip: config.pg_clip, lossAggMode: config.loss_agg_mode },
-        );
-        for (const [k, v] of Object.entries(result.stats())) add(k, v);
-        add('actor/entropy', maskedMean(entropy, mask).dataSync()[0]);
-        microCount += 1;
-        batch.ids.dispose();
-        batch.attentionMask.dispose();
-        return tf.div(result.loss, micro.length) as tf.Scalar;
-      });
-      const res = await optimizerStep({
-        vars, optimizer: opts.optimizer, lossFns, lr: opts.lr, maxGradNorm: config.max_grad_norm,
-        afterMicroBatch: opts.afterMicroBatch,
-      });
-      optimizerSteps += 1;
-      gradNormSum += res.gradNorm;
-      if (!res.applied) skipped += 1;
+        const Tm = batch.mask[0].length;
+        const pick = (rows: number[][]) => tf.tensor2d(idx.map((i) => rows[i].slice(0, Tm)), [idx.length, Tm]);
+        try {
+          return tf.div(f(batch.ids, batch.attentionMask, tf.tensor2d(batch.mask, [idx.length, Tm]), pick), micro.length) as tf.Scalar;
+        } finally {
+          batch.ids.dispose();
+          batch.attentionMask.dispose();
+        }
+      };
+      if (trainActor) {
+        const lossFns = micro.map((idx) => withBatch(idx, (ids, am, mask, pick) => {
+          const { logp, entropy } = tokenLogProbs(actor.model, ids, am);
+          // Without recomputed old log-probs this is the first and only minibatch: the detached current ones.
+          const oldLogp = pre.oldLogp ? pick(pre.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
+          const pg = ppoLoss({ logp, oldLogp, advantages: pick(adv.advantages), mask }, {
+            pgClip: config.pg_clip, usePgClipRange: config.use_pg_clip_range, pgClipLow: config.pg_clip_low,
+            pgClipHigh: config.pg_clip_high, dualClip: config.dual_clip_loss, lossAggMode: config.loss_agg_mode,
+          });
+          for (const [k, v] of Object.entries(pg.stats())) add(k, v);
+          add('actor/entropy', maskedMean(entropy, mask).dataSync()[0]);
+          let loss: tf.Scalar = pg.loss;
+          if (config.use_kl_loss) {
+            const kl = klLoss(logp, pick(pre.refLogp!), mask, config.loss_agg_mode);
+            add('actor/kl_loss', kl.dataSync()[0]);
+            loss = tf.add(loss, tf.mul(kl, config.kl_loss_coef));
+          }
+          if (config.entropy_loss_coef > 0) loss = tf.sub(loss, tf.mul(entropyBonus(entropy, mask, config.loss_agg_mode), config.entropy_loss_coef));
+          add('actor/total_loss', loss.dataSync()[0]);
+          actorMicro += 1;
+          return loss;
+        }));
+        steps.actor.push(await optimizerStep({
+          vars: actor.model.trainableVariables(), optimizer: actor.optimizer, lossFns, lr: actor.lr,
+          maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
+        }));
+      }
+      if (gae) {
+        const lossFns = micro.map((idx) => withBatch(idx, (ids, am, mask, pick) => {
+          const [b, L] = ids.shape;
+          const values = tf.slice(critic!.model.values(ids, am), [0, 0], [b, L - 1]) as tf.Tensor2D;
+          const vf = valueLoss({ values, oldValues: pick(pre.values!), returns: pick(adv.returns), mask, valueClip: config.value_clip, mode: config.loss_agg_mode });
+          for (const [k, v] of Object.entries(vf.stats())) add(k, v);
+          criticMicro += 1;
+          return vf.loss;
+        }));
+        steps.critic.push(await optimizerStep({
+          vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lossFns, lr: critic!.lr,
+          maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
+        }));
+      }
     }
   }
-  const metrics: Record<string, number> = {};
-  for (const [k, v] of Object.entries(sums)) metrics[k] = v / microCount;
+  if (klInRewards) opts.klController.update(adv.metrics['critic/kl'], B);
+
+  const metrics: Record<string, number> = { ...filter.metrics, ...adv.metrics };
+  for (const [k, v] of Object.entries(sums)) metrics[k] = v / (k.startsWith('critic/') ? criticMicro : actorMicro);
+  Object.assign(metrics, stepMetrics('actor', steps.actor, actor.lr), gae ? stepMetrics('critic', steps.critic, critic!.lr) : {});
+  metrics['critic/kl_coef'] = opts.klController.value;
+  const all = [...steps.actor, ...steps.critic];
+  metrics['time/update/prepass'] = prepassSeconds;
+  for (const part of ['forward', 'backward', 'optimizer'] as const) {
+    metrics[`time/update/${part}`] = all.reduce((s, r) => s + r.seconds[part], 0);
+  }
+  return { metrics, skipReason: null };
+}
+
+/** {role}/grad_norm (mean before clipping), {role}/lr, {role}/optimizer_steps, {role}/skipped_nonfinite. */
+function stepMetrics(role: 'actor' | 'critic', results: StepResult[], lr: number): Record<string, number> {
+  const n = results.length;
   return {
-    ...metrics, ...adv.metrics,
-    'actor/grad_norm': gradNormSum / optimizerSteps,
-    'actor/lr': opts.lr,
-    'actor/optimizer_steps': optimizerSteps - skipped,
-    'actor/skipped_nonfinite': skipped,
+    [`${role}/grad_norm`]: n > 0 ? results.reduce((s, r) => s + r.gradNorm, 0) / n : 0,
+    [`${role}/grad_norm_max`]: n > 0 ? Math.max(...results.map((r) => r.gradNorm)) : 0,
+    [`${role}/lr`]: lr,
+    [`${role}/optimizer_steps`]: results.filter((r) => r.applied).length,
+    [`${role}/skipped_nonfinite`]: results.filter((r) => !r.applied).length,
   };
 }

@@ -57,6 +57,7 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, opts: Tr
   try {
     const result = await attach(client, runId);
     opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
+    if (result.stoppedBy) opts.log(`stopped early by ${result.stoppedBy}`);
     if (result.validationCurve.length > 0) {
       opts.log(`validation success by step: ${result.validationCurve.map((v) => `${v.step}: ${v.success.toFixed(3)}`).join(', ')}`);
     }

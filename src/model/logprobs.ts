@@ -12,14 +12,17 @@ import type { Qwen2 } from './qwen2';
  * Values at positions whose target is padding are finite but meaningless: the caller multiplies by its mask.
  * @param ids int32 [B, L], right-padded
  * @param attentionMask [B, L] of 1 (real) / 0 (pad)
- * @returns logp float32 [B, L-1] (natural log, nats), entropy float32 [B, L-1] (nats); caller disposes.
+ * @param withLogSoftmax also return the whole shifted log-softmax (for the "full" KL estimator, SPEC.md §2)
+ * @returns logp float32 [B, L-1] (natural log, nats), entropy float32 [B, L-1] (nats), and with
+ *   withLogSoftmax logSoftmax float32 [B, L-1, V]; caller disposes.
  * @throws RangeError when L < 2.
  */
 export function tokenLogProbs(
   model: Qwen2,
   ids: tf.Tensor2D,
   attentionMask: tf.Tensor2D,
-): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
+  withLogSoftmax = false,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D; logSoftmax?: tf.Tensor3D } {
   const [B, L] = ids.shape;
   if (L < 2) throw new RangeError(`tokenLogProbs: sequence length L = ${L}, need >= 2`);
   const V = model.config.vocab_size;
@@ -32,7 +35,7 @@ export function tokenLogProbs(
     const oh = tf.cast(tf.oneHot(tf.cast(targets, 'int32'), V), 'float32');
     const logp = tf.sum(tf.mul(lsm, oh), -1) as tf.Tensor2D;
     const entropy = tf.neg(tf.sum(tf.mul(tf.exp(lsm), lsm), -1)) as tf.Tensor2D;
-    return { logp, entropy };
+    return withLogSoftmax ? { logp, entropy, logSoftmax: lsm as tf.Tensor3D } : { logp, entropy };
   });
   logits.dispose();
   return out;

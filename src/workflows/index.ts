@@ -5,7 +5,7 @@
  * Deterministic, no I/O: only object references and scalar metrics pass through here.
  */
 import {
-  ApplicationFailure, continueAsNew, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo,
+  ApplicationFailure, continueAsNew, log, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -13,6 +13,7 @@ import type { ObjectRef, StarpoRunInput } from '../activities/types';
 import { planShards } from '../rollout/plan';
 import { meanMetrics, mergeSums } from '../rollout/metrics';
 import { Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from './api';
+import { checkCollapse } from './collapse_guard';
 
 /** Steps per workflow run before continueAsNew keeps the history small (DESIGN.md). */
 const STEPS_PER_RUN = 100;
@@ -33,6 +34,8 @@ export interface StarpoRunResult {
   lastMetrics: Record<string, number>;
   lastValidation: Progress['lastValidation'];
   validationCurve: Progress['validationCurve'];
+  /** Set when collapse_guard (action stop) ended the run before max_steps: the guard's message. */
+  stoppedBy: string | null;
 }
 
 /** The StarPO training loop; see the file comment. */
@@ -80,7 +83,9 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
   const evalDue = (step: number) => config.eval_steps > 0 && step % config.eval_steps === 0;
 
   const firstStep = progress.step;
-  while (progress.step < config.max_steps) {
+  let collapseStreak = input.collapseStreak ?? 0;
+  let stoppedBy: string | null = null;
+  while (progress.step < config.max_steps && !stoppedBy) {
     const step = progress.step;
     const started = Date.now();
     const valMetrics = evalDue(step) ? await validate(step) : {};
@@ -91,11 +96,20 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
     progress.phase = 'update';
     const updated = await update.update({ runId, step, policy, trajectories: outs.map((o) => o.trajectories) });
     policy = updated.checkpoint;
+    if (updated.skipReason) log.warn(`step ${step}: update skipped: ${updated.skipReason}`);
     const seconds = (Date.now() - started) / 1000;
     const metrics: Record<string, number> = {
       ...meanMetrics(mergeSums(outs.map((o) => o.metrics))), ...updated.metrics, ...valMetrics,
       'time/rollout': rolloutSeconds, 'time/step': seconds,
     };
+    const verdict = checkCollapse(config.collapse_guard, metrics, collapseStreak);
+    collapseStreak = verdict.streak;
+    if (verdict.fired) {
+      metrics['collapse/fired'] = 1;
+      log.warn(`step ${step}: ${verdict.fired}`);
+      upsertMemo({ collapseAlert: `step ${step}: ${verdict.fired}` });
+      if (config.collapse_guard.action === 'stop') stoppedBy = verdict.fired;
+    }
     await update.writeMetrics({ runId, step, metrics });
     Object.assign(progress, { step: step + 1, lastMetrics: metrics, latestCheckpoint: policy, secondsPerStep: seconds });
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.step, value: step + 1 }]);
@@ -104,17 +118,17 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
         `score ${(metrics['env/score'] ?? 0).toFixed(3)} · ${seconds.toFixed(1)} s/step`,
     );
     const done = progress.step >= config.max_steps;
-    if (!done && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
-      await continueAsNew<typeof starpoTraining>({ ...input, resumeFrom: { checkpoint: policy, step: progress.step } });
+    if (!done && !stoppedBy && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
+      await continueAsNew<typeof starpoTraining>({ ...input, resumeFrom: { checkpoint: policy, step: progress.step }, collapseStreak });
     }
   }
   if (config.eval_steps > 0) {
-    const valMetrics = await validate(config.max_steps);
-    await update.writeMetrics({ runId, step: config.max_steps, metrics: valMetrics });
+    const valMetrics = await validate(progress.step);
+    await update.writeMetrics({ runId, step: progress.step, metrics: valMetrics });
   }
   progress.phase = 'done';
   return {
     runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics,
-    lastValidation: progress.lastValidation, validationCurve: progress.validationCurve,
+    lastValidation: progress.lastValidation, validationCurve: progress.validationCurve, stoppedBy,
   };
 }

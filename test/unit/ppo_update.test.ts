@@ -1,0 +1,139 @@
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../../src/model/backend';
+import { charTokenizer } from '../../src/model/tokenizer';
+import { tinyPreset } from '../../src/model/config';
+import { Qwen2 } from '../../src/model/qwen2';
+import { ValueModel } from '../../src/model/value_model';
+import { AdamW } from '../../src/algo/adamw';
+import { ppoUpdate, needsReference } from '../../src/algo/ppo_update';
+import { klControllerFromConfig } from '../../src/algo/kl_controller';
+import { validateConfig } from '../../src/config/load';
+import type { RunConfig } from '../../src/config/schema';
+import { formatDemonstrations } from '../../src/rollout/demonstrations';
+import type { Trajectory } from '../../src/rollout/types';
+
+const tokenizer = charTokenizer();
+let demos: Trajectory[] = [];
+
+/** The fixture config with `patch` applied on top. */
+function configWith(patch: Record<string, unknown>): RunConfig {
+  const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
+  return validateConfig({ ...raw, ...patch }, 'fixture');
+}
+
+before(async () => {
+  await initBackend('wasm');
+  demos = await formatDemonstrations(configWith({ warmup: { type: 'format', num_episodes: 16 } }), tokenizer);
+});
+
+/** 16 format episodes as 4 groups of 4 with the given scores (group g = trajectories 4g..4g+3). */
+function batch(scores: number[]): Trajectory[] {
+  return demos.map((t, i) => ({ ...t, trajGroupId: `FrozenLake_${Math.floor(i / 4)}_0_1`, episodeScore: scores[i] }));
+}
+const spread = Array.from({ length: 16 }, (_, i) => (i % 4) * 0.25);
+
+const snapshot = (m: Qwen2) => Array.from((m.trainableVariables().get('model.norm.weight') as tf.Variable).dataSync());
+const trainee = <M>(model: M) => ({ model, optimizer: new AdamW({}), lr: 1e-3 });
+
+test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, weights move', async () => {
+  const config = configWith({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 5);
+  const before = snapshot(model);
+  const { metrics, skipReason } = await ppoUpdate({
+    actor: trainee(model), klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+  });
+  assert.equal(skipReason, null);
+  for (const [k, v] of Object.entries(metrics)) assert.ok(Number.isFinite(v), `${k} = ${v}`);
+  assert.equal(metrics['actor/optimizer_steps'], 1);
+  assert.ok(Math.abs(metrics['actor/ratio_mean'] - 1) < 1e-6);
+  assert.ok(metrics['actor/grad_norm'] > 0 && metrics['actor/entropy'] > 0);
+  assert.ok(metrics['time/update/forward'] > 0 && metrics['time/update/backward'] > 0);
+  // no filter (ratio 1): every group kept; in-group std of scores 0, .25, .5, .75 = 0.3227 (unbiased)
+  assert.equal(metrics['rollout/kept_groups'], 4);
+  assert.ok(Math.abs(metrics['rollout/in_group_std'] - 0.3227486) < 1e-6);
+  assert.notDeepEqual(snapshot(model), before);
+  model.dispose();
+});
+
+test('gae: the critic trains from the policy; during critic_warmup the actor does not move', async () => {
+  const config = configWith({ adv_estimator: 'gae', critic_warmup: 1, critic: { training_args: { learning_rate: 1e-3 } } });
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 6);
+  const critic = ValueModel.fromPolicy(model);
+  const before = snapshot(model);
+  const head = () => Array.from((critic.trainableVariables().get('score.weight') as tf.Variable).dataSync());
+  const { metrics } = await ppoUpdate({
+    actor: trainee(model), critic: trainee(critic), klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+  });
+  assert.deepEqual(snapshot(model), before);
+  assert.ok(head().some((x) => x !== 0), 'the value head moved');
+  assert.equal(metrics['critic/optimizer_steps'], 1);
+  assert.ok(Number.isFinite(metrics['critic/vf_loss']) && metrics['critic/vf_loss'] > 0);
+  assert.equal(metrics['actor/optimizer_steps'], 0);
+  // step 1 >= critic_warmup: the actor trains too
+  const r = await ppoUpdate({
+    actor: trainee(model), critic: trainee(critic), klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 1, padId: tokenizer.padId,
+  });
+  assert.equal(r.metrics['actor/optimizer_steps'], 1);
+  assert.notDeepEqual(snapshot(model), before);
+  critic.dispose();
+  model.dispose();
+});
+
+test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after an epoch; epoch 2 ratio != 1', async () => {
+  const config = configWith({ use_kl_loss: true, kl_loss_coef: 0.1, init_kl_coef: 0, ppo_epochs: 2 });
+  assert.equal(needsReference(config), true);
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 7);
+  const reference = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
+  const { metrics } = await ppoUpdate({
+    actor: trainee(model), reference, klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+  });
+  assert.equal(metrics['actor/optimizer_steps'], 2);
+  assert.ok(metrics['actor/kl_loss'] > 0, 'the mean over both epochs includes the moved second epoch');
+  assert.ok(metrics['actor/ratio_max'] > 1 || metrics['actor/ratio_min'] < 1);
+  assert.equal(metrics['critic/kl'], 0, 'old (= reference) vs reference KL before the update');
+  reference.dispose();
+  model.dispose();
+});
+
+test('token-level KL penalty: beta * kl enters the rewards and the adaptive controller moves beta', async () => {
+  const config = configWith({ add_token_level_kl: true, init_kl_coef: 0.2, target_kl: 0.001, kl_horizon: 100, kl_penalty: 'k3' });
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 8);
+  const reference = Qwen2.random(tinyPreset(tokenizer.vocabSize), 9);
+  const klController = klControllerFromConfig(config);
+  const { metrics } = await ppoUpdate({
+    actor: trainee(model), reference, klController, trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+  });
+  const kl = metrics['critic/kl'];
+  assert.ok(kl > 0);
+  // AdaptiveKLController: err = clip(kl/target - 1, -0.2, 0.2) = 0.2 (kl >> target); beta = 0.2 * (1 + 0.2 * 16/100)
+  assert.ok(Math.abs(metrics['critic/kl_coef'] - 0.2 * (1 + (0.2 * 16) / 100)) < 1e-12);
+  assert.equal(klController.value, metrics['critic/kl_coef']);
+  reference.dispose();
+  model.dispose();
+});
+
+test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch of flat groups', async () => {
+  // group std: g0 flat (0), g1 0.5, g2 small, g3 large
+  const scores = [0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0.1, 0, 2, 0, 2];
+  const config = configWith({ rollout_filter_ratio: 0.5, rollout_filter_type: 'std' });
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 10);
+  const { metrics } = await ppoUpdate({
+    actor: trainee(model), klController: klControllerFromConfig(config), trajectories: batch(scores), config, step: 0, padId: tokenizer.padId,
+  });
+  assert.equal(metrics['rollout/kept_groups'], 2);
+  assert.equal(metrics['rollout/kept_trajectories'], 8);
+  assert.ok(metrics['rollout/chosen_in_group_std'] > metrics['rollout/in_group_std']);
+  const flat = configWith({ rollout_filter_ratio: 0.9, rollout_filter_type: 'top_p' });
+  const before = snapshot(model);
+  const r = await ppoUpdate({
+    actor: trainee(model), klController: klControllerFromConfig(flat), trajectories: batch(new Array(16).fill(1)), config: flat, step: 0, padId: tokenizer.padId,
+  });
+  assert.match(r.skipReason!, /zero/);
+  assert.equal(r.metrics['actor/update_skipped'], 1);
+  assert.deepEqual(snapshot(model), before);
+  model.dispose();
+});
