@@ -3,33 +3,17 @@
  * preset (loss = -mean tokenLogProbs, as the trainer computes it), next to this process's 256^3 matmul GFLOP/s,
  * and KV-cache generation tokens/s for 64 rows. Run: `node --import tsx bench/model_flops.ts [B] [L]`.
  *
- * FLOPs counted analytically: forward = 2 * tokens * (matmul params incl. lm_head) + per layer 4 * B * H * L^2 * D
- * (scores and probs @ V over the full L x L, as computed); forward + backward = 3 x forward.
+ * FLOPs counted analytically (bench/flops.ts forwardFlops); forward + backward = 3 x forward.
  */
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../src/model/backend';
-import { headDim, tinyPreset } from '../src/model/config';
+import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
 import { tokenLogProbs } from '../src/model/logprobs';
 import { generate } from '../src/model/generate';
 import { charTokenizer } from '../src/model/tokenizer';
 import { Rng } from '../src/util/rng';
-
-function matmulGflops(): number {
-  const a = tf.randomNormal([256, 256]);
-  const b = tf.randomNormal([256, 256]);
-  tf.matMul(a, b).dispose();
-  const n = 20;
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const c = tf.matMul(a, b);
-    c.dataSync();
-    c.dispose();
-  }
-  const ms = (performance.now() - t0) / n;
-  tf.dispose([a, b]);
-  return (2 * 256 ** 3) / ms / 1e6;
-}
+import { forwardFlops, matmulGflops } from './flops';
 
 async function main(): Promise<void> {
   const backend = await initBackend();
@@ -43,14 +27,7 @@ async function main(): Promise<void> {
   const ids = tf.tensor2d(Int32Array.from({ length: B * L }, () => 4 + rng.int(tok.vocabSize - 4)), [B, L], 'int32');
   const mask = tf.ones([B, L]) as tf.Tensor2D;
 
-  const E = cfg.hidden_size;
-  const D = headDim(cfg);
-  const H = cfg.num_attention_heads;
-  const KV = cfg.num_key_value_heads * D;
-  const perLayer = E * H * D + 2 * E * KV + H * D * E + 3 * E * cfg.intermediate_size;
-  const matParams = cfg.num_hidden_layers * perLayer + cfg.vocab_size * E;
-  const fwdFlops = 2 * B * L * matParams + cfg.num_hidden_layers * 4 * B * H * L * L * D;
-  const trainFlops = 3 * fwdFlops;
+  const trainFlops = 3 * forwardFlops(cfg, B, L);
 
   const step = (): number => {
     const t0 = performance.now();

@@ -1,0 +1,102 @@
+/**
+ * Issue 3, "Must show": ROLL's FrozenLake example (Hydra defaults + interpolation; StarPO doc values:
+ * reinforce, traj_group_id/mean, whitening, advantage_clip 0.2), a StarPO-S config (gae critic, filter
+ * 0.25, clip-higher, no KL) and a GRPO config with a k3 KL loss each train 2 steps with the tiny model
+ * through the real Temporal and S3 servers, with workers as separate processes. Sizes are shrunk with
+ * Hydra-style overrides so the three runs fit in CI time; the algorithm keys are the files' own.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { startTestServers, TestServers } from '../helpers/servers';
+import { spawnWorkers, WorkerProcesses } from '../../src/cli/spawn_workers';
+import { runInputFromFile } from '../../src/cli/run_input';
+import { ObjectStore } from '../../src/storage/object_store';
+import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
+import { readCheckpoint } from '../../src/storage/manifest';
+import { trainerStateOf } from '../../src/activities/checkpoint';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
+import type { StarpoRunResult } from '../../src/workflows';
+
+let servers: TestServers;
+let workers: WorkerProcesses;
+let client: Client;
+let store: ObjectStore;
+const logDir = mkdtempSync(join(tmpdir(), 'starpo-workers-'));
+
+before(async () => {
+  servers = await startTestServers();
+  workers = spawnWorkers(['control', 'rollout', 'update'], servers.endpoints, logDir);
+  client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
+  store = new ObjectStore(servers.endpoints.s3);
+});
+
+after(async () => {
+  await workers?.stop(5);
+  await client?.connection.close();
+  await servers?.stop();
+  rmSync(logDir, { recursive: true, force: true });
+});
+
+/** 2 steps, 4 train groups x 4, 8 validation maps, a 4-step warm-up, 4-turn episodes. */
+const SMALL = [
+  'max_steps=2', 'eval_steps=2', 'rollout_batch_size=16', 'val_batch_size=8', 'sequence_length=400',
+  'train_env_manager.num_env_groups=4', 'train_env_manager.group_size=4', 'train_env_manager.num_groups_partition=[4]',
+  'train_env_manager.max_env_num_per_worker=8', 'val_env_manager.num_env_groups=8', 'val_env_manager.num_groups_partition=[8]',
+  'val_env_manager.max_env_num_per_worker=8', 'actor_train.training_args.per_device_train_batch_size=8',
+  'actor_train.training_args.gradient_accumulation_steps=2',
+  '++warmup.num_episodes=16', '++warmup.train_steps=4', '++warmup.batch_size=8',
+];
+
+/** Runs a config file to completion with SMALL (+ extra) overrides; returns the result and each step's metrics. */
+async function train(file: string, extra: string[]): Promise<{ result: StarpoRunResult; runId: string; steps: Array<Record<string, number>> }> {
+  const runId = `it-algo-${file.replace(/\W+/g, '-')}-${Date.now()}`;
+  const { input } = runInputFromFile(file, runId, [...SMALL, ...extra]);
+  const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input] });
+  const result: StarpoRunResult = await handle.result();
+  const steps = [];
+  for (const step of [0, 1]) steps.push(((await store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics);
+  return { result, runId, steps };
+}
+
+const finite = (m: Record<string, number>, keys: string[]) => keys.forEach((k) => assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`));
+
+test("ROLL's agent_val_frozen_lake example (Hydra file, StarPO doc values) trains", async () => {
+  const { result, steps } = await train('configs/examples/agent_val_frozen_lake.yaml', ['max_actions_per_traj=4']);
+  assert.equal(result.steps, 2);
+  for (const m of steps) {
+    finite(m, ['actor/pg_loss', 'actor/grad_norm', 'actor/entropy', 'critic/advantage_clip_frac', 'rollout/in_group_std']);
+    // whitened, then clipped to advantage_clip 0.2
+    assert.ok(m['critic/advantages/max'] <= 0.2 + 1e-9 && m['critic/advantages/min'] >= -0.2 - 1e-9);
+    assert.equal(m['actor/optimizer_steps'], 1);
+  }
+  assert.ok(result.validationCurve.length === 2, 'validation at step 0 and at the end');
+});
+
+test('a StarPO-S config (gae critic, filter 0.25, clip-higher, no KL) trains and checkpoints its critic', async () => {
+  const { result, runId, steps } = await train('configs/starpo_s_frozen_lake.yaml', [
+    'critic.training_args.per_device_train_batch_size=8', 'critic.training_args.gradient_accumulation_steps=2',
+  ]);
+  assert.equal(result.steps, 2);
+  for (const m of steps) {
+    assert.equal(m['rollout/kept_groups'], 1, 'floor(0.25 * 4 groups)');
+    finite(m, ['critic/vf_loss', 'critic/grad_norm', 'critic/values/mean', 'actor/clipfrac_high']);
+    assert.equal(m['critic/optimizer_steps'], 1);
+  }
+  const { files } = await readCheckpoint(store, await store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
+  assert.ok(files['critic.safetensors'] && files['critic_optimizer.safetensors'], 'critic and its optimizer are checkpointed');
+});
+
+test('a GRPO config with a k3 KL loss trains against the step-0 policy as reference', async () => {
+  const { result, runId, steps } = await train('configs/grpo_kl_frozen_lake.yaml', []);
+  assert.equal(result.steps, 2);
+  finite(steps[0], ['actor/kl_loss', 'critic/kl']);
+  assert.equal(steps[0]['actor/kl_loss'], 0, 'step 0: the policy is the reference');
+  assert.ok(steps[1]['actor/kl_loss'] > 0, 'step 1: the policy has moved away from it');
+  const { files } = await readCheckpoint(store, await store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
+  const state = trainerStateOf(files);
+  assert.match(state.reference?.key ?? '', /^warmup\/[0-9a-f]+\/manifest\.json$/, 'the reference is the step-0 (warm-up) checkpoint');
+});
