@@ -18,6 +18,7 @@ import { ValueModel } from '../src/model/value_model';
 import { AdamW } from '../src/algo/adamw';
 import { lengthBucketedMicroBatches } from '../src/algo/batch';
 import { ppoUpdate, needsReference } from '../src/algo/ppo_update';
+import { filterGroups } from '../src/algo/filter';
 import { klControllerFromConfig } from '../src/algo/kl_controller';
 import { loadConfigFile } from '../src/config/load';
 import { formatDemonstrations } from '../src/rollout/demonstrations';
@@ -54,10 +55,15 @@ async function main(): Promise<void> {
   const wall = (performance.now() - started) / 1000;
   const mm = matmulGflops();
 
-  // FLOPs of the micro-batches as the update pads them (length-bucketed, micro-batch 8).
+  // FLOPs of the trained micro-batches as the update pads them: the trajectories the StarPO-S filter
+  // keeps, length-bucketed into micro-batches (one minibatch per epoch in these configs).
+  const { keep } = filterGroups({
+    scores: trajectories.map((t) => t.episodeScore), groupKeys: trajectories.map((t) => t.trajGroupId),
+    type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
+  });
   const micro = config.actor_train.training_args.per_device_train_batch_size;
   const lengths = trajectories.map((t) => t.inputIds.length);
-  const fwd = lengthBucketedMicroBatches([...lengths.keys()], lengths, micro)
+  const fwd = lengthBucketedMicroBatches(keep, lengths, micro)
     .reduce((s, idx) => s + forwardFlops(cfg, idx.length, Math.max(...idx.map((i) => lengths[i]))), 0);
   const models = critic ? 2 : 1;
   const trainFlops = 3 * fwd * models * config.ppo_epochs;
@@ -68,6 +74,7 @@ async function main(): Promise<void> {
 
   console.log(`backend ${backend}; config ${file} (${config.adv_estimator}${critic ? ' + critic' : ''}${reference ? ' + reference' : ''}); ${BATCH} trajectories, ${tokens} tokens (mean ${(tokens / BATCH).toFixed(0)}, max ${Math.max(...lengths)})`);
   console.log(`256^3 matmul: ${mm.toFixed(1)} GFLOP/s`);
+  console.log(`trained on ${keep.length} trajectories after the group filter (rollout_filter_ratio ${config.rollout_filter_ratio}, ${config.rollout_filter_type})`);
   console.log(`update wall ${wall.toFixed(2)} s: prepass ${f(metrics['time/update/prepass'])}, forward ${f(metrics['time/update/forward'])}, ` +
     `backward ${f(metrics['time/update/backward'])}, optimizer ${f(metrics['time/update/optimizer'])}`);
   console.log(`training passes: ${(trainFlops / 1e9).toFixed(1)} GFLOP in ${trainSeconds.toFixed(2)} s = ${gflops.toFixed(2)} GFLOP/s ` +
