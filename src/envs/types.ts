@@ -45,6 +45,12 @@ export interface Env {
   step(responseText: string): StepResult;
   /** Text rendering of the current state (same text as the latest observation's state part). */
   render(): string;
+  /**
+   * A shortest action sequence (canonical action names) from the current state to success, found by
+   * BFS over the env's own transition rules (deterministic envs only), or null when none exists or the
+   * env cannot plan (e.g. slippery FrozenLake). Used by tests and by the `warmup: solver` demonstrations.
+   */
+  solve?(): string[] | null;
 }
 
 /**
