@@ -5,41 +5,17 @@
  * through the real Temporal and S3 servers, with workers as separate processes. Sizes are shrunk with
  * Hydra-style overrides so the three runs fit in CI time; the algorithm keys are the files' own.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { startTestServers, TestServers } from '../helpers/servers';
-import { spawnWorkers, WorkerProcesses } from '../../src/cli/spawn_workers';
+import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { ObjectStore } from '../../src/storage/object_store';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
 import { readCheckpoint } from '../../src/storage/manifest';
 import { trainerStateOf } from '../../src/activities/checkpoint';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
 import type { StarpoRunResult } from '../../src/workflows';
 
-let servers: TestServers;
-let workers: WorkerProcesses;
-let client: Client;
-let store: ObjectStore;
-const logDir = mkdtempSync(join(tmpdir(), 'starpo-workers-'));
-
-before(async () => {
-  servers = await startTestServers();
-  workers = spawnWorkers(['control', 'rollout', 'update'], servers.endpoints, logDir);
-  client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
-  store = new ObjectStore(servers.endpoints.s3);
-});
-
-after(async () => {
-  await workers?.stop(5);
-  await client?.connection.close();
-  await servers?.stop();
-  rmSync(logDir, { recursive: true, force: true });
-});
+const stack = useTrainingStack();
 
 /** 2 steps, 4 train groups x 4, 8 validation maps, a 4-step warm-up, 4-turn episodes. */
 const SMALL = [
@@ -55,10 +31,10 @@ const SMALL = [
 async function train(file: string, extra: string[]): Promise<{ result: StarpoRunResult; runId: string; steps: Array<Record<string, number>> }> {
   const runId = `it-algo-${file.replace(/\W+/g, '-')}-${Date.now()}`;
   const { input } = runInputFromFile(file, runId, [...SMALL, ...extra]);
-  const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input] });
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input] });
   const result: StarpoRunResult = await handle.result();
   const steps = [];
-  for (const step of [0, 1]) steps.push(((await store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics);
+  for (const step of [0, 1]) steps.push(((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics);
   return { result, runId, steps };
 }
 
@@ -86,7 +62,7 @@ test('a StarPO-S config (gae critic, filter 0.25, clip-higher, no KL) trains and
     finite(m, ['critic/vf_loss', 'critic/grad_norm', 'critic/values/mean', 'actor/clipfrac_high']);
     assert.equal(m['critic/optimizer_steps'], 1);
   }
-  const { files } = await readCheckpoint(store, await store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
+  const { files } = await readCheckpoint(stack.store, await stack.store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
   assert.ok(files['critic.safetensors'] && files['critic_optimizer.safetensors'], 'critic and its optimizer are checkpointed');
 });
 
@@ -96,7 +72,22 @@ test('a GRPO config with a k3 KL loss trains against the step-0 policy as refere
   finite(steps[0], ['actor/kl_loss', 'critic/kl']);
   assert.equal(steps[0]['actor/kl_loss'], 0, 'step 0: the policy is the reference');
   assert.ok(steps[1]['actor/kl_loss'] > 0, 'step 1: the policy has moved away from it');
-  const { files } = await readCheckpoint(store, await store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
+  const { files } = await readCheckpoint(stack.store, await stack.store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
   const state = trainerStateOf(files);
   assert.match(state.reference?.key ?? '', /^warmup\/[0-9a-f]+\/manifest\.json$/, 'the reference is the step-0 (warm-up) checkpoint');
+});
+
+test('collapse_guard with action stop ends the run after `patience` low steps', async () => {
+  const runId = `it-algo-guard-${Date.now()}`;
+  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', runId, [
+    'max_steps=4', 'eval_steps=0', '+collapse_guard={enabled: true, min_in_group_std: 100, min_entropy: 100, patience: 2, action: stop}',
+  ]);
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input] });
+  const result: StarpoRunResult = await handle.result();
+  assert.equal(result.steps, 2, 'stopped after 2 of 4 steps');
+  assert.match(result.stoppedBy ?? '', /collapse_guard: rollout\/in_group_std .* for 2 consecutive steps/);
+  const memo = (await handle.describe()).memo as Record<string, string>;
+  assert.match(memo.collapseAlert, /^step 1: collapse_guard/);
+  const m = ((await stack.store.getJson(metricsKey(runId, 1))) as { metrics: Record<string, number> }).metrics;
+  assert.equal(m['collapse/fired'], 1);
 });

@@ -3,18 +3,13 @@
  * and update workers as separate processes: a 2-step StarPO run on FrozenLake, its history and
  * stored objects; then a run whose update worker is SIGKILLed mid-update and restarted.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { Client, Connection } from '@temporalio/client';
-import { startTestServers, TestServers } from '../helpers/servers';
-import { spawnWorker, spawnWorkers, stopChild, WorkerProcesses } from '../../src/cli/spawn_workers';
+import { useTrainingStack } from '../helpers/stack';
+import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { refuseExistingRun } from '../../src/cli/train';
-import { ObjectStore } from '../../src/storage/object_store';
 import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
 import { loadCheckpoint } from '../../src/activities/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
@@ -22,33 +17,15 @@ import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/workflows/a
 import type { StarpoRunResult } from '../../src/workflows';
 import type { StarpoRunInput } from '../../src/activities/types';
 
-let servers: TestServers;
-let workers: WorkerProcesses;
-let client: Client;
-let store: ObjectStore;
-const logDir = mkdtempSync(join(tmpdir(), 'starpo-workers-'));
-
-before(async () => {
-  servers = await startTestServers();
-  workers = spawnWorkers(['control', 'rollout', 'update'], servers.endpoints, logDir);
-  client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
-  store = new ObjectStore(servers.endpoints.s3);
-});
-
-after(async () => {
-  await workers?.stop(5);
-  await client?.connection.close();
-  await servers?.stop();
-  rmSync(logDir, { recursive: true, force: true });
-});
+const stack = useTrainingStack();
 
 function start(input: StarpoRunInput) {
-  return client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  return stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
 }
 
 /** Activity type and attempt of every ActivityTaskStarted event, in order. */
 async function startedActivities(runId: string): Promise<Array<{ type: string; attempt: number }>> {
-  const history = await client.workflow.getHandle(runId).fetchHistory();
+  const history = await stack.client.workflow.getHandle(runId).fetchHistory();
   const scheduled = new Map<string, string>();
   const out: Array<{ type: string; attempt: number }> = [];
   for (const e of history.events ?? []) {
@@ -74,17 +51,17 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   assert.equal(count('rollout'), 2 * 2 + 2);
 
   for (const step of [0, 1]) {
-    for (const shard of [0, 1]) assert.ok(await store.exists(rolloutKey(input.runId, step, 'train', shard)), `step ${step} shard ${shard}`);
-    const m = (await store.getJson(metricsKey(input.runId, step))) as { metrics: Record<string, number> };
+    for (const shard of [0, 1]) assert.ok(await stack.store.exists(rolloutKey(input.runId, step, 'train', shard)), `step ${step} shard ${shard}`);
+    const m = (await stack.store.getJson(metricsKey(input.runId, step))) as { metrics: Record<string, number> };
     assert.ok(Number.isFinite(m.metrics['actor/pg_loss']), 'pg_loss recorded');
     assert.ok(m.metrics['env/FrozenLake/success'] >= 0 && m.metrics['env/FrozenLake/success'] <= 1);
   }
   assert.ok(result.lastValidation && result.lastValidation.step === 2);
   assert.ok('val/env/FrozenLake/success' in result.lastValidation.metrics);
 
-  const latest = (await store.getJson(latestKey(input.runId))) as { step: number };
+  const latest = (await stack.store.getJson(latestKey(input.runId))) as { step: number };
   assert.equal(latest.step, 2);
-  const loaded = await loadCheckpoint(store, result.finalCheckpoint);
+  const loaded = await loadCheckpoint(stack.store, result.finalCheckpoint);
   assert.equal(loaded.state.step, 2);
   assert.ok(loaded.optimizer, 'the checkpoint carries optimizer state');
   loaded.model.dispose();
@@ -94,13 +71,13 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   assert.equal(progress.step, 2);
 
   // the run id is taken: `starpo train --run-id` refuses it instead of overwriting the run's objects
-  await assert.rejects(refuseExistingRun(client, store, input.runId), (err: Error) => err.name === 'ConfigError' && /already exists; continue it with `starpo resume/.test(err.message));
-  await refuseExistingRun(client, store, `${input.runId}-new`);
+  await assert.rejects(refuseExistingRun(stack.client, stack.store, input.runId), (err: Error) => err.name === 'ConfigError' && /already exists; continue it with `starpo resume/.test(err.message));
+  await refuseExistingRun(stack.client, stack.store, `${input.runId}-new`);
 
   // a tampered object is detected on read
   const modelKey = `${checkpointPrefix(input.runId, 2)}model.safetensors`;
-  await store.put(modelKey, new Uint8Array([1, 2, 3]));
-  await assert.rejects(loadCheckpoint(store, result.finalCheckpoint), CorruptObjectError);
+  await stack.store.put(modelKey, new Uint8Array([1, 2, 3]));
+  await assert.rejects(loadCheckpoint(stack.store, result.finalCheckpoint), CorruptObjectError);
 });
 
 test('killing the update worker during an update: the activity is retried and the same run finishes', async () => {
@@ -108,7 +85,7 @@ test('killing the update worker during an update: the activity is retried and th
   input.config.max_steps = 4;
   input.config.eval_steps = 0;
   const handle = await start(input);
-  const entry = workers.children.find((c) => c.role === 'update') as { role: 'update'; child: ChildProcess };
+  const entry = stack.workers.children.find((c) => c.role === 'update') as { role: 'update'; child: ChildProcess };
   let updateWorker = entry.child;
   let killed = 0;
   // Poll the pending activities; SIGKILL the update worker whenever an update attempt is running,
@@ -123,7 +100,7 @@ test('killing the update worker during an update: the activity is retried and th
       updateWorker.kill('SIGKILL');
       await stopChild(updateWorker, 5);
       killed += 1;
-      updateWorker = spawnWorker('update', servers.endpoints, logDir);
+      updateWorker = spawnWorker('update', stack.servers.endpoints, stack.logDir);
       entry.child = updateWorker;
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -133,17 +110,17 @@ test('killing the update worker during an update: the activity is retried and th
   assert.equal(result.steps, 4);
   const updates = (await startedActivities(input.runId)).filter((a) => a.type === 'update');
   assert.ok(updates.some((a) => a.attempt > 1), 'an update activity was retried on the new worker');
-  const loaded = await loadCheckpoint(store, result.finalCheckpoint);
+  const loaded = await loadCheckpoint(stack.store, result.finalCheckpoint);
   assert.equal(loaded.state.step, 4);
   loaded.model.dispose();
   // the warm-up made for the first run was reused, not trained again
-  const warmups = (await store.list('warmup/')).filter((o) => o.key.endsWith('manifest.json'));
+  const warmups = (await stack.store.list('warmup/')).filter((o) => o.key.endsWith('manifest.json'));
   assert.equal(warmups.length, 1);
 });
 
 test('a workflow whose id differs from its runId fails at once instead of writing into another run', async () => {
   const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-mismatch-${Date.now()}`);
-  const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: `${input.runId}-other`, args: [input] });
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: `${input.runId}-other`, args: [input] });
   await assert.rejects(handle.result(), (err: Error) => /must equal the workflow id/.test(String((err as { cause?: Error }).cause?.message)));
-  assert.equal(await store.exists(`runs/${input.runId}/run.json`), false);
+  assert.equal(await stack.store.exists(`runs/${input.runId}/run.json`), false);
 });
