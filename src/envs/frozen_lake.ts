@@ -1,17 +1,21 @@
 /**
  * FrozenLake text env (SPEC.md §8; ROLL roll/pipeline/agentic/env/frozen_lake/env.py, RAGEN
- * ragen/env/frozen_lake). Seeded random map per reset, gymnasium slippery dynamics, text render.
+ * ragen/env/frozen_lake). Seeded random map per reset, gymnasium slippery dynamics, text render,
+ * and a BFS solver for tests and solver demonstrations (issue 4 item 7).
  */
 import { Rng } from '../util/rng';
-import { checkKeys, checkRegex, checkTextRenderMode, getBool, getInt, getNumber, getString, type RawEnvConfig } from './config';
-import { LAKE_ACTIONS, generateMap, moveFrom, type LakeMap, type Pos } from './frozen_lake_map';
+import {
+  checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, invalidAnswer, type RawEnvConfig,
+} from './config';
+import { LAKE_ACTIONS, generateMap, moveFrom, shortestPath, type LakeMap, type Pos } from './frozen_lake_map';
 import { parseAction } from './parse';
 import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
- * format_penalty 0 (SPEC example -0.01; configs set it), env_instruction: the compact default,
+ * format_penalty 0 (SPEC example -0.01; configs set it), env_instruction: the compact default when
+ * absent or null ("" = no instruction),
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
  * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
  * `action_pattern` (checked to be a regular expression; answers are always parsed with the SPEC.md
@@ -42,14 +46,13 @@ export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
   checkTextRenderMode(where, r);
   if (r.map_seed !== null) getInt(where, r, 'map_seed', 0, 0, Number.MAX_SAFE_INTEGER);
   const maxSteps = r.max_steps === null ? null : getInt(where, r, 'max_steps', -1, 1, 1_000_000);
-  const instr = r.env_instruction === null ? null : getString(where, r, 'env_instruction', '');
   return {
     size: getInt(where, r, 'size', 4, 2, 64),
     p: getNumber(where, r, 'p', 0.8, 0, 1, true),
     is_slippery: getBool(where, r, 'is_slippery', true),
     success_rate: getNumber(where, r, 'success_rate', 1 / 3, 0, 1),
     format_penalty: getNumber(where, r, 'format_penalty', 0),
-    env_instruction: instr === '' ? null : instr,
+    env_instruction: getInstruction(where, r),
     max_steps: maxSteps === -1 ? null : maxSteps,
   };
 }
@@ -86,8 +89,10 @@ export function renderLake(map: LakeMap, player: Pos): string {
  * order [a-1, a, a+1] mod 4, one Rng.next() per valid step), drawn from Rng('frozen_lake/slip', seed,
  * envId) (or Rng('frozen_lake/slip', seed) without envId; see EnvOptions). Reward 1 on reaching G,
  * else 0; terminated on G or H. Invalid answer: state unchanged, reward format_penalty, no draw.
- * action_is_effective = the player's cell changed. With max_steps set, the step that reaches it ends
- * the episode (terminated true, info.truncated true).
+ * action_is_effective = the player's cell changed (a move into the border is valid but not effective).
+ * With max_steps set, the step that reaches it ends the episode (terminated true, info.truncated true);
+ * ROLL's env only flags truncation there and leaves the cap to the rollout manager, which our configs
+ * set to the same number.
  */
 export class FrozenLakeEnv implements Env {
   readonly envType = 'frozen_lake';
@@ -136,11 +141,7 @@ export class FrozenLakeEnv implements Env {
     const { action } = parseAction(responseText, this.actionNames, { enableThink: this.options.enableThink });
     let result: StepResult;
     if (action === null) {
-      const penalty = this.config.format_penalty;
-      result = {
-        observation: this.render(), reward: penalty, terminated: false,
-        info: { success: false, action_is_valid: false, action_is_effective: false, format_penalty: penalty },
-      };
+      result = invalidAnswer(this.render(), this.config.format_penalty, false);
     } else {
       let a = LAKE_ACTIONS.indexOf(action as (typeof LAKE_ACTIONS)[number]);
       if (this.config.is_slippery) {
@@ -169,5 +170,17 @@ export class FrozenLakeEnv implements Env {
   render(): string {
     if (this.map === null) throw new Error('frozen_lake.render: call reset(seed) first');
     return renderLake(this.map, this.player);
+  }
+
+  /**
+   * A shortest action sequence from the player's cell to the goal (BFS, shortestPath; [] on the goal),
+   * or null when the moves are random (is_slippery with success_rate < 1), the player is in a hole, or
+   * the goal is unreachable. Ignores max_steps. Throws Error before the first reset.
+   */
+  solve(): string[] | null {
+    if (this.map === null) throw new Error('frozen_lake.solve: call reset(seed) first');
+    const random = this.config.is_slippery && this.config.success_rate < 1;
+    if (random || this.map.desc[this.player.row][this.player.col] === 'H') return null;
+    return shortestPath(this.map.desc, this.player, this.map.goal);
   }
 }

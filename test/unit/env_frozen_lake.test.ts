@@ -28,18 +28,23 @@ test('non-slippery scripted episode: format penalty, blocked move, goal', () => 
   const done: boolean[] = [];
   const valid: boolean[] = [];
   const effective: boolean[] = [];
+  const penalties: number[] = [];
+  const success: boolean[] = [];
   let last = '';
   for (const a of script) {
     const r = env.step(a === 'nothing' ? 'no tags here' : ans(a));
     rewards.push(r.reward); done.push(r.terminated); valid.push(r.info.action_is_valid);
     effective.push(r.info.action_is_effective); last = r.observation;
+    penalties.push(r.info.format_penalty as number); success.push(r.info.success);
     if (a === 'nothing') assert.equal(r.observation, '___G\n_O__\n_PO_\nOO__');
     if (a === 'Left') assert.equal(r.observation, '___G\n_O__\nP_O_\nOO__');
   }
   assert.deepEqual(rewards, [-0.01, 0, 0, 0, 0, 0, 0, 1]);
   assert.deepEqual(done, [false, false, false, false, false, false, false, true]);
   assert.deepEqual(valid, [false, true, true, true, true, true, true, true]);
-  assert.deepEqual(effective, [false, true, true, true, false, true, true, true]);
+  assert.deepEqual(effective, [false, true, true, true, false, true, true, true]); // the 4th Up hits the top wall
+  assert.deepEqual(penalties, [-0.01, 0, 0, 0, 0, 0, 0, 0]);
+  assert.deepEqual(success, [false, false, false, false, false, false, false, true]);
   assert.equal(last, '___√\n_O__\n__O_\nOO__');
   assert.equal(env.render(), last);
   assert.throws(() => env.step(ans('Left')), /terminated/);
@@ -134,4 +139,69 @@ test('success_rate 1 makes slippery deterministic; renderLake symbols', () => {
   const map = { size: 2, desc: ['SH', 'FG'], start: { row: 0, col: 0 }, goal: { row: 1, col: 1 } };
   assert.equal(renderLake(map, { row: 0, col: 1 }), '_X\n_G');
   assert.equal(renderLake(map, { row: 1, col: 1 }), '_O\n_√');
+});
+
+test('golden 6x6 (seed 0): first observation, then wall, invalid answer, valid move, hole', () => {
+  const env = new FrozenLakeEnv({ size: 6, is_slippery: false, format_penalty: -0.01 });
+  const first = env.reset(0);
+  // P at row 1, col 5 (the right edge); holes O; goal G at row 5, col 2.
+  assert.equal(first.observation, [
+    '_____O',
+    '____OP',
+    'OO____',
+    '_O____',
+    'O__O_O',
+    'O_GO_O',
+  ].join('\n'));
+  assert.deepEqual(env.lakeMap!.desc, ['FFFFFH', 'FFFFHS', 'HHFFFF', 'FHFFFF', 'HFFHFH', 'HFGHFH']);
+  const step = (text: string) => {
+    const r = env.step(text);
+    return [r.reward, r.terminated, r.info.action_is_valid, r.info.action_is_effective, r.info.format_penalty, r.info.success];
+  };
+  // Right from the right edge: a valid action that does not move the player (gymnasium clamps).
+  assert.deepEqual(step(ans('Right')), [0, false, true, false, 0, false]);
+  // No answer tags: state unchanged, reward = format_penalty -0.01.
+  assert.deepEqual(step('I go right'), [-0.01, false, false, false, -0.01, false]);
+  assert.equal(env.render(), first.observation);
+  // Down to row 2, col 5 (frozen), then Up twice: back to row 1, then row 0, col 5 = a hole (X).
+  assert.deepEqual(step(ans('Down')), [0, false, true, true, 0, false]);
+  assert.deepEqual(step(ans('up')), [0, false, true, true, 0, false]);
+  assert.deepEqual(step(ans('Up')), [0, true, true, true, 0, false]);
+  assert.equal(env.render().split('\n')[0], '_____X');
+  assert.equal(env.solve(), null); // in a hole: no plan
+});
+
+test('solve: BFS plan from the current cell; null when slippery; [] on the goal', () => {
+  const env = new FrozenLakeEnv({ size: 6, is_slippery: false });
+  assert.throws(() => env.solve(), /reset/);
+  env.reset(0);
+  // From row 1, col 5 to the goal at row 5, col 2: Down, 3x Left, 3x Down (7 moves; Manhattan 4 + 3 = 7).
+  assert.deepEqual(env.solve(), ['Down', 'Left', 'Left', 'Left', 'Down', 'Down', 'Down']);
+  env.step(ans('Down'));
+  assert.deepEqual(env.solve(), ['Left', 'Left', 'Left', 'Down', 'Down', 'Down']);
+  for (const a of env.solve()!) env.step(ans(a));
+  assert.deepEqual(env.solve(), []);
+  const slip = new FrozenLakeEnv({ is_slippery: true });
+  slip.reset(0);
+  assert.equal(slip.solve(), null);
+  const sure = new FrozenLakeEnv({ is_slippery: true, success_rate: 1 });
+  sure.reset(0);
+  // Seed 0 4x4 (see the first test): P at row 2, col 1; holes right of and above it; G at row 0, col 3.
+  // The only 6-move path goes Left, up the left column and along the top row.
+  assert.deepEqual(sure.solve(), ['Left', 'Up', 'Up', 'Right', 'Right', 'Right']);
+});
+
+test('the solver path replayed earns reward 1 and success (4x4, 6x6, 8x8; 300 seeds each)', () => {
+  for (const size of [4, 6, 8]) {
+    const env = new FrozenLakeEnv({ size, is_slippery: false });
+    for (let seed = 0; seed < 300; seed++) {
+      env.reset(seed);
+      const path = env.solve();
+      assert.ok(path !== null && path.length >= 1, `size ${size} seed ${seed}: no path`);
+      const results = path.map((a) => env.step(ans(a)));
+      const last = results[results.length - 1];
+      assert.deepEqual([last.reward, last.terminated, last.info.success], [1, true, true], `size ${size} seed ${seed}`);
+      assert.ok(results.slice(0, -1).every((r) => r.reward === 0 && !r.terminated && r.info.action_is_effective));
+    }
+  }
 });
