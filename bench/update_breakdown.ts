@@ -45,8 +45,8 @@ async function main(): Promise<void> {
   const reference = needsReference(config) ? Qwen2.fromNamedTensors(cfg, actor.toNamedTensors()) : null;
 
   const run = () => ppoUpdate({
-    actor: { model: actor, optimizer: new AdamW({}), lr: 1e-4 },
-    critic: critic ? { model: critic, optimizer: new AdamW({}), lr: 1e-4 } : null,
+    actor: { model: actor, optimizer: new AdamW({}), lr: () => 1e-4 },
+    critic: critic ? { model: critic, optimizer: new AdamW({}), lr: () => 1e-4 } : null,
     reference, klController: klControllerFromConfig(config), trajectories, config, step: 0, padId: tokenizer.padId,
   });
   await run(); // warm-up: kernel compilation and first allocations

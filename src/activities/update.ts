@@ -10,7 +10,7 @@ import { checkpointPrefix } from '../storage/keys';
 import { readCheckpoint, writeLatest } from '../storage/manifest';
 import type { RunConfig } from '../config/schema';
 import { AdamW } from '../algo/adamw';
-import { needsReference, ppoUpdate } from '../algo/ppo_update';
+import { needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/ppo_update';
 import { lrAt } from '../algo/lr_schedule';
 import { klControllerFromConfig } from '../algo/kl_controller';
 import { ValueModel } from '../model/value_model';
@@ -23,8 +23,14 @@ type TrainingArgs = RunConfig['actor_train']['training_args'];
 
 const betasOf = (a: TrainingArgs): [number, number] => [a.adam_beta1, a.adam_beta2];
 const newAdamW = (a: TrainingArgs) => new AdamW({ betas: betasOf(a), eps: 1e-8, weightDecay: a.weight_decay });
-const lrOf = (a: TrainingArgs, config: RunConfig, step: number) =>
-  lrAt({ base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps }, step);
+/** The lr of optimizer step k of pipeline step `step`'s update; the schedule counts optimizer steps (ROLL). */
+const lrOf = (a: TrainingArgs, config: RunConfig, step: number) => {
+  const perUpdate = optimizerStepsPerUpdate(config);
+  return (k: number) => lrAt(
+    { base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps * perUpdate },
+    step * perUpdate + k,
+  );
+};
 
 /** Builds the update activity over a runtime. */
 export function updateActivity(rt: ActivityRuntime) {

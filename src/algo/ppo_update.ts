@@ -40,11 +40,28 @@ export function needsReference(config: RunConfig): boolean {
   return config.use_kl_loss || (config.add_token_level_kl && config.init_kl_coef > 0);
 }
 
-/** A trainable model with its optimizer and this step's learning rate. */
+/** A trainable model with its optimizer and learning rate by optimizer step k = 0, 1, ... of this update. */
 export interface Trainee<M> {
   model: M;
   optimizer: AdamW;
-  lr: number;
+  lr: (k: number) => number;
+}
+
+/**
+ * Minibatches per epoch: rollout_batch_size / (per_device_train_batch_size * gradient_accumulation_steps),
+ * rounded up. The StarPO-S filter shrinks the minibatches, not their number.
+ */
+export function minibatchesPerEpoch(config: RunConfig): number {
+  const args = config.actor_train.training_args;
+  return Math.max(1, Math.ceil(config.rollout_batch_size / (args.per_device_train_batch_size * args.gradient_accumulation_steps)));
+}
+
+/**
+ * Optimizer steps of one update (ppo_epochs x minibatches per epoch): the unit of the lr schedule, as in
+ * ROLL, where actor_train.training_args.max_steps = max_steps x this and warmup_steps counts optimizer steps.
+ */
+export function optimizerStepsPerUpdate(config: RunConfig): number {
+  return config.ppo_epochs * minibatchesPerEpoch(config);
 }
 
 /** Result of ppoUpdate. */
@@ -88,9 +105,7 @@ export async function ppoUpdate(opts: {
   const B = trajectories.length;
   const args = config.actor_train.training_args;
   const microSize = args.per_device_train_batch_size;
-  // Filtering keeps the number of optimizer steps per epoch: minibatches shrink with the batch.
-  const miniCount = Math.max(1, Math.ceil(config.rollout_batch_size / (microSize * args.gradient_accumulation_steps)));
-  const miniSize = Math.ceil(B / miniCount);
+  const miniSize = Math.ceil(B / minibatchesPerEpoch(config));
   const T = paddedLength(trajectories) - 1;
   const full = shiftedArrays(trajectories, T + 1);
   const recomputeOld = config.ppo_epochs > 1 || Math.ceil(B / miniSize) > 1 || !!opts.reference;
@@ -157,7 +172,7 @@ export async function ppoUpdate(opts: {
           return loss;
         }));
         steps.actor.push(await optimizerStep({
-          vars: actor.model.trainableVariables(), optimizer: actor.optimizer, lossFns, lr: actor.lr,
+          vars: actor.model.trainableVariables(), optimizer: actor.optimizer, lossFns, lr: actor.lr(steps.actor.length),
           maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
         }));
       }
@@ -171,7 +186,7 @@ export async function ppoUpdate(opts: {
           return vf.loss;
         }));
         steps.critic.push(await optimizerStep({
-          vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lossFns, lr: critic!.lr,
+          vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lossFns, lr: critic!.lr(steps.critic.length),
           maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
         }));
       }
@@ -181,7 +196,7 @@ export async function ppoUpdate(opts: {
 
   const metrics: Record<string, number> = { ...filter.metrics, ...adv.metrics };
   for (const [k, v] of Object.entries(sums)) metrics[k] = v / (k.startsWith('critic/') ? criticMicro : actorMicro);
-  Object.assign(metrics, stepMetrics('actor', steps.actor, actor.lr), gae ? stepMetrics('critic', steps.critic, critic!.lr) : {});
+  Object.assign(metrics, stepMetrics('actor', steps.actor, actor.lr(0)), gae ? stepMetrics('critic', steps.critic, critic!.lr(0)) : {});
   metrics['critic/kl_coef'] = opts.klController.value;
   const all = [...steps.actor, ...steps.critic];
   metrics['time/update/prepass'] = prepassSeconds;
@@ -191,7 +206,7 @@ export async function ppoUpdate(opts: {
   return { metrics, skipReason: null };
 }
 
-/** {role}/grad_norm (mean before clipping), {role}/lr, {role}/optimizer_steps, {role}/skipped_nonfinite. */
+/** {role}/grad_norm (mean before clipping), {role}/lr (at the update's first optimizer step), {role}/optimizer_steps, {role}/skipped_nonfinite. */
 function stepMetrics(role: 'actor' | 'critic', results: StepResult[], lr: number): Record<string, number> {
   const n = results.length;
   return {

@@ -9,7 +9,7 @@ import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { ValueModel } from '../../src/model/value_model';
 import { AdamW } from '../../src/algo/adamw';
-import { ppoUpdate, needsReference } from '../../src/algo/ppo_update';
+import { ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
 import { validateConfig } from '../../src/config/load';
 import type { RunConfig } from '../../src/config/schema';
@@ -37,7 +37,7 @@ function batch(scores: number[]): Trajectory[] {
 const spread = Array.from({ length: 16 }, (_, i) => (i % 4) * 0.25);
 
 const snapshot = (m: Qwen2) => Array.from((m.trainableVariables().get('model.norm.weight') as tf.Variable).dataSync());
-const trainee = <M>(model: M) => ({ model, optimizer: new AdamW({}), lr: 1e-3 });
+const trainee = <M>(model: M) => ({ model, optimizer: new AdamW({}), lr: () => 1e-3 });
 
 test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, weights move', async () => {
   const config = configWith({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
@@ -57,6 +57,12 @@ test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, 
   assert.ok(Math.abs(metrics['rollout/in_group_std'] - 0.3227486) < 1e-6);
   assert.notDeepEqual(snapshot(model), before);
   model.dispose();
+});
+
+test('the lr schedule counts optimizer steps: ppo_epochs x minibatches per epoch (ROLL)', () => {
+  // 16 trajectories / (4 per micro-batch x 2 accumulation) = 2 minibatches per epoch; x 3 epochs = 6
+  const config = configWith({ ppo_epochs: 3, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 2 } } });
+  assert.equal(optimizerStepsPerUpdate(config), 6);
 });
 
 test('gae: the critic trains from the policy; during critic_warmup the actor does not move', async () => {
@@ -88,10 +94,13 @@ test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after 
   assert.equal(needsReference(config), true);
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 7);
   const reference = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
+  const lrSteps: number[] = [];
   const { metrics } = await ppoUpdate({
-    actor: trainee(model), reference, klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+    actor: { ...trainee(model), lr: (k) => (lrSteps.push(k), 1e-3) }, reference, klController: klControllerFromConfig(config),
+    trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
   });
   assert.equal(metrics['actor/optimizer_steps'], 2);
+  assert.deepEqual(lrSteps.slice(0, 2), [0, 1], 'the lr schedule advances per optimizer step');
   assert.ok(metrics['actor/kl_loss'] > 0, 'the mean over both epochs includes the moved second epoch');
   assert.ok(metrics['actor/ratio_max'] > 1 || metrics['actor/ratio_min'] < 1);
   assert.equal(metrics['critic/kl'], 0, 'old (= reference) vs reference KL before the update');
