@@ -5,12 +5,14 @@ import { BanditEnv } from './bandit';
 import type { RawEnvConfig } from './config';
 import { CountdownEnv } from './countdown';
 import { FrozenLakeEnv } from './frozen_lake';
+import { SokobanEnv } from './sokoban';
 import type { Env, EnvOptions } from './types';
 
 const FACTORIES: Record<string, (config: RawEnvConfig, options: EnvOptions) => Env> = {
   frozen_lake: (config, options) => new FrozenLakeEnv(config, options),
   bandit: (config, options) => new BanditEnv(config, options),
   countdown: (config, options) => new CountdownEnv(config, options),
+  sokoban: (config, options) => new SokobanEnv(config, options),
 };
 
 /** Known env_type values. */
