@@ -1,21 +1,24 @@
 /**
  * Activity `prepareRun` (task queue "starpo-update"): stores run.json and provides the step-0
  * policy. A random-init model never answers in the <answer>...</answer> format, so the run starts,
- * as ROLL does from an instruct model, from a supervised format warm-up: SFT on episodes whose
- * actions are uniformly random valid actions (format only, no skill; issue 2, item 5). The warm-up
+ * as ROLL does from an instruct model, from a supervised warm-up: SFT on demonstration episodes,
+ * `format` = uniformly random valid actions (format only, no skill; issue 2, item 5), `solver` = the
+ * env solver's shortest plans for warmup.solver_fraction of them (issue 4, item 7). The warm-up
  * episodes and checkpoint live under warmup/<sha256 of everything they depend on>/ and are reused
- * by every later run with the same settings.
+ * by every later run with the same settings. The metrics name the warm start: warmup/type_<type> = 1.
  */
 import { createHash } from 'node:crypto';
+import { log } from '@temporalio/activity';
 import { runKey, warmupPrefix } from '../storage/keys';
 import { writeLatest } from '../storage/manifest';
 import type { RunConfig } from '../config/schema';
+import { ConfigError } from '../config/errors';
 import { charTokenizer, Tokenizer } from '../model/tokenizer';
 import { tinyPreset } from '../model/config';
 import { Qwen2 } from '../model/qwen2';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
-import { formatDemonstrations } from '../rollout/demonstrations';
+import { warmupDemonstrations } from '../rollout/demonstrations';
 import type { Trajectory } from '../rollout/types';
 import { deriveSeed } from '../util/rng';
 import type { PrepareRunInput, PrepareRunOutput } from './types';
@@ -37,15 +40,19 @@ function warmupIdentity(config: RunConfig) {
 }
 
 /**
- * Trains `model` in place on the format demonstrations stored under `prefix` (made and stored on
- * first use); returns warmup/* metrics (final loss in nats per response token, seconds, episodes).
+ * Trains `model` in place on the warm-up demonstrations stored under `prefix` (made and stored on
+ * first use); returns warmup/* metrics (final loss in nats per response token, seconds, episodes,
+ * success rate of the demonstrations).
  */
-async function formatWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string, model: Qwen2, tokenizer: Tokenizer): Promise<Record<string, number>> {
+async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string, model: Qwen2, tokenizer: Tokenizer): Promise<Record<string, number>> {
   const started = performance.now();
   const key = `${prefix}episodes.jsonl.gz`;
   let episodes = (await rt.store.exists(key)) ? await rt.store.getJsonlGz<Trajectory>(key) : null;
   if (!episodes) {
-    episodes = await formatDemonstrations(config, tokenizer);
+    const played = await warmupDemonstrations(config, tokenizer);
+    for (const error of played.errors) log.warn(`warm-up demonstrations: env failure: ${error}`);
+    if (played.episodes.length === 0) throw new ConfigError('warmup', ['no demonstration episode could be played: every env failed (see the worker log)']);
+    episodes = played.episodes;
     await rt.store.putJsonlGz(key, episodes);
   }
   const w = config.warmup;
@@ -57,7 +64,10 @@ async function formatWarmup(rt: ActivityRuntime, config: RunConfig, prefix: stri
       maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
       afterStep: (step, loss) => heartbeat({ warmupStep: step, loss }),
     });
-    return { 'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length };
+    return {
+      'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length,
+      'warmup/episode_success': episodes.filter((t) => t.success).length / episodes.length,
+    };
   } finally {
     optimizer.dispose();
   }
@@ -70,17 +80,16 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     await rt.store.putJson(runKey(runId), { runId, configName, config });
     const hash = createHash('sha256').update(JSON.stringify(warmupIdentity(config))).digest('hex').slice(0, 16);
     const prefix = warmupPrefix(hash);
+    const typeMetric = { [`warmup/type_${config.warmup.type}`]: 1 };
     const existing = await rt.existing(`${prefix}manifest.json`);
     if (existing) {
       await writeLatest(rt.store, runId, existing, 0);
-      return { checkpoint: existing, metrics: { 'warmup/reused': 1 } };
+      return { checkpoint: existing, metrics: { ...typeMetric, 'warmup/reused': 1 } };
     }
     const tokenizer = charTokenizer();
     const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
     try {
-      const metrics = config.warmup.type === 'format'
-        ? await formatWarmup(rt, config, prefix, model, tokenizer)
-        : { 'warmup/none': 1 };
+      const metrics = config.warmup.type === 'none' ? typeMetric : { ...typeMetric, ...(await sftWarmup(rt, config, prefix, model, tokenizer)) };
       const ref = await saveCheckpoint(rt.store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics } });
       await writeLatest(rt.store, runId, ref, 0);
       return { checkpoint: ref, metrics: { ...metrics, 'warmup/reused': 0 } };

@@ -3,7 +3,7 @@
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
  * (checked by the env's own parser), and features that are not implemented yet.
  */
-import { ENV_TYPES, validateEnvConfig } from '../envs/registry';
+import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { show } from './issues';
 import type { EnvManagerConfig, RunConfig } from './schema';
 
@@ -23,8 +23,12 @@ function managerProblems(cfg: RunConfig, name: ManagerName, batchKey: 'rollout_b
   if (batch % m.group_size !== 0) {
     problems.push(`\`${batchKey}\`: ${batch} is not a multiple of ${name}.group_size (${m.group_size}); allowed: k * ${m.group_size}`);
   }
-  if (m.max_env_num_per_worker > 0 && m.max_env_num_per_worker % m.group_size !== 0) {
-    problems.push(`\`${name}.max_env_num_per_worker\`: ${m.max_env_num_per_worker} must be 0 (all in one worker) or a multiple of group_size (${m.group_size}) so a group stays in one worker`);
+  const envsPerGroup = m.group_size + m.group_size_redundancy;
+  if (m.max_env_num_per_worker > 0 && m.max_env_num_per_worker % envsPerGroup !== 0) {
+    problems.push(`\`${name}.max_env_num_per_worker\`: ${m.max_env_num_per_worker} must be 0 (all in one worker) or a multiple of group_size + group_size_redundancy (${envsPerGroup}) so a group stays in one worker`);
+  }
+  if (name === 'train_env_manager' && m.fixed_states) {
+    problems.push('`train_env_manager.fixed_states`: true is for validation only (val_env_manager); training plays new states every step');
   }
   for (const tag of m.tags) {
     if (!(tag in cfg.custom_envs)) {
@@ -50,12 +54,28 @@ function envProblems(cfg: RunConfig): string[] {
   return problems;
 }
 
+/** `warmup.type: solver` needs a solve() on the env of every train tag (Env.solve, issue 4 item 7). */
+function solverProblems(cfg: RunConfig): string[] {
+  if (cfg.warmup.type !== 'solver') return [];
+  return cfg.train_env_manager.tags.flatMap((tag) => {
+    const env = cfg.custom_envs[tag];
+    if (!env || !ENV_TYPES.includes(env.env_type)) return []; // reported above
+    try {
+      if (typeof createEnv(env.env_type, env.env_config).solve === 'function') return [];
+    } catch {
+      return []; // a bad env_config is reported above
+    }
+    return [`\`warmup.type\`: solver needs a solver for every train tag, but tag ${show(tag)} (env_type ${env.env_type}) has no solve(); use warmup.type format, or drop the tag`];
+  });
+}
+
 /** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */
 export function crossKeyProblems(cfg: RunConfig): string[] {
   const problems = [
     ...managerProblems(cfg, 'train_env_manager', 'rollout_batch_size'),
     ...managerProblems(cfg, 'val_env_manager', 'val_batch_size'),
     ...envProblems(cfg),
+    ...solverProblems(cfg),
   ];
   const train = cfg.actor_train.training_args;
   const miniBatch = train.per_device_train_batch_size * train.gradient_accumulation_steps;

@@ -27,6 +27,17 @@ export const generatingArgsSchema = z
   })
   .strict();
 
+/** The optional, default-free version of each field of a shape whose fields all have defaults. */
+type Overrides<S> = { [K in keyof S]: S[K] extends z.ZodDefault<infer T> ? z.ZodOptional<T> : never };
+
+/**
+ * An env manager's generating_args: any subset of generatingArgsSchema's keys, without defaults, so
+ * what it leaves out comes from actor_infer.generating_args (zod's .partial() would keep the defaults).
+ */
+export const generatingArgsOverridesSchema = z
+  .object(Object.fromEntries(Object.entries(generatingArgsSchema.shape).map(([k, s]) => [k, s.unwrap().optional()])) as Overrides<typeof generatingArgsSchema.shape>)
+  .strict();
+
 /** Optimiser and batching (ROLL <role>.training_args: AdamW + lr schedule); SPEC.md §2, §6. */
 export const trainingArgsSchema = z
   .object({
@@ -60,16 +71,22 @@ export const workerSchema = z
 /** ROLL env-manager keys starpo ignores (format penalties are per env, in env_config). */
 export const ENV_MANAGER_IGNORED_KEYS = ['format_penalty', 'env_manager_cls'] as const;
 
-/** EnvManagerConfig (ROLL train_env_manager / val_env_manager); SPEC.md §2-3. */
+/**
+ * EnvManagerConfig (ROLL train_env_manager / val_env_manager); SPEC.md §2-3.
+ * group_size_redundancy (ROLL): each group runs group_size + redundancy envs and keeps the first
+ * group_size finishers (fewest turns, ties by env id). fixed_states is starpo's own, validation only:
+ * true plays the same held-out states at every evaluation instead of new ones (SPEC.md §3).
+ */
 export const envManagerSchema = z
   .object({
     num_env_groups: positiveInt.default(128),
     group_size: positiveInt.default(1),
-    group_size_redundancy: z.literal(0).default(0),
+    group_size_redundancy: nonNegativeInt.default(0),
+    fixed_states: z.boolean().default(false),
     tags: z.array(z.string().min(1)).min(1),
     num_groups_partition: z.array(positiveInt).min(1),
     max_env_num_per_worker: nonNegativeInt.default(0),
-    generating_args: generatingArgsSchema.partial().optional(),
+    generating_args: generatingArgsOverridesSchema.optional(),
     ...ignoredShape(ENV_MANAGER_IGNORED_KEYS),
   })
   .strict();
@@ -77,7 +94,11 @@ export const envManagerSchema = z
 /** ROLL custom_envs.<tag> keys starpo ignores (one TrajEnvManager, no thread lock, no step history). */
 export const CUSTOM_ENV_IGNORED_KEYS = ['env_manager_cls', 'use_thread_lock', 'history_length'] as const;
 
-/** One custom_envs.<tag> entry; SPEC.md §2 and §4. env_config is checked by the env's own parser. */
+/**
+ * One custom_envs.<tag> entry; SPEC.md §2 and §4. env_config is checked by the env's own parser.
+ * episode_timeout_seconds is starpo's own: the env time (reset + steps, wall seconds) one episode may
+ * use; an episode over it fails and its group is replaced, like an env that throws (issue 4, item 6).
+ */
 export const customEnvSchema = z
   .object({
     env_type: z.string().min(1),
@@ -86,6 +107,7 @@ export const customEnvSchema = z
     agent_system_template: z.string().default('You are a helpful assistant.'),
     agent_template: z.string().default('Turn {turn_idx}:\n{observation}\n'),
     env_config: z.record(z.string(), z.unknown()).default({}),
+    episode_timeout_seconds: z.number().positive().default(60),
     ...ignoredShape(CUSTOM_ENV_IGNORED_KEYS),
   })
   .strict();
@@ -100,13 +122,16 @@ export const rewardNormalizationSchema = z
 
 /**
  * The supervised warm-up that teaches a random-init model the answer format (issue 2, item 5):
- * `format` = episodes whose actions are uniformly random valid actions (no skill); `none` = start from
- * the random init. Not a ROLL key; ROLL starts from an instruct model instead.
+ * `format` = episodes whose actions are uniformly random valid actions (no skill); `solver` = episodes
+ * whose actions come from each env's BFS solver (Env.solve), a solver_fraction of them, the rest random
+ * valid actions (RAGEN's "SFT on solver trajectories"); `none` = start from the random init. Not a
+ * ROLL key; ROLL starts from an instruct model instead.
  */
 export const warmupSchema = z
   .object({
-    type: z.enum(['format', 'none']).default('format'),
+    type: z.enum(['format', 'solver', 'none']).default('format'),
     num_episodes: positiveInt.default(256),
+    solver_fraction: z.number().gte(0).lte(1).default(1),
     train_steps: positiveInt.default(200),
     batch_size: positiveInt.default(16),
     learning_rate: z.number().positive().default(1e-3),

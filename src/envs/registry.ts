@@ -2,6 +2,7 @@
  * Env registry: env_type (ROLL/RAGEN names, SPEC.md §2 custom_envs.<tag>.env_type) -> constructor.
  */
 import { BanditEnv } from './bandit';
+import { ChaosEnv } from './chaos';
 import type { RawEnvConfig } from './config';
 import { CountdownEnv } from './countdown';
 import { FrozenLakeEnv } from './frozen_lake';
@@ -11,6 +12,7 @@ import type { Env, EnvOptions } from './types';
 const FACTORIES: Record<string, (config: RawEnvConfig, options: EnvOptions) => Env> = {
   frozen_lake: (config, options) => new FrozenLakeEnv(config, options),
   bandit: (config, options) => new BanditEnv(config, options),
+  chaos: (config, options) => new ChaosEnv(config, options), // fault injection for tests (chaos.ts)
   countdown: (config, options) => new CountdownEnv(config, options),
   sokoban: (config, options) => new SokobanEnv(config, options),
 };

@@ -5,6 +5,27 @@
  * opens the next turn's prompt, so the concatenation equals the template applied to the whole chat.
  */
 
+/**
+ * Whether a tag answers in the think-then-answer pattern: its env_config.action_pattern contains
+ * `<think>`, as ROLL's think_action_pattern `<think>(.*?)</think>\s*<answer>(.*?)</answer>` does (ROLL
+ * examples/config/traj_envs.yaml, tag FrozenLakeThink; ROLL's parser reads the two groups as think and
+ * answer). Anything else, or no action_pattern, is the answer-only pattern (SPEC.md §4.4).
+ */
+export function usesThinkPattern(envConfig: Readonly<Record<string, unknown>>): boolean {
+  const pattern = envConfig.action_pattern;
+  return typeof pattern === 'string' && pattern.includes('<think>');
+}
+
+/**
+ * The {suffix} of agent_template: the answer format the env parses. ROLL fills it from the env's
+ * info["suffix"]; starpo's envs have none, so it is RAGEN's format prompt (ragen/llm_agent/ctx_manager.py
+ * FORMAT_PROMPT) for the tag's pattern.
+ */
+export function formatSuffix(enableThink: boolean): string {
+  const format = enableThink ? '<think> [Your thoughts] </think> <answer> [your answer] </answer>' : '<answer> [your answer] </answer>';
+  return `Always output: ${format} with no extra text. Strictly follow this format.`;
+}
+
 /** Fields of agent_template (SPEC.md §4.1). */
 export interface TemplateFields {
   /** 1-based turn number. */
@@ -12,8 +33,9 @@ export interface TemplateFields {
   observation: string;
   /** Turns left including this one. */
   actions_left: number;
-  /** Token budget of this reply. */
+  /** custom_envs.<tag>.max_tokens_per_step (ROLL reports the per-tag cap, not the effective budget). */
   max_response_length: number;
+  /** The answer format (formatSuffix). */
   suffix: string;
 }
 

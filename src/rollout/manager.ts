@@ -1,6 +1,8 @@
 /**
  * TrajEnvManager: plays a batch of multi-turn episodes, all envs stepping in lockstep so each turn
  * is one batched generation call, and packs every episode into one token-in/token-out trajectory.
+ * An env that throws (reset or step) or runs over its tag's episode_timeout_seconds fails its episode
+ * and stops its whole group (trajGroupId); the pool (pool.ts) replaces such groups.
  * Source: SPEC.md §3-4 (ROLL roll/pipeline/agentic/env_manager/traj_env_manager.py).
  */
 import { createEnv } from '../envs/registry';
@@ -10,7 +12,7 @@ import type { Env } from '../envs/types';
 import type { Tokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
 import type { CustomEnvConfig } from '../config/schema';
-import { fillTemplate, firstTurnPrompt, laterTurnPrompt } from './chat';
+import { fillTemplate, firstTurnPrompt, formatSuffix, laterTurnPrompt, usesThinkPattern } from './chat';
 import type { Policy } from './policy';
 import type { Trajectory, TurnRecord } from './types';
 
@@ -42,10 +44,26 @@ export interface ManagerOptions {
   onTurn?: (turn: number, active: number) => Promise<void>;
 }
 
+/**
+ * How an episode ended: `finished` (env terminated, turn cap or sequence_length cut; see
+ * Trajectory.truncated), `failed` (its env threw or ran over its time budget; `error` says which),
+ * or `cut` (stopped because its group failed or already has enough finishers).
+ */
+export interface EpisodeOutcome {
+  /** The episode as far as it got (whole only when finished). */
+  trajectory: Trajectory;
+  status: 'finished' | 'failed' | 'cut';
+  /** The lockstep turn (0-based) in which it ended; -1 = at reset. */
+  endedAt: number;
+  /** Failed only: "{tag} env {id} (group g, seed s): ..." with the env's message or the budget. */
+  error?: string;
+}
+
 interface Live {
   spec: EpisodeSpec;
   env: Env;
   cfg: CustomEnvConfig;
+  enableThink: boolean;
   rng: Rng;
   ids: number[];
   mask: number[];
@@ -55,8 +73,12 @@ interface Live {
   turns: TurnRecord[];
   score: number;
   success: boolean;
-  done: boolean;
   truncated: boolean;
+  /** Wall seconds spent in env.reset / env.step so far. */
+  envSeconds: number;
+  status: EpisodeOutcome['status'] | null;
+  endedAt: number;
+  error?: string;
 }
 
 function userContent(live: Live): string {
@@ -66,35 +88,85 @@ function userContent(live: Live): string {
     observation: live.observation,
     actions_left: live.cfg.max_steps - turn,
     max_response_length: live.cfg.max_tokens_per_step,
-    suffix: '',
+    suffix: formatSuffix(live.enableThink),
   });
 }
 
+function end(live: Live, status: EpisodeOutcome['status'], turn: number, error?: string): void {
+  Object.assign(live, { status, endedAt: turn, error });
+}
+
+/** Ends an episode by the turn cap or the sequence_length cut. */
+function truncate(live: Live, turn: number): void {
+  live.truncated = true;
+  end(live, 'finished', turn);
+}
+
 /**
- * Runs the episodes to the end and returns one Trajectory per spec, in spec order.
- * An episode ends when the env terminates, after custom_envs.<tag>.max_steps turns (truncated),
- * or when the context reaches sequence_length (the unfinished turn is dropped, truncated).
+ * Runs an env call, timing it against the episode budget. Returns its result, or null after marking
+ * the episode failed (the env threw, or the episode's env time went over episode_timeout_seconds; a
+ * synchronous call cannot be preempted, so the time is checked once it returns).
+ */
+function guarded<T>(live: Live, what: string, turn: number, call: () => T): T | null {
+  const { spec, cfg } = live;
+  const where = `${spec.tag} env ${spec.envId} (group ${spec.groupId}, seed ${spec.seed}): ${what}`;
+  const started = performance.now();
+  try {
+    const out = call();
+    live.envSeconds += (performance.now() - started) / 1000;
+    if (live.envSeconds <= cfg.episode_timeout_seconds) return out;
+    end(live, 'failed', turn, `${where} brought the episode's env time to ${live.envSeconds.toFixed(2)} s, over custom_envs.${spec.tag}.episode_timeout_seconds = ${cfg.episode_timeout_seconds}`);
+  } catch (err) {
+    end(live, 'failed', turn, `${where} threw: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return null;
+}
+
+/**
+ * Stops the unfinished members of every group that has a failed member, or `keep` finished ones
+ * (the first group_size finishers of group_size_redundancy; SPEC.md §2 EnvManagerConfig).
+ */
+function settleGroups(groups: Map<string, Live[]>, keep: number, turn: number): void {
+  for (const members of groups.values()) {
+    const failed = members.some((l) => l.status === 'failed');
+    const finished = members.filter((l) => l.status === 'finished').length;
+    if (failed || finished >= keep) for (const l of members) if (l.status === null) end(l, 'cut', turn);
+  }
+}
+
+/**
+ * Plays the episodes to their end and returns one outcome per spec, in spec order. An episode
+ * finishes when the env terminates, after custom_envs.<tag>.max_steps turns (truncated), or when the
+ * context reaches sequence_length (the unfinished turn is dropped, truncated).
+ * @param keepPerGroup once this many members of a trajGroupId have finished, its others are cut
  * @throws Error from createEnv when a tag has no custom_envs entry or a bad env_config
  * @throws ConfigError when sequence_length cannot hold the first prompt and one reply
  */
-export async function runEpisodes(specs: EpisodeSpec[], opts: ManagerOptions): Promise<Trajectory[]> {
+export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, keepPerGroup = Infinity): Promise<EpisodeOutcome[]> {
   const { tokenizer } = opts;
   const stopIds = new Set(tokenizer.eosIds);
+  const groups = new Map<string, Live[]>();
   const lives: Live[] = specs.map((spec) => {
     const cfg = opts.customEnvs[spec.tag];
     if (!cfg) throw new Error(`tag ${JSON.stringify(spec.tag)} has no custom_envs entry`);
-    const env = createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId });
-    const first = env.reset(spec.seed);
+    const enableThink = usesThinkPattern(cfg.env_config);
     const live: Live = {
-      spec, env, cfg, rng: new Rng(...spec.rngParts), ids: [], mask: [], logprobs: [], pending: [],
-      observation: first.observation, turns: [], score: 0, success: false, done: false, truncated: false,
+      spec, cfg, enableThink, env: createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink }),
+      rng: new Rng(...spec.rngParts), ids: [], mask: [], logprobs: [], pending: [], observation: '', turns: [],
+      score: 0, success: false, truncated: false, envSeconds: 0, status: null, endedAt: -1,
     };
-    live.pending = tokenizer.encode(firstTurnPrompt(cfg.agent_system_template, first.info.env_instruction, userContent(live)));
+    groups.set(spec.trajGroupId, [...(groups.get(spec.trajGroupId) ?? []), live]);
+    const first = guarded(live, 'reset', -1, () => live.env.reset(spec.seed));
+    if (first) {
+      live.observation = first.observation;
+      live.pending = tokenizer.encode(firstTurnPrompt(cfg.agent_system_template, first.info.env_instruction, userContent(live)));
+    }
     return live;
   });
+  settleGroups(groups, keepPerGroup, -1);
 
   for (let turn = 0; ; turn++) {
-    const active = lives.filter((l) => !l.done);
+    const active = lives.filter((l) => l.status === null);
     if (active.length === 0) break;
     const budgets = active.map((l) => {
       const room = opts.sequenceLength - l.ids.length - l.pending.length;
@@ -108,46 +180,62 @@ export async function runEpisodes(specs: EpisodeSpec[], opts: ManagerOptions): P
       return Math.min(want, room);
     });
     const rows = active.filter((_, i) => budgets[i] > 0);
-    for (const l of active) if (!rows.includes(l)) Object.assign(l, { done: true, truncated: true });
-    if (rows.length === 0) break;
-    const out = await opts.policy.generate({
-      contexts: rows.map((l) => [...l.ids, ...l.pending]),
-      maxNewTokens: budgets.filter((b) => b > 0),
-      rngs: rows.map((l) => l.rng),
-      actionNames: rows.map((l) => l.env.actionNames),
-    });
-    rows.forEach((l, i) => {
-      const tokens = out.tokens[i];
-      const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
-      if (!closed && l.ids.length + l.pending.length + tokens.length >= opts.sequenceLength) {
-        Object.assign(l, { done: true, truncated: true }); // unfinished turn is dropped
-        return;
-      }
-      l.ids.push(...l.pending, ...tokens);
-      l.mask.push(...l.pending.map(() => 0), ...tokens.map(() => 1));
-      l.logprobs.push(...l.pending.map(() => 0), ...out.logprobs[i]);
-      const response = tokenizer.decode(tokens, false);
-      const result = l.env.step(response);
-      l.turns.push({
-        observation: l.observation, response, action: parseAction(response, l.env.actionNames).action,
-        reward: result.reward, actionIsValid: result.info.action_is_valid, actionIsEffective: result.info.action_is_effective,
+    for (const l of active) if (!rows.includes(l)) truncate(l, turn);
+    if (rows.length > 0) {
+      const out = await opts.policy.generate({
+        contexts: rows.map((l) => [...l.ids, ...l.pending]),
+        maxNewTokens: budgets.filter((b) => b > 0),
+        rngs: rows.map((l) => l.rng),
+        envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
       });
-      l.score += result.reward;
-      l.success = result.info.success;
-      l.observation = result.observation;
-      if (result.terminated) l.done = true;
-      else if (l.turns.length >= l.cfg.max_steps) Object.assign(l, { done: true, truncated: true });
-      else l.pending = tokenizer.encode(laterTurnPrompt(userContent(l), closed));
-    });
-    if (opts.onTurn) await opts.onTurn(turn, rows.length);
+      rows.forEach((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], turn, opts, stopIds));
+    }
+    settleGroups(groups, keepPerGroup, turn);
+    if (opts.onTurn && rows.length > 0) await opts.onTurn(turn, rows.length);
   }
 
   return lives.map((l) => ({
-    trajGroupId: l.spec.trajGroupId,
-    trajId: `${l.spec.trajGroupId}_${l.spec.envId}`,
-    tag: l.spec.tag, groupId: l.spec.groupId, envId: l.spec.envId, seed: l.spec.seed,
-    split: opts.split, step: opts.step,
-    inputIds: l.ids, responseMask: l.mask, sampleLogprobs: l.logprobs, turns: l.turns,
-    episodeScore: l.score, success: l.success, truncated: l.truncated,
+    trajectory: {
+      trajGroupId: l.spec.trajGroupId,
+      trajId: `${l.spec.trajGroupId}_${l.spec.envId}`,
+      tag: l.spec.tag, groupId: l.spec.groupId, envId: l.spec.envId, seed: l.spec.seed,
+      split: opts.split, step: opts.step,
+      inputIds: l.ids, responseMask: l.mask, sampleLogprobs: l.logprobs, turns: l.turns,
+      episodeScore: l.score, success: l.success, truncated: l.truncated,
+    },
+    status: l.status!, endedAt: l.endedAt, ...(l.error === undefined ? {} : { error: l.error }),
   }));
+}
+
+/** Appends one sampled reply to an episode and steps its env (SPEC.md §4.2-4.5). */
+function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, opts: ManagerOptions, stopIds: ReadonlySet<number>): void {
+  const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
+  if (!closed && l.ids.length + l.pending.length + tokens.length >= opts.sequenceLength) return truncate(l, turn); // the unfinished turn is dropped
+  l.ids.push(...l.pending, ...tokens);
+  l.mask.push(...l.pending.map(() => 0), ...tokens.map(() => 1));
+  l.logprobs.push(...l.pending.map(() => 0), ...logprobs);
+  const response = opts.tokenizer.decode(tokens, false);
+  const result = guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));
+  if (!result) return;
+  l.turns.push({
+    observation: l.observation, response, action: parseAction(response, l.env.actionNames, { enableThink: l.enableThink }).action,
+    reward: result.reward, actionIsValid: result.info.action_is_valid, actionIsEffective: result.info.action_is_effective,
+  });
+  l.score += result.reward;
+  l.success = result.info.success;
+  l.observation = result.observation;
+  if (result.terminated) end(l, 'finished', turn);
+  else if (l.turns.length >= l.cfg.max_steps) truncate(l, turn);
+  else l.pending = opts.tokenizer.encode(laterTurnPrompt(userContent(l), closed));
+}
+
+/**
+ * Plays the episodes and returns their trajectories in spec order (no group bookkeeping; the warm-up
+ * bench and tests use it). Same errors as playEpisodes, and throws the first env failure as an Error.
+ */
+export async function runEpisodes(specs: EpisodeSpec[], opts: ManagerOptions): Promise<Trajectory[]> {
+  const outcomes = await playEpisodes(specs, opts);
+  const failed = outcomes.find((o) => o.status === 'failed');
+  if (failed) throw new Error(failed.error);
+  return outcomes.map((o) => o.trajectory);
 }

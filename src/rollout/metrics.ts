@@ -1,7 +1,10 @@
 /**
- * Per-trajectory metrics averaged over a batch, with ROLL's names (SPEC.md §4, DESIGN.md Names):
- * env/{tag}/success, env/{tag}/num_actions, env/{tag}/action_is_valid, env/{tag}/action_is_effective,
- * env/{tag}/score, env/response_length; validation prefixes them with "val/".
+ * Rollout metrics with ROLL's names (SPEC.md §4, DESIGN.md Names). Per trajectory, averaged over the
+ * batch: env/{tag}/success, env/{tag}/num_actions, env/{tag}/action_is_valid,
+ * env/{tag}/action_is_effective, env/{tag}/score, env/response_length. Per group (validation, ROLL
+ * agentic_pipeline.py val()): {tag}/score and score, the mean over groups of the group's mean episode
+ * score. Totals summed over the shards of a step: the pool's env/failed_episodes,
+ * env/replaced_groups, env/dropped_groups. Validation prefixes every name with "val/".
  */
 import type { Trajectory } from './types';
 
@@ -27,19 +30,39 @@ export function trajectoryMetrics(t: Trajectory): Record<string, number> {
   };
 }
 
-/** Running sums of metrics that can be merged across shards: mean = sum / count per key. */
+/**
+ * Metrics that can be merged across shards: mean = sums[k] / counts[k] per key; totals are reported
+ * as summed (counts of events, e.g. env/failed_episodes).
+ */
 export interface MetricSums {
   sums: Record<string, number>;
   counts: Record<string, number>;
+  totals: Record<string, number>;
 }
 
-/** Sums the metrics of a list of trajectories. */
-export function sumMetrics(trajectories: Trajectory[]): MetricSums {
-  const out: MetricSums = { sums: {}, counts: {} };
-  for (const t of trajectories) {
-    for (const [k, v] of Object.entries(trajectoryMetrics(t))) {
-      out.sums[k] = (out.sums[k] ?? 0) + v;
-      out.counts[k] = (out.counts[k] ?? 0) + 1;
+/** What sumMetrics adds besides the per-trajectory metrics. */
+export interface SumOptions {
+  /** Event counts of the shard, reported as totals. */
+  totals?: Record<string, number>;
+  /** Add {tag}/score and score over per-group mean episode scores (validation). */
+  groupScores?: boolean;
+}
+
+/** Sums the metrics of a list of trajectories (one shard). */
+export function sumMetrics(trajectories: Trajectory[], opts: SumOptions = {}): MetricSums {
+  const out: MetricSums = { sums: {}, counts: {}, totals: { ...opts.totals } };
+  const add = (k: string, v: number) => {
+    out.sums[k] = (out.sums[k] ?? 0) + v;
+    out.counts[k] = (out.counts[k] ?? 0) + 1;
+  };
+  for (const t of trajectories) for (const [k, v] of Object.entries(trajectoryMetrics(t))) add(k, v);
+  if (opts.groupScores) {
+    const groups = new Map<string, Trajectory[]>();
+    for (const t of trajectories) groups.set(t.trajGroupId, [...(groups.get(t.trajGroupId) ?? []), t]);
+    for (const members of groups.values()) {
+      const mean = members.reduce((a, t) => a + t.episodeScore, 0) / members.length;
+      add(`${members[0].tag}/score`, mean);
+      add('score', mean);
     }
   }
   return out;
@@ -47,19 +70,21 @@ export function sumMetrics(trajectories: Trajectory[]): MetricSums {
 
 /** Merges shard sums (pure arithmetic; safe inside the workflow). */
 export function mergeSums(parts: MetricSums[]): MetricSums {
-  const out: MetricSums = { sums: {}, counts: {} };
+  const out: MetricSums = { sums: {}, counts: {}, totals: {} };
   for (const p of parts) {
     for (const k of Object.keys(p.sums)) {
       out.sums[k] = (out.sums[k] ?? 0) + p.sums[k];
       out.counts[k] = (out.counts[k] ?? 0) + p.counts[k];
     }
+    for (const [k, v] of Object.entries(p.totals)) out.totals[k] = (out.totals[k] ?? 0) + v;
   }
   return out;
 }
 
-/** Means of merged sums, keys prefixed (e.g. "val/"). */
+/** Means of merged sums and the totals, keys prefixed (e.g. "val/"). */
 export function meanMetrics(s: MetricSums, prefix = ''): Record<string, number> {
   const out: Record<string, number> = {};
   for (const k of Object.keys(s.sums)) out[prefix + k] = s.sums[k] / s.counts[k];
+  for (const [k, v] of Object.entries(s.totals)) out[prefix + k] = v;
   return out;
 }

@@ -1,9 +1,19 @@
 /**
  * What the rollout manager needs from a policy: batched continuation of token contexts.
- * The model-backed policy (model_policy.ts) samples from the Qwen2 decoder; the warm-up uses a
- * scripted policy (scripted_policy.ts) that answers with uniformly random valid actions.
+ * The model-backed policy (model_policy.ts) samples from the Qwen2 decoder; the warm-up uses scripted
+ * policies (scripted_policy.ts) that answer with random valid actions or the env solver's plan.
  */
 import type { Rng } from '../util/rng';
+
+/** What a scripted policy may know about the env of a row (model policies ignore it). */
+export interface RowEnv {
+  /** Action names the env accepts. */
+  actionNames: readonly string[];
+  /** A shortest plan from the env's current state (Env.solve), when the env has a solver. */
+  solve?: () => string[] | null;
+  /** The tag answers `<think>...</think><answer>...</answer>` (chat.ts usesThinkPattern). */
+  enableThink: boolean;
+}
 
 /** Input of one batched generation call. */
 export interface PolicyRequest {
@@ -13,8 +23,8 @@ export interface PolicyRequest {
   maxNewTokens: number[];
   /** One seeded stream per row, so a row's draws do not depend on the other rows. */
   rngs: Rng[];
-  /** Action names the env of each row accepts (used only by scripted policies). */
-  actionNames: ReadonlyArray<readonly string[]>;
+  /** The env of each row (used only by scripted policies). */
+  envs: readonly RowEnv[];
 }
 
 /** Output: sampled tokens per row (stop token included when reached) and their log-probs (nats). */

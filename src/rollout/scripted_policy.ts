@@ -1,21 +1,47 @@
 /**
- * A policy that answers "<answer>{action}</answer><|im_end|>" with a uniformly random valid action
- * drawn from each row's seeded stream. It produces the format warm-up episodes (issue 2, item 5):
- * the answer format, no skill. Log-probs are reported as 0 (the episodes are demonstrations).
+ * Scripted policies for the warm-up demonstrations (issue 2 item 5, issue 4 item 7): they answer
+ * "<answer>{action}</answer><|im_end|>" (or "<think></think><answer>{action}</answer><|im_end|>" for a
+ * think-pattern tag) with
+ * - randomActionPolicy: a uniformly random valid action from each row's seeded stream (format only;
+ *   an env with free-form answers gets its solver's answer, see randomAction);
+ * - solverPolicy: the first action of the env's shortest plan (Env.solve, BFS) from its current state,
+ *   re-planned every turn; a random valid action when the env finds no plan (e.g. slippery FrozenLake).
+ * Log-probs are reported as 0 (the episodes are demonstrations, not samples).
  */
 import type { Tokenizer } from '../model/tokenizer';
-import type { Policy, PolicyRequest, PolicyResponse } from './policy';
+import type { Rng } from '../util/rng';
+import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
 
-/** Builds the random-valid-action policy for a tokenizer with the ChatML `<|im_end|>` token. */
-export function randomActionPolicy(tokenizer: Tokenizer): Policy {
+/** A policy that answers each row with `choose(env, rng)`, formatted for the row's pattern. */
+function answeringPolicy(tokenizer: Tokenizer, choose: (env: RowEnv, rng: Rng) => string): Policy {
   return {
     async generate(request: PolicyRequest): Promise<PolicyResponse> {
-      const tokens = request.contexts.map((_, i) => {
-        const names = request.actionNames[i];
-        const action = names[request.rngs[i].int(names.length)];
-        return tokenizer.encode(`<answer>${action}</answer><|im_end|>`).slice(0, request.maxNewTokens[i]);
+      const tokens = request.envs.map((env, i) => {
+        const answer = `<answer>${choose(env, request.rngs[i])}</answer>`;
+        const text = `${env.enableThink ? '<think></think>' : ''}${answer}<|im_end|>`;
+        return tokenizer.encode(text).slice(0, request.maxNewTokens[i]);
       });
       return { tokens, logprobs: tokens.map((t) => t.map(() => 0)) };
     },
   };
+}
+
+/**
+ * A uniformly random action name. An env with free-form answers and no action names (Countdown) has
+ * no random valid action: it gets its solver's answer, or an empty answer without a solver.
+ */
+const randomAction = (env: RowEnv, rng: Rng) =>
+  env.actionNames.length > 0 ? env.actionNames[rng.int(env.actionNames.length)] : (env.solve?.()?.[0] ?? '');
+
+/** The random-valid-action policy for a tokenizer with the ChatML `<|im_end|>` token. */
+export function randomActionPolicy(tokenizer: Tokenizer): Policy {
+  return answeringPolicy(tokenizer, randomAction);
+}
+
+/**
+ * The solver policy: plays the env's BFS plan (Env.solve). A row whose env has no solve() or no plan
+ * from its state gets a random valid action (from its stream), so every row still answers validly.
+ */
+export function solverPolicy(tokenizer: Tokenizer): Policy {
+  return answeringPolicy(tokenizer, (env, rng) => env.solve?.()?.[0] ?? randomAction(env, rng));
 }

@@ -58,15 +58,21 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
   upsertMemo({ report: `starpo status ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain });
 
   let policy: ObjectRef;
+  /** The warm-up's metrics (warmup/type_<type>, ...), written with the first step's. */
+  let warmupMetrics: Record<string, number> = {};
   if (input.resumeFrom) policy = input.resumeFrom.checkpoint;
   else {
     const prepared = await update.prepareRun({ runId, configName: input.configName, config });
     policy = prepared.checkpoint;
-    progress.lastMetrics = prepared.metrics;
+    progress.lastMetrics = warmupMetrics = prepared.metrics;
   }
   progress.latestCheckpoint = policy;
 
-  /** Plays the validation groups with `policy`; returns val/ metrics. */
+  /**
+   * Plays the validation groups with `policy` (new states every evaluation unless
+   * val_env_manager.fixed_states; plan.ts); returns val/ metrics, val/{tag}/score and val/score over
+   * per-group mean scores included (metrics.ts).
+   */
   const validate = async (step: number): Promise<Record<string, number>> => {
     progress.phase = 'validation';
     const shards = planShards(config, 'val', step);
@@ -93,15 +99,21 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
     const shards = planShards(config, 'train', step);
     const outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'train', shard, policy, groups })));
     const rolloutSeconds = Math.max(...outs.map((o) => o.seconds));
+    if (outs.every((o) => !o.metrics.counts['env/success'])) {
+      // the env pool dropped every group (issue 4 item 6): a broken env, not something a retry fixes
+      throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, 'EnvFailure');
+    }
     progress.phase = 'update';
     const updated = await update.update({ runId, step, policy, trajectories: outs.map((o) => o.trajectories) });
     policy = updated.checkpoint;
     if (updated.skipReason) log.warn(`step ${step}: update skipped: ${updated.skipReason}`);
     const seconds = (Date.now() - started) / 1000;
     const metrics: Record<string, number> = {
-      ...meanMetrics(mergeSums(outs.map((o) => o.metrics))), ...updated.metrics, ...valMetrics,
+      ...warmupMetrics, ...meanMetrics(mergeSums(outs.map((o) => o.metrics))), ...updated.metrics, ...valMetrics,
       'time/rollout': rolloutSeconds, 'time/step': seconds,
     };
+    warmupMetrics = {};
+    if (metrics['env/failed_episodes'] > 0) log.warn(`step ${step}: ${metrics['env/failed_episodes']} env episodes failed (see the rollout worker log)`);
     const verdict = checkCollapse(config.collapse_guard, metrics, collapseStreak);
     collapseStreak = verdict.streak;
     if (verdict.fired) {

@@ -85,3 +85,12 @@ test('a sequence_length that cannot hold the first turn is a config error naming
     (err: Error) => err.name === 'ConfigError' && /sequence_length[\s\S]*40 leaves no room for the first turn of tag FrozenLake: its prompt is \d+ tokens/.test(err.message),
   );
 });
+
+test('runEpisodes throws an env failure with its tag, env id, group and seed (the pool catches them instead)', async () => {
+  const customEnvs = {
+    ...config.custom_envs,
+    FrozenLake: { ...config.custom_envs.FrozenLake, env_type: 'chaos', env_config: { inner_env_type: 'frozen_lake', inner_env_config: config.custom_envs.FrozenLake.env_config, throw_on_reset: true, env_ids: [2] } },
+  };
+  await assert.rejects(runEpisodes(specs(4, 4), { ...baseOpts, customEnvs, policy: randomActionPolicy(tokenizer) }),
+    /^Error: FrozenLake env 2 \(group 0, seed 1000\): reset threw: chaos: injected failure in reset \(env id 2, seed 1000\)$/);
+});
