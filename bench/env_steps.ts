@@ -3,9 +3,9 @@
  * (issue 4, "Must show"). Each env runs with its default env_config for about `seconds` seconds:
  * reset(seed) with seeds 0, 1, 2, ... whenever an episode terminates, and step with a random valid
  * answer "<answer>{action}</answer><|im_end|>" drawn from env.actionNames (seeded, never Math.random).
- * Resets are inside the timed loop (one-turn envs reset every step). Envs without fixed action names
- * (e.g. countdown, whose answer is an expression) and envs that need an env_config (e.g. a wrapper)
- * are skipped with a note.
+ * Envs without fixed action names (countdown, whose answer is an expression) answer with their
+ * solver's first action (env.solve()). Resets are inside the timed loop (one-turn envs reset every
+ * step). Envs that need an env_config (the chaos wrapper) are skipped with a note.
  * Run: npx tsx bench/env_steps.ts [seconds=2]
  */
 import { ENV_TYPES, createEnv } from '../src/envs/registry';
@@ -19,12 +19,11 @@ function benchEnv(envType: string, seconds: number): void {
     console.log(`${envType}: skipped (cannot run with the default env_config: ${(e as Error).message})`);
     return;
   }
-  if (env.actionNames.length === 0) {
-    console.log(`${envType}: skipped (no fixed action names; answers are free text)`);
-    return;
-  }
   const answers = env.actionNames.map((a) => `<answer>${a}</answer><|im_end|>`);
   const rng = new Rng('bench/env_steps', envType);
+  const answer = answers.length > 0
+    ? () => answers[rng.int(answers.length)]
+    : () => `<answer>${env.solve?.()?.[0] ?? ''}</answer><|im_end|>`;
   const deadline = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
   const t0 = process.hrtime.bigint();
   let steps = 0;
@@ -33,7 +32,7 @@ function benchEnv(envType: string, seconds: number): void {
   while (now < deadline) {
     env.reset(resets++);
     for (let done = false; !done;) {
-      done = env.step(answers[rng.int(answers.length)]).terminated;
+      done = env.step(answer()).terminated;
       steps++;
     }
     if ((resets & 15) === 0) now = process.hrtime.bigint();
@@ -45,7 +44,7 @@ function benchEnv(envType: string, seconds: number): void {
 
 function main(): void {
   const seconds = Number(process.argv[2] ?? 2);
-  console.log(`env steps per second, default env_config, random valid answers, ~${seconds} s per env type`);
+  console.log(`env steps per second, default env_config, random valid answers (free-text envs: the solver's), ~${seconds} s per env type`);
   for (const envType of ENV_TYPES) benchEnv(envType, seconds);
 }
 
