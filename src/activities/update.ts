@@ -19,7 +19,7 @@ import type { UpdateInput, UpdateOutput } from './types';
 import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
 
-type TrainingArgs = RunConfig['actor_train']['training_args'];
+type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys (actor_train's training_args has them too)
 
 const betasOf = (a: TrainingArgs): [number, number] => [a.adam_beta1, a.adam_beta2];
 const newAdamW = (a: TrainingArgs) => new AdamW({ betas: betasOf(a), eps: 1e-8, weightDecay: a.weight_decay });

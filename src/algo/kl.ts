@@ -5,11 +5,9 @@
  * Call inside tf.tidy / tf.variableGrads: intermediates are not disposed here.
  */
 import * as tf from '@tensorflow/tfjs';
+import { KL_PENALTIES, type KlPenalty } from './kl_penalties';
 
-/** kl_penalty values (SPEC.md §2). `full` needs whole distributions: use klFull for it. */
-export const KL_PENALTIES = ['kl', 'abs', 'mse', 'k3', 'full'] as const;
-/** One of KL_PENALTIES. */
-export type KlPenalty = (typeof KL_PENALTIES)[number];
+export { KL_PENALTIES, type KlPenalty };
 
 /** k3 is clamped to [-K3_CLAMP, K3_CLAMP] (ROLL compute_approx_kl, and the KL loss of SPEC.md §6). */
 export const K3_CLAMP = 10;

@@ -7,11 +7,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { klPenalty } from './kl';
+import { LOSS_AGG_MODES, type LossAggMode } from './loss_agg_modes';
 
-/** loss_agg_mode values (SPEC.md §2, §6). */
-export const LOSS_AGG_MODES = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'] as const;
-/** One of LOSS_AGG_MODES. */
-export type LossAggMode = (typeof LOSS_AGG_MODES)[number];
+export { LOSS_AGG_MODES, type LossAggMode };
 
 const DENOM_FLOOR = 1e-8;
 

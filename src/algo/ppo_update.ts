@@ -8,7 +8,9 @@
  * roll/pipeline/rlvr/actor_worker.py and critic_worker.py; RAGEN (StarPO-S).
  */
 import * as tf from '@tensorflow/tfjs';
+import { ConfigError } from '../config/errors';
 import type { RunConfig } from '../config/schema';
+import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../config/schema_blocks';
 import type { Trajectory } from '../rollout/types';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
@@ -23,16 +25,20 @@ import { filterGroups } from './filter';
 import { prepass } from './prepass';
 import type { KlController } from './kl_controller';
 
-/** The key of a trajectory's normalisation group for reward_normalization.grouping (SPEC.md §5.1). */
+/**
+ * The key of a trajectory's normalisation group for reward_normalization.grouping (SPEC.md §5.1).
+ * @throws ConfigError for a grouping outside REWARD_GROUPINGS (config/schema_blocks.ts)
+ */
 export function groupKeyOf(t: Trajectory, grouping: string): string {
   if (grouping === 'batch') return 'batch';
   if (grouping === 'traj_group_id') return t.trajGroupId;
   if (grouping === 'tags') return t.tag;
-  const value = (t as unknown as Record<string, unknown>)[grouping];
-  if (value === undefined) {
-    throw new Error(`reward_normalization.grouping: ${JSON.stringify(grouping)} is not a trajectory field (allowed: batch, traj_group_id, tags, tag, groupId, seed, envId)`);
+  const field = TRAJECTORY_GROUP_FIELDS.find((f) => f === grouping);
+  if (field === undefined) {
+    // The schema only lets REWARD_GROUPINGS through; a ConfigError is never retried (the workflow's nonRetryableErrorTypes).
+    throw new ConfigError('run config', [`reward_normalization.grouping: ${JSON.stringify(grouping)} is not a trajectory field (allowed: ${REWARD_GROUPINGS.join(', ')})`]);
   }
-  return String(value);
+  return String(t[field]);
 }
 
 /** True when a KL term needs the frozen reference policy (SPEC.md §2: use_kl_loss, or add_token_level_kl with beta > 0). */
@@ -78,7 +84,7 @@ export interface PpoUpdateResult {
  * @param reference frozen reference policy; required when needsReference(config)
  * @param klController beta of the token-level KL (add_token_level_kl); updated here with the batch KL
  * @param afterMicroBatch awaited between micro-batches (heartbeats)
- * @throws Error for an unknown grouping field or a missing critic / reference
+ * @throws ConfigError for an unknown grouping field; Error for a missing critic / reference
  */
 export async function ppoUpdate(opts: {
   actor: Trainee<Qwen2>;

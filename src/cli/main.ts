@@ -91,9 +91,11 @@ config.command('check').argument('<file>').argument('[overrides...]', OVERRIDES_
     acceptedNotes(loaded).forEach(log);
   });
 config.command('print').argument('<file>').argument('[overrides...]', OVERRIDES_HELP)
-  .description('print the resolved config as YAML, defaults applied')
+  .description('print the resolved config as YAML, defaults applied (ignored keys and variables on stderr)')
   .action((path: string, overrides: string[]) => {
-    process.stdout.write(stringify(loadConfigFile(path, overrides).config));
+    const loaded = loadConfigFile(path, overrides);
+    process.stdout.write(stringify(loaded.config));
+    acceptedNotes(loaded).forEach((line) => console.error(line));
   });
 
 program

@@ -1,9 +1,12 @@
 /**
  * Cross-key rules of SPEC.md §2-3 that a per-key schema cannot express: batch sizes against group
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
- * (checked by the env's own parser), and features that are not implemented yet.
+ * (checked by the env's own parser), sequence_length against the model, and features that are not
+ * implemented yet.
  */
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
+import { tinyPreset } from '../model/config';
+import { charTokenizer } from '../model/tokenizer';
 import { show } from './issues';
 import type { EnvManagerConfig, RunConfig } from './schema';
 
@@ -81,6 +84,10 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
   const miniBatch = train.per_device_train_batch_size * train.gradient_accumulation_steps;
   if (cfg.rollout_batch_size % miniBatch !== 0) {
     problems.push(`\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`);
+  }
+  const maxPositions = tinyPreset(charTokenizer().vocabSize).max_position_embeddings; // pretrain: tiny, the only preset
+  if (cfg.sequence_length > maxPositions) {
+    problems.push(`\`sequence_length\`: ${cfg.sequence_length} is more than the ${cfg.pretrain} model's max_position_embeddings (${maxPositions}); allowed: <= ${maxPositions}`);
   }
   if (cfg.async_generation_ratio > 0) {
     problems.push(`\`async_generation_ratio\`: ${cfg.async_generation_ratio}: only 0 is supported until asynchronous rollouts land (issue 7)`);

@@ -14,11 +14,18 @@ import { parse as parseYaml } from 'yaml';
 import { ConfigError } from './errors';
 import { deepMerge, displayPath, isMapping, type Mapping } from './tree';
 
-/** A composed file: the merged tree and, per top-level key, the files that define it. */
+/** One file's own keys (without `defaults`). */
+export interface Layer {
+  /** Display path of the file. */
+  file: string;
+  tree: Mapping;
+}
+
+/** A composed file: the merged tree and the layers it was merged from. */
 export interface ComposedConfig {
   tree: Mapping;
-  /** Top-level key -> display paths of the files defining it, in merge order (the last one wins). */
-  definedIn: Map<string, string[]>;
+  /** Every file's own keys in merge order (a later layer overrides an earlier one). */
+  layers: Layer[];
 }
 
 /** Reads a YAML file whose top level is a mapping (an empty file is `{}`). */
@@ -68,20 +75,18 @@ function compose(file: string, stack: readonly string[]): ComposedConfig {
   }
   const { defaults, ...own } = readYamlMapping(file);
   let tree: Mapping = {};
-  const definedIn = new Map<string, string[]>();
+  const layers: Layer[] = [];
   for (const entry of defaultsOrder(file, defaults)) {
-    const part = entry === 'self'
-      ? { tree: own, definedIn: new Map(Object.keys(own).map((k) => [k, [displayPath(file)]])) }
-      : compose(entry, [...stack, file]);
+    const part = entry === 'self' ? { tree: own, layers: [{ file: displayPath(file), tree: own }] } : compose(entry, [...stack, file]);
     tree = deepMerge(tree, part.tree);
-    for (const [k, files] of part.definedIn) definedIn.set(k, [...(definedIn.get(k) ?? []), ...files]);
+    layers.push(...part.layers);
   }
-  return { tree, definedIn };
+  return { tree, layers };
 }
 
 /**
  * Reads a config file and its defaults list (see the file comment) into one merged tree.
- * @returns the tree (without `defaults`) and, per top-level key, the files defining it
+ * @returns the tree (without `defaults`) and each file's own keys in merge order
  * @throws ConfigError naming the file and key: unreadable or non-YAML file, a defaults entry that is
  *         not a file (with the resolved path when missing) or has another package, a defaults cycle
  */

@@ -11,15 +11,23 @@
  * cycle errors); `interpolate-json` evaluates `${= js =}` expressions and resolves against a separate
  * values object, so this is a small resolver of our own.
  */
-import { ConfigError, nearestKey } from './errors';
+import { nearestKey } from './errors';
+import { fromNote, problemsError, type OriginOf } from './origins';
 import { isMapping, type Mapping } from './tree';
 
 /** Options of resolveInterpolations. */
 export interface InterpolationOptions {
   /** The file being loaded, for ConfigError messages. */
   source: string;
-  /** Top-level key -> the files defining it (hydra.ts); the last one is named when it is not `source`. */
-  definedIn?: ReadonlyMap<string, readonly string[]>;
+  /** Where each value came from (origins.ts); named in a message when it is not `source`. */
+  originOf?: OriginOf;
+}
+
+/** A resolved tree and the top-level keys its interpolations referred to. */
+export interface Resolved {
+  tree: Mapping;
+  /** First segments of every resolved `${...}` (`custom_env` for `${custom_env.FrozenLake}`). */
+  referenced: Set<string>;
 }
 
 /** A string split into literal text and `${...}` expressions (the expression text may hold `${}`s). */
@@ -31,15 +39,14 @@ const UNRESOLVED_BLOCKS = ['hydra'];
 class Resolver {
   private readonly done = new Map<string, unknown>();
   private readonly active: string[] = [];
+  readonly referenced = new Set<string>();
 
   constructor(private readonly root: Mapping, private readonly opts: InterpolationOptions) {}
 
   /** A ConfigError about the value at `path`. */
   fail(path: readonly string[], message: string): never {
-    const key = path.join('.');
-    const origin = this.opts.definedIn?.get(path[0])?.at(-1);
-    const from = origin !== undefined && origin !== this.opts.source ? ` (from ${origin})` : '';
-    throw new ConfigError(this.opts.source, [`\`${key}\`${from}: ${message}`]);
+    const origin = this.opts.originOf?.(path);
+    throw problemsError(this.opts.source, [{ text: `\`${path.join('.')}\`${fromNote(origin, this.opts.source)}: ${message}`, origin }]);
   }
 
   /** The value of `node` (found at `path`) with every interpolation inside it resolved. */
@@ -114,6 +121,7 @@ class Resolver {
     const expr = rawExpr.includes('${') ? String(this.evaluate(path, rawExpr)) : rawExpr.trim();
     if (expr.includes(':')) this.fail(path, `\`\${${expr}}\`: resolvers are not supported (only \`\${path.to.key}\` references)`);
     if (expr === '' || expr.startsWith('.')) this.fail(path, `\`\${${expr}}\`: only absolute references like \`\${a.b.c}\` are supported`);
+    this.referenced.add(expr.split('.')[0]);
     let node: unknown = this.root;
     let resolved = false; // past a reference, `node` is already a resolved value
     const walked: string[] = [];
@@ -138,10 +146,12 @@ class Resolver {
 
 /**
  * Resolves every interpolation of a config tree (see the file comment); the input is not modified.
+ * @returns the resolved tree and the top-level keys referred to (load.ts keeps those as variables)
  * @throws ConfigError naming the key that holds a bad interpolation: an unresolved path (with the
  *         nearest existing key), a cycle, a resolver, an unterminated `${`, or a mapping inside text
  */
-export function resolveInterpolations(root: Mapping, opts: InterpolationOptions): Mapping {
+export function resolveInterpolations(root: Mapping, opts: InterpolationOptions): Resolved {
   const resolver = new Resolver(root, opts);
-  return Object.fromEntries(Object.entries(root).map(([k, v]) => [k, UNRESOLVED_BLOCKS.includes(k) ? v : resolver.resolveNode([k], v)]));
+  const tree = Object.fromEntries(Object.entries(root).map(([k, v]) => [k, UNRESOLVED_BLOCKS.includes(k) ? v : resolver.resolveNode([k], v)]));
+  return { tree, referenced: resolver.referenced };
 }

@@ -1,51 +1,56 @@
 /**
- * zod issues -> one readable line each, naming the key, the value and what is allowed; an unknown
- * key gets the nearest known key at its level (SPEC.md §2: "Unknown keys are an error that names
- * the key and the nearest known one").
+ * zod issues -> one readable line each, naming the key, the value (and the file or command-line
+ * argument that set it) and what is allowed; an unknown key gets the nearest known key at its level
+ * (SPEC.md §2: "Unknown keys are an error that names the key and the nearest known one"), and the keys
+ * allowed at that level are listed once per level.
  */
 import { z } from 'zod';
 import { nearestKey } from './errors';
-import { runConfigSchema } from './schema';
+import { fromNote, type OriginOf, type Problem } from './origins';
+import { keysOf, schemaAt } from './schema_walk';
 import { valueAt } from './tree';
-
-/** Follows a dotted path through schema wrappers to the object shape there, if any. */
-function knownKeysAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
-  let node: z.ZodType = schema;
-  const unwrap = () => {
-    for (;;) {
-      if (node instanceof z.ZodDefault || node instanceof z.ZodOptional || node instanceof z.ZodNullable) {
-        node = node.unwrap() as z.ZodType;
-      } else return;
-    }
-  };
-  for (const part of path) {
-    unwrap();
-    if (node instanceof z.ZodObject) node = (node.shape as Record<string, z.ZodType>)[String(part)];
-    else if (node instanceof z.ZodRecord) node = node.valueType as z.ZodType;
-    else return [];
-    if (!node) return [];
-  }
-  unwrap();
-  return node instanceof z.ZodObject ? Object.keys(node.shape) : [];
-}
 
 /** A value for messages. */
 export const show = (v: unknown) => (v === undefined ? '(missing)' : JSON.stringify(v));
 
-/** Turns the zod issues of validating `raw` against runConfigSchema into one line each. */
-export function describeIssues(error: z.ZodError, raw: unknown): string[] {
-  return error.issues.map((issue) => {
-    const where = issue.path.map(String).join('.') || '(top level)';
-    if (issue.code === 'unrecognized_keys') {
-      const known = knownKeysAt(runConfigSchema, issue.path);
-      return issue.keys
-        .map((key) => {
-          const near = nearestKey(key, known);
-          const full = [...issue.path.map(String), key].join('.');
-          return `unknown key \`${full}\`${near ? `; did you mean \`${near}\`?` : ''} (allowed here: ${known.join(', ')})`;
-        })
-        .join('\n  - ');
+/** What a missing key must hold: the keys of a block, or the expected type. */
+function requiredShape(path: readonly PropertyKey[], expected: string): string {
+  const schema = schemaAt(path);
+  if (schema instanceof z.ZodObject) return `a mapping with ${keysOf(schema, 'used').join(', ')}`;
+  const entry = schema instanceof z.ZodRecord ? schemaAt([...path, '*']) : undefined;
+  if (entry instanceof z.ZodObject) return `a mapping from each name to a mapping with ${keysOf(entry, 'used').join(', ')}`;
+  return `a ${expected === 'array' ? 'list' : expected}`;
+}
+
+/** One line per unknown key of one level; the keys allowed there come once, on the last line. */
+function unknownKeys(issue: Extract<z.core.$ZodIssue, { code: 'unrecognized_keys' }>, source: string, originOf?: OriginOf): Problem[] {
+  const at = issue.path.map(String);
+  const schema = schemaAt(at);
+  const known = schema instanceof z.ZodObject ? keysOf(schema, 'all') : [];
+  const level = at.length === 0 ? 'at the top level' : `under \`${at.join('.')}\``;
+  return issue.keys.map((key, i) => {
+    const origin = originOf?.([...at, key]);
+    const near = nearestKey(key, known);
+    const allowed = i === issue.keys.length - 1 ? ` (allowed ${level}: ${known.join(', ')})` : '';
+    return { text: `unknown key \`${[...at, key].join('.')}\`${fromNote(origin, source)}${near ? `; did you mean \`${near}\`?` : ''}${allowed}`, origin };
+  });
+}
+
+/**
+ * Turns the zod issues of validating `raw` against runConfigSchema into problem lines.
+ * @param source the loaded file (display path): origins other than it are named
+ * @param originOf where each value came from (origins.ts); without it no origin is named
+ */
+export function describeIssues(error: z.ZodError, raw: unknown, source: string, originOf?: OriginOf): Problem[] {
+  return error.issues.flatMap((issue): Problem[] => {
+    if (issue.code === 'unrecognized_keys') return unknownKeys(issue, source, originOf);
+    const path = issue.path.map(String);
+    const where = path.join('.') || '(top level)';
+    const value = valueAt(raw, path);
+    if (issue.code === 'invalid_type' && value === undefined) {
+      return [{ text: `\`${where}\` is required (${requiredShape(path, issue.expected)})` }];
     }
-    return `\`${where}\`: ${issue.message} (got ${show(valueAt(raw, issue.path))})`;
+    const origin = originOf?.(path);
+    return [{ text: `\`${where}\`${fromNote(origin, source)}: ${issue.message} (got ${show(value)})`, origin }];
   });
 }

@@ -7,16 +7,22 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from './errors';
+import { COMMAND_LINE as SOURCE } from './origins';
 import { isMapping, type Mapping } from './tree';
 
 const OVERRIDE = /^(\+\+|\+)?([A-Za-z_][\w-]*(?:\.[A-Za-z_0-9][\w-]*)*)=(.*)$/s;
-const SOURCE = 'command line';
+/** A value that is exactly one `${path}` interpolation (the path in group 1). */
+const ONE_REFERENCE = /^\$\{([^${}:]+)\}$/;
 
 /** One parsed `key=value` argument. */
-interface Override {
+export interface Override {
+  /** The argument as given. */
   arg: string;
-  mode: 'set' | 'add' | 'force';
+  /** '' sets a key, `+` adds one that must not exist yet, `++` adds or sets. */
+  prefix: '' | '+' | '++';
   path: string[];
+  /** The value as written (YAML). */
+  text: string;
   value: unknown;
 }
 
@@ -32,8 +38,17 @@ function parseOverride(arg: string): Override {
       throw new ConfigError(SOURCE, [`\`${arg}\`: the value is not valid YAML: ${(err as Error).message}`]);
     }
   }
-  const mode = prefix === '++' ? 'force' : prefix === '+' ? 'add' : 'set';
-  return { arg, mode, path: key.split('.'), value };
+  return { arg, prefix: (prefix ?? '') as Override['prefix'], path: key.split('.'), text, value };
+}
+
+/** Why `o` cannot set a key under `at`, which holds the non-mapping `child`; an interpolation names the path to override instead. */
+function notAMapping(o: Override, at: number, child: unknown): ConfigError {
+  const where = o.path.slice(0, at + 1).join('.');
+  const ref = typeof child === 'string' ? ONE_REFERENCE.exec(child)?.[1].trim() : undefined;
+  const problem = ref === undefined
+    ? `\`${where}\` is ${JSON.stringify(child)}, not a mapping`
+    : `\`${where}\` is the interpolation \`${child as string}\`; override the referenced path instead: ${o.prefix}${[ref, ...o.path.slice(at + 1)].join('.')}=${o.text}`;
+  return new ConfigError(SOURCE, [`\`${o.arg}\`: ${problem}`]);
 }
 
 /** `root` with one override applied; mappings along the path are copied, never modified. */
@@ -43,26 +58,31 @@ function applyOne(root: Mapping, o: Override): Mapping {
   for (let i = 0; i < o.path.length - 1; i++) {
     const key = o.path[i];
     const child = node[key];
-    if (child !== undefined && !isMapping(child)) {
-      throw new ConfigError(SOURCE, [`\`${o.arg}\`: \`${o.path.slice(0, i + 1).join('.')}\` is ${JSON.stringify(child)}, not a mapping`]);
-    }
+    if (child !== undefined && !isMapping(child)) throw notAMapping(o, i, child);
     node = node[key] = { ...(child ?? {}) };
   }
   const last = o.path[o.path.length - 1];
-  if (o.mode === 'add' && node[last] !== undefined) {
+  if (o.prefix === '+' && node[last] !== undefined) {
     const key = o.path.join('.');
-    const rhs = o.arg.slice(o.arg.indexOf('=') + 1);
-    throw new ConfigError(SOURCE, [`\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${rhs} or ++${key}=${rhs} to override it`]);
+    throw new ConfigError(SOURCE, [`\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`]);
   }
   node[last] = o.value;
   return out;
 }
 
 /**
- * Applies Hydra-style overrides in order; the input tree is not modified.
- * @throws ConfigError (source "command line") naming the argument: no `=`, a bad key, a value that
- *         is not YAML, `+key` for a key that is already set, a path through a non-mapping
+ * Parses Hydra-style override arguments (see the file comment).
+ * @throws ConfigError (source "command line") naming the argument: no `=`, a bad key, a value that is not YAML
  */
-export function applyOverrides(root: Mapping, overrides: readonly string[]): Mapping {
-  return overrides.map(parseOverride).reduce(applyOne, root);
+export function parseOverrides(args: readonly string[]): Override[] {
+  return args.map(parseOverride);
+}
+
+/**
+ * Applies parsed overrides in order; the input tree is not modified.
+ * @throws ConfigError (source "command line") naming the argument: `+key` for a key that is already set,
+ *         a path through a non-mapping (through an interpolation: naming the referenced path to override)
+ */
+export function applyOverrides(root: Mapping, overrides: readonly Override[]): Mapping {
+  return overrides.reduce(applyOne, root);
 }

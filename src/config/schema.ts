@@ -1,23 +1,29 @@
 /**
  * The run configuration: ROLL's AgenticConfig key names (SPEC.md §2) with SPEC.md's defaults, as a
- * zod schema. Objects are strict, so an unknown key is an error (load.ts names the nearest known
- * key). Keys that only place work on GPUs, pick Megatron/vLLM strategies or configure trackers are
- * accepted and reported once as ignored (IGNORED_KEYS). Nested blocks live in schema_blocks.ts.
+ * zod schema. Objects are strict, so an unknown key is an error (issues.ts names the nearest known
+ * key). Keys that only place work on GPUs, pick Megatron/vLLM strategies or configure trackers, and
+ * blocks a role does not use, are accepted and reported once as ignored (schema_walk.ts ignoredKeysIn).
+ * Nested blocks live in schema_blocks.ts; enum values come from the algorithm modules that use them.
  */
 import { z } from 'zod';
+import { ADV_ESTIMATORS } from '../algo/advantages';
+import { FILTER_TYPES } from '../algo/filter';
+import { KL_PENALTIES } from '../algo/kl_penalties';
+import { LOSS_AGG_MODES } from '../algo/loss_agg_modes';
 import {
-  CUSTOM_ENV_IGNORED_KEYS, ENV_MANAGER_IGNORED_KEYS, WORKER_IGNORED_KEYS, collapseGuardSchema, customEnvSchema,
-  envManagerSchema, generatingArgsSchema, ignoredShape, nonNegativeInt, positiveInt, rewardNormalizationSchema,
-  warmupSchema, workerSchema,
+  actorInferSchema, actorTrainSchema, collapseGuardSchema, criticSchema, customEnvSchema, envManagerSchema,
+  generatingArgsSchema, ignoredShape, nonNegativeInt, positiveInt, rewardNormalizationSchema, warmupSchema,
 } from './schema_blocks';
 
-/** ROLL top-level keys starpo accepts and ignores (trackers, output folders, GPU counts, Hydra's own block). */
+/**
+ * ROLL top-level keys starpo accepts and ignores: trackers, output folders, GPU counts, Hydra's own
+ * block, and the `reference` role (the reference policy is the run's step-0 policy, SPEC.md §5.2).
+ */
 const TOP_IGNORED_KEYS = [
   'track_with', 'tracker_kwargs', 'output_dir', 'logging_dir', 'checkpoint_config', 'num_gpus_per_node',
-  'system_envs', 'render_save_dir', 'resume_from_checkpoint', 'reward_pretrain', 'hydra',
+  'system_envs', 'render_save_dir', 'resume_from_checkpoint', 'reward_pretrain', 'hydra', 'reference',
 ] as const;
 
-const worker = workerSchema.default(workerSchema.parse({}));
 const probability = z.number().gt(0).lte(1);
 
 /** The whole run config (ROLL AgenticConfig as starpo uses it); each key: meaning and source. */
@@ -40,7 +46,7 @@ export const runConfigSchema = z
     }).default('tiny'),
 
     // Advantages (SPEC.md §5): gae needs the critic below; grpo is the reinforce code path.
-    adv_estimator: z.enum(['reinforce', 'grpo', 'gae', 'agentic_reinforce']).default('gae'),
+    adv_estimator: z.enum(ADV_ESTIMATORS).default('gae'),
     gamma: z.number().gte(0).lte(1).default(1.0), // discount
     lambd: z.number().gte(0).lte(1).default(0.95), // GAE lambda
     whiten_advantages: z.boolean().default(false), // global masked whitening (§5.4)
@@ -56,14 +62,12 @@ export const runConfigSchema = z
     pg_clip_low: z.number().positive().default(0.2),
     pg_clip_high: z.number().positive().default(0.2),
     dual_clip_loss: z.boolean().default(false), // dual clip for A<0 with c = 1 + 2*pg_clip
-    loss_agg_mode: z
-      .enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'])
-      .default('seq-mean-token-mean'),
+    loss_agg_mode: z.enum(LOSS_AGG_MODES).default('seq-mean-token-mean'),
     entropy_loss_coef: z.number().nonnegative().default(0), // entropy bonus (computed only when > 0)
 
     // KL to the reference policy = the run's step-0 policy (SPEC.md §5.2, §6).
     init_kl_coef: z.number().nonnegative().default(0.2), // beta of the reward-side KL
-    kl_penalty: z.enum(['kl', 'abs', 'mse', 'k3', 'full']).default('kl'), // reward-side KL estimator
+    kl_penalty: z.enum(KL_PENALTIES).default('kl'), // reward-side KL estimator
     target_kl: z.number().positive().nullable().default(null), // set: adaptive beta controller
     kl_horizon: positiveInt.default(10000), // horizon of the adaptive controller
     add_token_level_kl: z.boolean().default(false), // only then is beta*KL subtracted from token rewards
@@ -80,14 +84,13 @@ export const runConfigSchema = z
     // std of raw episode scores (std: highest, std_rev: lowest); top_p: the ratio is p, the fraction of
     // the total in-group variance to keep. 1 = keep everything.
     rollout_filter_ratio: probability.default(1),
-    rollout_filter_type: z.enum(['std', 'std_rev', 'top_p']).default('std'),
+    rollout_filter_type: z.enum(FILTER_TYPES).default('std'),
     collapse_guard: collapseGuardSchema.default(collapseGuardSchema.parse({})), // starpo's own (§7)
 
-    // Worker roles (ROLL). reference is accepted but ignored: the reference policy is always step 0's.
-    actor_train: worker,
-    actor_infer: worker,
-    critic: worker,
-    reference: workerSchema.optional(),
+    // Worker roles (ROLL), each with the block it uses (schema_blocks.ts); `reference` is ignored.
+    actor_train: actorTrainSchema.default(actorTrainSchema.parse({})),
+    actor_infer: actorInferSchema.default(actorInferSchema.parse({})),
+    critic: criticSchema.default(criticSchema.parse({})),
 
     // Envs (SPEC.md §2-4, §8).
     train_env_manager: envManagerSchema,
@@ -105,14 +108,3 @@ export type CustomEnvConfig = z.infer<typeof customEnvSchema>;
 export type GeneratingArgs = z.infer<typeof generatingArgsSchema>;
 export type CollapseGuardConfig = z.infer<typeof collapseGuardSchema>;
 
-/**
- * Dotted paths accepted for ROLL compatibility that starpo does not use; `*` stands for any
- * custom_envs tag (reported per tag, e.g. `custom_envs.FrozenLake.use_thread_lock`).
- */
-export const IGNORED_KEYS: readonly string[] = [
-  ...TOP_IGNORED_KEYS,
-  'reference',
-  ...['actor_train', 'actor_infer', 'critic'].flatMap((role) => WORKER_IGNORED_KEYS.map((k) => `${role}.${k}`)),
-  ...['train_env_manager', 'val_env_manager'].flatMap((m) => ENV_MANAGER_IGNORED_KEYS.map((k) => `${m}.${k}`)),
-  ...CUSTOM_ENV_IGNORED_KEYS.map((k) => `custom_envs.*.${k}`),
-];

@@ -1,17 +1,23 @@
 /**
  * The nested blocks of the run config (SPEC.md §2): worker roles, env managers, custom envs, reward
  * normalisation, and starpo's own `warmup` and `collapse_guard`. Objects are strict, so an unknown
- * key is an error (load.ts names the nearest known key). Keys typed `z.unknown()` are accepted for
- * ROLL compatibility and reported once as ignored (IGNORED_KEYS in schema.ts).
+ * key is an error (issues.ts names the nearest known key). Keys whose schema is IGNORED are accepted
+ * for ROLL compatibility, kept as written (no defaults) and reported once (schema_walk.ts ignoredKeysIn).
  */
 import { z } from 'zod';
+import { NORM_METHODS } from '../algo/normalize';
+import { nearestKey } from './errors';
+import type { Trajectory } from '../rollout/types';
 
 export const positiveInt = z.number().int().positive();
 export const nonNegativeInt = z.number().int().nonnegative();
 
-/** A zod shape accepting each of `keys` with any value (ROLL keys starpo accepts and ignores). */
-export function ignoredShape<const K extends readonly string[]>(keys: K): { [P in K[number]]: z.ZodOptional<z.ZodUnknown> } {
-  return Object.fromEntries(keys.map((k) => [k, z.unknown().optional()])) as { [P in K[number]]: z.ZodOptional<z.ZodUnknown> };
+/** The schema of every ROLL key starpo accepts and does not use: any value, reported as ignored. */
+export const IGNORED = z.unknown().optional();
+
+/** A zod shape accepting each of `keys` as IGNORED. */
+export function ignoredShape<const K extends readonly string[]>(keys: K): { [P in K[number]]: typeof IGNORED } {
+  return Object.fromEntries(keys.map((k) => [k, IGNORED])) as { [P in K[number]]: typeof IGNORED };
 }
 
 /** Sampling settings (ROLL generating_args); SPEC.md §2 EnvManagerConfig defaults. */
@@ -38,38 +44,54 @@ export const generatingArgsOverridesSchema = z
   .object(Object.fromEntries(Object.entries(generatingArgsSchema.shape).map(([k, s]) => [k, s.unwrap().optional()])) as Overrides<typeof generatingArgsSchema.shape>)
   .strict();
 
-/** Optimiser and batching (ROLL <role>.training_args: AdamW + lr schedule); SPEC.md §2, §6. */
-export const trainingArgsSchema = z
+/** The optimizer keys of ROLL <role>.training_args (AdamW + lr schedule); SPEC.md §2, §6. */
+const optimizerShape = {
+  learning_rate: z.number().positive().default(5e-5),
+  adam_beta1: z.number().gte(0).lt(1).default(0.9),
+  adam_beta2: z.number().gte(0).lt(1).default(0.999),
+  weight_decay: z.number().nonnegative().default(0),
+  lr_scheduler_type: z.enum(['constant', 'linear', 'cosine']).default('linear'),
+  warmup_steps: nonNegativeInt.default(0),
+};
+
+/**
+ * actor_train.training_args: the optimizer and the minibatch (per_device_train_batch_size episodes x
+ * gradient_accumulation_steps per optimizer step). num_train_epochs is ignored: ppo_epochs counts passes.
+ */
+const trainingArgsSchema = z
   .object({
-    learning_rate: z.number().positive().default(5e-5),
-    adam_beta1: z.number().gte(0).lt(1).default(0.9),
-    adam_beta2: z.number().gte(0).lt(1).default(0.999),
-    weight_decay: z.number().nonnegative().default(0),
-    lr_scheduler_type: z.enum(['constant', 'linear', 'cosine']).default('linear'),
-    warmup_steps: nonNegativeInt.default(0),
+    ...optimizerShape,
     per_device_train_batch_size: positiveInt.default(8),
     gradient_accumulation_steps: positiveInt.default(8),
-    num_train_epochs: positiveInt.default(1),
+    ...ignoredShape(['num_train_epochs']),
+  })
+  .strict();
+
+/** critic.training_args: the optimizer only; the critic trains on the actor's minibatches (SPEC.md §5.3). */
+const criticTrainingArgsSchema = z
+  .object({
+    ...optimizerShape,
+    ...ignoredShape(['per_device_train_batch_size', 'gradient_accumulation_steps', 'num_train_epochs']),
   })
   .strict();
 
 /** ROLL worker-block keys that only place work on GPUs or pick a Megatron/vLLM/DeepSpeed strategy. */
-export const WORKER_IGNORED_KEYS = ['model_args', 'strategy_args', 'device_mapping', 'infer_batch_size', 'data_args'] as const;
+const PLACEMENT_KEYS = ['model_args', 'strategy_args', 'device_mapping', 'infer_batch_size', 'data_args'] as const;
 
 /**
- * A worker role block (ROLL actor_train, actor_infer, critic, reference): training_args and
- * generating_args are used (by the roles that train or sample); the placement keys are ignored.
+ * The worker roles (ROLL actor_train, actor_infer, critic), each with the block it uses; ROLL's other
+ * block of the role and the placement keys are ignored. ROLL's `reference` role is ignored as a whole
+ * (schema.ts): the reference policy is the run's step-0 policy.
  */
-export const workerSchema = z
-  .object({
-    training_args: trainingArgsSchema.default(trainingArgsSchema.parse({})),
-    generating_args: generatingArgsSchema.default(generatingArgsSchema.parse({})),
-    ...ignoredShape(WORKER_IGNORED_KEYS),
-  })
+export const actorTrainSchema = z
+  .object({ training_args: trainingArgsSchema.default(trainingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']) })
   .strict();
-
-/** ROLL env-manager keys starpo ignores (format penalties are per env, in env_config). */
-export const ENV_MANAGER_IGNORED_KEYS = ['format_penalty', 'env_manager_cls'] as const;
+export const actorInferSchema = z
+  .object({ generating_args: generatingArgsSchema.default(generatingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'training_args']) })
+  .strict();
+export const criticSchema = z
+  .object({ training_args: criticTrainingArgsSchema.default(criticTrainingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']) })
+  .strict();
 
 /**
  * EnvManagerConfig (ROLL train_env_manager / val_env_manager); SPEC.md §2-3.
@@ -87,15 +109,14 @@ export const envManagerSchema = z
     num_groups_partition: z.array(positiveInt).min(1),
     max_env_num_per_worker: nonNegativeInt.default(0),
     generating_args: generatingArgsOverridesSchema.optional(),
-    ...ignoredShape(ENV_MANAGER_IGNORED_KEYS),
+    ...ignoredShape(['format_penalty', 'env_manager_cls']), // format penalties are per env, in env_config
   })
   .strict();
 
-/** ROLL custom_envs.<tag> keys starpo ignores (one TrajEnvManager, no thread lock, no step history). */
-export const CUSTOM_ENV_IGNORED_KEYS = ['env_manager_cls', 'use_thread_lock', 'history_length'] as const;
-
 /**
  * One custom_envs.<tag> entry; SPEC.md §2 and §4. env_config is checked by the env's own parser.
+ * Ignored ROLL keys: env_manager_cls (one TrajEnvManager), use_thread_lock, history_length (no step
+ * history), user_prompt_format and reward_template (prompts come from agent_template, rewards from the env).
  * episode_timeout_seconds is starpo's own: the env time (reset + steps, wall seconds) one episode may
  * use; an episode over it fails and its group is replaced, like an env that throws (issue 4, item 6).
  */
@@ -108,15 +129,34 @@ export const customEnvSchema = z
     agent_template: z.string().default('Turn {turn_idx}:\n{observation}\n'),
     env_config: z.record(z.string(), z.unknown()).default({}),
     episode_timeout_seconds: z.number().positive().default(60),
-    ...ignoredShape(CUSTOM_ENV_IGNORED_KEYS),
+    ...ignoredShape(['env_manager_cls', 'use_thread_lock', 'history_length', 'user_prompt_format', 'reward_template']),
   })
   .strict();
+
+/** The Trajectory fields (rollout/types.ts) holding a scalar: what a trajectory can be grouped by. */
+type ScalarField = { [K in keyof Trajectory]: Trajectory[K] extends string | number | boolean ? K : never }[keyof Trajectory];
+
+/** reward_normalization.grouping by a trajectory field (ppo_update.ts groupKeyOf reads it). */
+export const TRAJECTORY_GROUP_FIELDS = [
+  'trajGroupId', 'trajId', 'tag', 'groupId', 'envId', 'seed', 'split', 'step', 'episodeScore', 'success', 'truncated',
+] as const satisfies readonly ScalarField[];
+/** Fails to compile when a scalar field of Trajectory is missing from TRAJECTORY_GROUP_FIELDS. */
+type Holds<T extends true> = T;
+type EveryScalarFieldListed = Holds<[Exclude<ScalarField, (typeof TRAJECTORY_GROUP_FIELDS)[number]>] extends [never] ? true : false>;
+
+/** reward_normalization.grouping values (SPEC.md §5.1): ROLL's three, then any scalar trajectory field. */
+export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY_GROUP_FIELDS] as const;
 
 /** reward_normalization; SPEC.md §5.1. */
 export const rewardNormalizationSchema = z
   .object({
-    grouping: z.string().min(1).default('batch'),
-    method: z.enum(['identity', 'mean', 'mean_std', 'asym_clip']).default('identity'),
+    grouping: z.enum(REWARD_GROUPINGS, {
+      error: (issue) => {
+        const near = nearestKey(String(issue.input), REWARD_GROUPINGS);
+        return `expected batch, traj_group_id, tags or a trajectory field (${TRAJECTORY_GROUP_FIELDS.join(', ')})${near ? `; did you mean "${near}"?` : ''}`;
+      },
+    }).default('batch'),
+    method: z.enum(NORM_METHODS).default('identity'),
   })
   .strict();
 

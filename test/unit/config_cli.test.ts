@@ -12,7 +12,7 @@ test('config check prints ok, the ignored keys and the interpolation variables o
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines[0], 'configs/examples/agent_val_frozen_lake.yaml: ok');
   assert.match(lines[1], /^ignored \(accepted for ROLL compatibility, not used\): track_with, /);
-  assert.match(lines[2], /^interpolation variables from configs\/config\/traj_envs\.yaml: all_response_pattern, /);
+  assert.match(lines[2], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, /);
   assert.equal(lines.length, 3);
 });
 
@@ -24,6 +24,11 @@ test('config print applies defaults, interpolation and overrides', () => {
   assert.equal(printed.custom_envs.FrozenLake.max_tokens_per_step, 16);
   assert.equal(printed.max_tokens_per_step, undefined, 'interpolation variables are dropped');
   assert.equal(printed.init_kl_coef, 0);
+  assert.equal(printed.actor_infer.training_args, undefined, 'blocks a role does not use are not filled in');
+  const notes = r.stderr.trim().split('\n');
+  assert.match(notes[0], /^ignored \(accepted for ROLL compatibility, not used\): track_with, /);
+  assert.match(notes[1], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, /);
+  assert.equal(notes.length, 2);
 });
 
 test('a bad override exits 2 naming it', () => {

@@ -1,7 +1,8 @@
 /** The shipped configs: ROLL's Hydra example at ROLL's layout, StarPO-S and GRPO+KL; ROLL env_config keys. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadConfigFile, acceptedNotes } from '../../src/config/load';
@@ -42,13 +43,13 @@ test('the example lists ROLL\'s ignored keys and the interpolation variables of 
   ]);
   assert.deepEqual(loaded.variables, [{
     file: 'configs/config/traj_envs.yaml',
-    keys: ['all_response_pattern', 'action_pattern', 'think_action_pattern', 'max_tokens_per_step', 'max_actions_per_traj',
+    keys: ['action_pattern', 'think_action_pattern', 'max_tokens_per_step', 'max_actions_per_traj',
       'frozen_format_penalty', 'bandit_format_penalty', 'env_manager_cls', 'custom_env', 'agent_system_template', 'agent_template'],
   }]);
   const notes = acceptedNotes(loaded);
   assert.equal(notes.length, 2);
   assert.match(notes[0], /^ignored \(accepted for ROLL compatibility, not used\): track_with, tracker_kwargs, output_dir, /);
-  assert.match(notes[1], /^interpolation variables from configs\/config\/traj_envs\.yaml: all_response_pattern, action_pattern, /);
+  assert.match(notes[1], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, think_action_pattern, /);
 });
 
 test('overrides apply after the defaults merge and before interpolation', () => {
@@ -57,7 +58,8 @@ test('overrides apply after the defaults merge and before interpolation', () => 
   assert.equal(config.custom_envs.FrozenLake.max_steps, 4);
   assert.equal(config.custom_envs.FrozenLake.env_config.max_steps, 4);
   assert.equal(config.seed, 7);
-  assert.throws(() => loadConfigFile(EXAMPLE, ['rollout_batch_sise=8']), /unknown key `rollout_batch_sise`; did you mean `rollout_batch_size`\?/);
+  assert.throws(() => loadConfigFile(EXAMPLE, ['rollout_batch_sise=8']),
+    /command line: invalid config\n {2}- unknown key `rollout_batch_sise` \(from `rollout_batch_sise=8` on the command line\); did you mean `rollout_batch_size`\?/);
 });
 
 test('StarPO-S and GRPO+KL configs load on top of the quickstart', () => {
@@ -75,6 +77,18 @@ test('StarPO-S and GRPO+KL configs load on top of the quickstart', () => {
   assert.deepEqual(g.reward_normalization, { grouping: 'traj_group_id', method: 'mean_std' });
   assert.deepEqual([g.use_kl_loss, g.kl_loss_coef, g.kl_penalty, g.init_kl_coef], [true, 0.01, 'k3', 0]);
   assert.equal(g.warmup.train_steps, 150);
+});
+
+test('every shipped config loads, and every custom_env of traj_envs.yaml resolves to a valid entry', () => {
+  const shipped = readdirSync('configs', { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.yaml') && !f.startsWith('config/')).map((f) => join('configs', f));
+  assert.ok(shipped.length >= 6, shipped.join(', '));
+  for (const file of shipped) assert.ok(loadConfigFile(file).config, file);
+  const tags = Object.keys(parse(readFileSync('configs/config/traj_envs.yaml', 'utf8')).custom_env as object);
+  assert.ok(tags.includes('FrozenLakeThink'), tags.join(', '));
+  const { config } = loadConfigFile(EXAMPLE, tags.map((tag) => `++custom_envs.${tag}=\${custom_env.${tag}}`));
+  assert.deepEqual(Object.keys(config.custom_envs), ['FrozenLake', ...tags.filter((t) => t !== 'FrozenLake')]);
+  assert.equal(config.custom_envs.FrozenLakeThink.env_config.action_pattern, '<think>(.*?)</think>\\s*<answer>(.*?)</answer>');
 });
 
 test('a top-level key that is neither a schema key nor from a defaults file is still an error', () => {

@@ -6,8 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { composeFile } from '../../src/config/hydra';
 import { resolveInterpolations } from '../../src/config/interpolate';
-import { applyOverrides } from '../../src/config/overrides';
+import { applyOverrides, parseOverrides } from '../../src/config/overrides';
 import { ConfigError } from '../../src/config/errors';
+import { originFinder } from '../../src/config/origins';
 
 /** Writes files (relative path -> text) into a fresh temp dir; returns its path. */
 function files(spec: Record<string, string>): string {
@@ -29,17 +30,20 @@ function configErrorOf(fn: () => unknown): string {
   assert.fail('expected a ConfigError');
 }
 
-const resolve = (tree: Record<string, unknown>) => resolveInterpolations(tree, { source: 'test.yaml' });
+const resolve = (tree: Record<string, unknown>) => resolveInterpolations(tree, { source: 'test.yaml' }).tree;
+const override = (tree: Record<string, unknown>, args: string[]) => applyOverrides(tree, parseOverrides(args));
 
 test('defaults: the file\'s own keys override included ones (_self_ last); mappings merge, lists replace', () => {
   const dir = files({
     'config/base.yaml': 'a: 1\nb: {x: 1, y: 2}\nl: [1, 2]\nonly_base: true\n',
     'exp/main.yaml': 'defaults:\n  - ../config/base@_here_\na: 2\nb: {y: 3}\nl: [9]\n',
   });
-  const { tree, definedIn } = composeFile(join(dir, 'exp/main.yaml'));
+  const { tree, layers } = composeFile(join(dir, 'exp/main.yaml'));
   assert.deepEqual(tree, { a: 2, b: { x: 1, y: 3 }, l: [9], only_base: true });
-  const [base, main] = [join(dir, 'config/base.yaml'), join(dir, 'exp/main.yaml')];
-  assert.deepEqual([...definedIn.entries()], [['a', [base, main]], ['b', [base, main]], ['l', [base, main]], ['only_base', [base]]]);
+  assert.deepEqual(layers, [
+    { file: join(dir, 'config/base.yaml'), tree: { a: 1, b: { x: 1, y: 2 }, l: [1, 2], only_base: true } },
+    { file: join(dir, 'exp/main.yaml'), tree: { a: 2, b: { y: 3 }, l: [9] } },
+  ]);
 });
 
 test('defaults: _self_ first lets the included file win; plain entries and .yaml names work; nesting recurses', () => {
@@ -48,10 +52,9 @@ test('defaults: _self_ first lets the included file win; plain entries and .yaml
     'sub/inner.yaml': 'a: inner\ninner_only: 1\n',
     'self_first.yaml': 'defaults:\n  - _self_\n  - base.yaml\na: main\nmine: 2\n',
   });
-  const { tree, definedIn } = composeFile(join(dir, 'self_first.yaml'));
+  const { tree, layers } = composeFile(join(dir, 'self_first.yaml'));
   assert.deepEqual(tree, { a: 'base', mine: 2, inner_only: 1 });
-  assert.deepEqual(definedIn.get('a'), [join(dir, 'self_first.yaml'), join(dir, 'sub/inner.yaml'), join(dir, 'base.yaml')]);
-  assert.deepEqual(definedIn.get('inner_only'), [join(dir, 'sub/inner.yaml')]);
+  assert.deepEqual(layers.map((l) => l.file), [join(dir, 'self_first.yaml'), join(dir, 'sub/inner.yaml'), join(dir, 'base.yaml')]);
 });
 
 test('defaults: a missing file names the entry and the resolved path', () => {
@@ -101,10 +104,16 @@ test('interpolation: an unresolved key names the key holding it, the missing pat
 });
 
 test('interpolation: the defaults file that set a key last is named, the loaded file is not', () => {
-  const definedIn = new Map([['v', ['config/env.yaml']], ['w', ['config/env.yaml', 'main.yaml']]]);
-  const msg = configErrorOf(() => resolveInterpolations({ v: '${missing}' }, { source: 'main.yaml', definedIn }));
+  const layers = [{ file: 'config/env.yaml', tree: { v: '${missing}', w: 1 } }, { file: 'main.yaml', tree: { w: '${missing}' } }];
+  const originOf = originFinder(layers, {}, []);
+  const msg = configErrorOf(() => resolveInterpolations({ v: '${missing}' }, { source: 'main.yaml', originOf }));
   assert.match(msg, /^main\.yaml: invalid config\n {2}- `v` \(from config\/env\.yaml\): `\$\{missing\}` cannot be resolved: no key `missing` at the top level/);
-  assert.match(configErrorOf(() => resolveInterpolations({ w: '${missing}' }, { source: 'main.yaml', definedIn })), /- `w`: `\$\{missing\}`/);
+  assert.match(configErrorOf(() => resolveInterpolations({ w: '${missing}' }, { source: 'main.yaml', originOf })), /- `w`: `\$\{missing\}`/);
+});
+
+test('interpolation: the top-level keys referred to are reported, escaped references are not', () => {
+  const { referenced } = resolveInterpolations({ a: { b: 1 }, c: '${a.b}', d: '\\${e}', e: 2, f: '${${g}}', g: 'h', h: 3 }, { source: 'test.yaml' });
+  assert.deepEqual([...referenced].sort(), ['a', 'g', 'h']);
 });
 
 test('interpolation: cycles, resolvers and unterminated references are errors', () => {
@@ -122,15 +131,15 @@ test('interpolation: the hydra block is left to Hydra (its own resolvers)', () =
 
 test('overrides: dotted paths, YAML values, + and ++ like Hydra', () => {
   const tree = { a: { b: 1 }, seed: 42, tags: ['X'] };
-  const out = applyOverrides(tree, ['a.b=3', 'seed=7', 'tags=[FrozenLake, Bandit]', '+a.c=x', '++seed=8', 'new.deep=true', 'empty=', 'ref=${a.b}']);
+  const out = override(tree, ['a.b=3', 'seed=7', 'tags=[FrozenLake, Bandit]', '+a.c=x', '++seed=8', 'new.deep=true', 'empty=', 'ref=${a.b}']);
   assert.deepEqual(out, { a: { b: 3, c: 'x' }, seed: 8, tags: ['FrozenLake', 'Bandit'], new: { deep: true }, empty: '', ref: '${a.b}' });
   assert.deepEqual(tree, { a: { b: 1 }, seed: 42, tags: ['X'] }, 'the input is not modified');
 });
 
 test('overrides: bad arguments are ConfigErrors naming the argument', () => {
-  assert.match(configErrorOf(() => applyOverrides({ seed: 1 }, ['seed'])), /`seed`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1\)/);
-  assert.match(configErrorOf(() => applyOverrides({ seed: 1 }, ['+seed=2'])), /`\+seed=2`: `seed` is already set \(to 1\); use seed=2 or \+\+seed=2 to override it/);
-  assert.match(configErrorOf(() => applyOverrides({ seed: 1 }, ['seed.x=2'])), /`seed\.x=2`: `seed` is 1, not a mapping/);
-  assert.match(configErrorOf(() => applyOverrides({}, ['a=[1'])), /`a=\[1`: the value is not valid YAML/);
-  assert.match(configErrorOf(() => applyOverrides({ a: 1 }, ['~a'])), /`~a`: expected key=value/);
+  assert.match(configErrorOf(() => override({ seed: 1 }, ['seed'])), /`seed`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1\)/);
+  assert.match(configErrorOf(() => override({ seed: 1 }, ['+seed=2'])), /`\+seed=2`: `seed` is already set \(to 1\); use seed=2 or \+\+seed=2 to override it/);
+  assert.match(configErrorOf(() => override({ seed: 1 }, ['seed.x=2'])), /`seed\.x=2`: `seed` is 1, not a mapping/);
+  assert.match(configErrorOf(() => override({}, ['a=[1'])), /`a=\[1`: the value is not valid YAML/);
+  assert.match(configErrorOf(() => override({ a: 1 }, ['~a'])), /`~a`: expected key=value/);
 });

@@ -3,8 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
-import { validateConfig, ignoredKeysIn } from '../../src/config/load';
+import { validateConfig } from '../../src/config/load';
+import { ignoredKeysIn } from '../../src/config/schema_walk';
 import { ConfigError } from '../../src/config/errors';
+import { groupKeyOf } from '../../src/algo/ppo_update';
+import type { Trajectory } from '../../src/rollout/types';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
 function minimal(): Record<string, any> {
@@ -44,10 +47,6 @@ test('SPEC.md §2 defaults of the algorithm keys', () => {
   assert.equal(c.rollout_filter_ratio, 1);
   assert.equal(c.rollout_filter_type, 'std');
   assert.deepEqual(c.collapse_guard, { enabled: false, min_in_group_std: 0.01, min_entropy: 0.05, patience: 3, action: 'alert' });
-  assert.deepEqual(c.critic.training_args, {
-    learning_rate: 5e-5, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'linear',
-    warmup_steps: 0, per_device_train_batch_size: 8, gradient_accumulation_steps: 8, num_train_epochs: 1,
-  });
   assert.equal(c.reference, undefined);
   assert.equal(c.pretrain, 'tiny');
 });
@@ -68,7 +67,8 @@ test('every adv_estimator, kl_penalty and rollout_filter_type value is accepted'
 
 test('bad values name the key, the value and what is allowed', () => {
   const cases: Array<[Record<string, unknown>, RegExp]> = [
-    [{ adv_estimator: 'ppo' }, /`adv_estimator`: .*"reinforce"\|"grpo"\|"gae"\|"agentic_reinforce".*\(got "ppo"\)/],
+    [{ adv_estimator: 'ppo' }, /`adv_estimator`: .*"reinforce"\|"grpo"\|"agentic_reinforce"\|"gae".*\(got "ppo"\)/],
+    [{ loss_agg_mode: 'mean' }, /`loss_agg_mode`: .*"token-mean"\|"seq-mean-token-mean"\|"seq-mean-token-sum"\|"seq-mean-token-sum-norm".*\(got "mean"\)/],
     [{ kl_penalty: 'k2' }, /`kl_penalty`: .*"kl"\|"abs"\|"mse"\|"k3"\|"full".*\(got "k2"\)/],
     [{ rollout_filter_type: 'var' }, /`rollout_filter_type`: .*"std"\|"std_rev"\|"top_p".*\(got "var"\)/],
     [{ rollout_filter_ratio: 0 }, /`rollout_filter_ratio`: .*>0.*\(got 0\)/],
@@ -119,7 +119,10 @@ test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for 
   });
   Object.assign(raw.actor_train, { model_args: { dtype: 'bf16' }, strategy_args: {}, device_mapping: 'list(range(0,8))', infer_batch_size: 2, data_args: { template: 'qwen2_5' } });
   Object.assign(raw.train_env_manager, { format_penalty: -0.15, env_manager_cls: 'x.TrajEnvManager' });
-  Object.assign(raw.custom_envs.FrozenLake, { env_manager_cls: 'x.TrajEnvManager', use_thread_lock: true, history_length: 5 });
+  Object.assign(raw.custom_envs.FrozenLake, {
+    env_manager_cls: 'x.TrajEnvManager', use_thread_lock: true, history_length: 5,
+    user_prompt_format: '<answer>{}</answer>', reward_template: 'r',
+  });
   const c = validateConfig(raw);
   assert.equal(c.critic.training_args.learning_rate, 1e-5);
   assert.deepEqual(ignoredKeysIn(raw), [
@@ -129,5 +132,52 @@ test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for 
     'actor_train.data_args', 'critic.device_mapping', 'train_env_manager.format_penalty',
     'train_env_manager.env_manager_cls', 'custom_envs.FrozenLake.env_manager_cls',
     'custom_envs.FrozenLake.use_thread_lock', 'custom_envs.FrozenLake.history_length',
+    'custom_envs.FrozenLake.user_prompt_format', 'custom_envs.FrozenLake.reward_template',
   ]);
+});
+
+test('each role holds only the blocks it uses; ROLL\'s other blocks are accepted, listed as ignored, not filled in', () => {
+  const c = validateConfig(minimal());
+  assert.deepEqual(Object.keys(c.actor_train), ['training_args']);
+  assert.deepEqual(c.actor_train.training_args, {
+    learning_rate: 1e-4, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'constant',
+    warmup_steps: 0, per_device_train_batch_size: 8, gradient_accumulation_steps: 8,
+  });
+  assert.deepEqual(Object.keys(c.actor_infer), ['generating_args']);
+  assert.deepEqual(c.critic, { training_args: { learning_rate: 5e-5, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'linear', warmup_steps: 0 } });
+  const raw = minimal();
+  Object.assign(raw.actor_train, { generating_args: { max_new_tokens: 128 } });
+  raw.actor_train.training_args.num_train_epochs = 2;
+  Object.assign(raw.actor_infer, { training_args: { learning_rate: 1 } });
+  raw.critic = { generating_args: {}, training_args: { learning_rate: 1e-5, per_device_train_batch_size: 2, gradient_accumulation_steps: 4, num_train_epochs: 1 } };
+  raw.reference = { training_args: { learning_rate: 1 }, generating_args: {} };
+  const set = validateConfig(raw);
+  assert.deepEqual(set.critic.training_args, {
+    learning_rate: 1e-5, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'linear', warmup_steps: 0,
+    per_device_train_batch_size: 2, gradient_accumulation_steps: 4, num_train_epochs: 1,
+  }, 'ignored keys pass through as written');
+  assert.deepEqual(ignoredKeysIn(raw), [
+    'reference', 'actor_train.generating_args', 'actor_train.training_args.num_train_epochs', 'actor_infer.training_args',
+    'critic.generating_args', 'critic.training_args.per_device_train_batch_size', 'critic.training_args.gradient_accumulation_steps',
+    'critic.training_args.num_train_epochs',
+  ]);
+});
+
+test('reward_normalization.grouping: batch, traj_group_id, tags or a scalar trajectory field, checked at load time', () => {
+  assert.equal(validateConfig({ ...minimal(), reward_normalization: { grouping: 'seed' } }).reward_normalization.grouping, 'seed');
+  assert.equal(problemsOf({ ...minimal(), reward_normalization: { grouping: 'trajgroupid' } }),
+    '`reward_normalization.grouping`: expected batch, traj_group_id, tags or a trajectory field (trajGroupId, trajId, tag, groupId, '
+      + 'envId, seed, split, step, episodeScore, success, truncated); did you mean "traj_group_id"? (got "trajgroupid")');
+  assert.ok(problemsOf({ ...minimal(), reward_normalization: { grouping: 'turns' } }).endsWith('success, truncated) (got "turns")'));
+  const t = { trajGroupId: 'FrozenLake_0_0_1', tag: 'FrozenLake', seed: 1 } as Trajectory;
+  assert.equal(groupKeyOf(t, 'seed'), '1');
+  assert.throws(() => groupKeyOf(t, 'colour'), (err: unknown) => err instanceof ConfigError && err.message === 'run config: invalid config\n'
+    + '  - reward_normalization.grouping: "colour" is not a trajectory field (allowed: batch, traj_group_id, tags, trajGroupId, trajId, tag, '
+    + 'groupId, envId, seed, split, step, episodeScore, success, truncated)', 'never a retryable plain Error at update time');
+});
+
+test('sequence_length must fit the model\'s max_position_embeddings', () => {
+  assert.equal(validateConfig({ ...minimal(), sequence_length: 2048 }).sequence_length, 2048);
+  assert.equal(problemsOf({ ...minimal(), sequence_length: 4096 }),
+    '`sequence_length`: 4096 is more than the tiny model\'s max_position_embeddings (2048); allowed: <= 2048');
 });

@@ -1,0 +1,57 @@
+/**
+ * Where a value of a loaded config came from, so a problem names the file or the command-line argument
+ * that set it: an override (the last one whose path covers the value, or that created the mapping the
+ * value is in), else the last file of the defaults list that sets it (or its nearest enclosing key).
+ */
+import { ConfigError } from './errors';
+import type { Layer } from './hydra';
+import type { Override } from './overrides';
+import { valueAt, type Mapping } from './tree';
+
+/** The source of errors that only command-line overrides caused. */
+export const COMMAND_LINE = 'command line';
+
+/** A config file (display path) or a command-line override argument. */
+export type Origin = { file: string } | { override: string };
+
+/** The origin of the value at a dotted path; undefined when nothing set it (a default, a missing key). */
+export type OriginOf = (path: readonly string[]) => Origin | undefined;
+
+/** One problem line and the origin of the value it is about. */
+export interface Problem {
+  text: string;
+  origin?: Origin;
+}
+
+const startsWith = (path: readonly string[], prefix: readonly string[]) => prefix.every((p, i) => path[i] === p);
+
+/**
+ * The origin finder of a composed config.
+ * @param layers the files' own keys in merge order (hydra.ts)
+ * @param composed the merged tree before the overrides
+ * @param overrides the parsed command-line overrides, in order
+ */
+export function originFinder(layers: readonly Layer[], composed: Mapping, overrides: readonly Override[]): OriginOf {
+  return (path) => {
+    const override = [...overrides].reverse().find((o) => startsWith(path, o.path) || (startsWith(o.path, path) && valueAt(composed, path) === undefined));
+    if (override) return { override: override.arg };
+    for (let n = path.length; n > 0; n--) {
+      const layer = [...layers].reverse().find((l) => valueAt(l.tree, path.slice(0, n)) !== undefined);
+      if (layer) return { file: layer.file };
+    }
+    return undefined;
+  };
+}
+
+/** ` (from …)` for a problem line; empty when the value comes from `source` itself or from nowhere. */
+export function fromNote(origin: Origin | undefined, source: string): string {
+  if (origin === undefined) return '';
+  if ('override' in origin) return ` (from \`${origin.override}\` on the ${COMMAND_LINE})`;
+  return origin.file === source ? '' : ` (from ${origin.file})`;
+}
+
+/** A ConfigError for `problems` of the config loaded from `source`; its source is the command line when only overrides caused them. */
+export function problemsError(source: string, problems: readonly Problem[]): ConfigError {
+  const onlyOverrides = problems.length > 0 && problems.every((p) => p.origin !== undefined && 'override' in p.origin);
+  return new ConfigError(onlyOverrides ? COMMAND_LINE : source, problems.map((p) => p.text));
+}
