@@ -8,6 +8,7 @@ import { prepareRunActivity } from './prepare';
 import { rolloutActivity } from './rollout';
 import { updateActivity } from './update';
 import { writeMetricsActivity } from './metrics';
+import { loadRunActivity } from './load_run';
 
 /** All activities, keyed by their Temporal activity type names. */
 export function createActivities(store: ObjectStore) {
@@ -17,6 +18,7 @@ export function createActivities(store: ObjectStore) {
     rollout: rolloutActivity(rt),
     update: updateActivity(rt),
     writeMetrics: writeMetricsActivity(rt),
+    loadRun: loadRunActivity(rt),
   };
 }
 

@@ -7,8 +7,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { progressQuery, Progress } from '../workflows/api';
 import type { StarpoRunResult } from '../workflows';
-
-const fmt = (x: number | undefined, digits = 3) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits));
+import { formatNumber } from '../workflows/format';
 
 /**
  * "warm-up step N, loss L" from the heartbeat details of the running prepareRun activity
@@ -19,7 +18,7 @@ async function warmupPhase(handle: WorkflowHandle): Promise<string> {
   const payload = pending.find((a) => a.activityType?.name === 'prepareRun')?.heartbeatDetails?.payloads?.[0];
   if (!payload) return 'preparing';
   const details = defaultPayloadConverter.fromPayload<{ warmupStep?: number; loss?: number }>(payload);
-  return details.warmupStep === undefined ? 'preparing' : `warm-up step ${details.warmupStep + 1}, loss ${fmt(details.loss)}`;
+  return details.warmupStep === undefined ? 'preparing' : `warm-up step ${details.warmupStep + 1}, loss ${formatNumber(details.loss)}`;
 }
 
 /**
@@ -46,8 +45,8 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
     try {
       const p: Progress = await handle.query(progressQuery);
       const payload = {
-        phase: p.phase === 'preparing' ? await warmupPhase(handle) : p.phase, success: fmt(p.lastMetrics['env/success']), score: fmt(p.lastMetrics['env/score']),
-        sps: fmt(p.secondsPerStep ?? undefined, 1),
+        phase: p.phase === 'preparing' ? await warmupPhase(handle) : p.phase, success: formatNumber(p.lastMetrics['env/success']), score: formatNumber(p.lastMetrics['env/score']),
+        sps: formatNumber(p.secondsPerStep, 1),
       };
       if (!started) {
         bar.start(p.maxSteps, p.step, payload);

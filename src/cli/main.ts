@@ -98,25 +98,46 @@ config.command('print').argument('<file>').argument('[overrides...]', OVERRIDES_
     acceptedNotes(loaded).forEach((line) => console.error(line));
   });
 
+/** A Temporal client for the servers in use (never starts them). */
+async function client() {
+  const { connectClient } = require('./train') as typeof import('./train');
+  return connectClient(await resolveEndpoints({ start: false, log }));
+}
+
 program
   .command('status')
-  .description("print a run's status and progress (the workflow's `progress` query, or its result once closed) as JSON")
+  .description("a run's phase, step, last metrics, validation and checkpoint (its `progress` query, or its result once closed)")
   .argument('<runId>')
-  .action(async (runId: string) => {
-    const { connectClient } = require('./train') as typeof import('./train');
-    const { progressQuery } = require('../workflows/api') as typeof import('../workflows/api');
-    const client = await connectClient(await resolveEndpoints({ start: false, log }));
-    const handle = client.workflow.getHandle(runId);
-    const status = (await handle.describe()).status.name;
-    const out: Record<string, unknown> = { runId, status };
-    if (status === 'RUNNING') {
-      // A query needs a control worker; do not hang when none is polling.
-      const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000).unref());
-      out.progress = await Promise.race([handle.query(progressQuery), timeout]);
-      if (out.progress === null) out.note = `no control worker answered within 5 s; start workers with: starpo resume ${runId}`;
-    } else if (status === 'COMPLETED') out.result = await handle.result();
-    else out.note = `the run is closed; continue it with: starpo resume ${runId}`;
-    log(JSON.stringify(out, null, 2));
+  .option('--json', 'print everything as JSON')
+  .action(async (runId: string, opts: { json?: boolean }) => {
+    const { formatStatus, runStatus } = require('./operate') as typeof import('./operate');
+    const status = await runStatus(await client(), runId);
+    log(opts.json ? JSON.stringify(status, null, 2) : formatStatus(status).join('\n'));
+  });
+
+for (const [action, description] of [
+  ['pause', 'pause a running run after the step in flight (its checkpoint is written first)'],
+  ['unpause', 'continue a paused run'],
+  ['stop', 'finish the step in flight, run the final validation (eval_steps > 0) and complete the run'],
+] as const) {
+  const command = program.command(action).description(description).argument('<runId>');
+  if (action === 'stop') command.option('--reason <text>', 'why (in the result: stoppedBy "stop: <text>")');
+  command.action(async (runId: string, opts: { reason?: string }) => {
+    const { describeReply, sendControl } = require('./operate') as typeof import('./operate');
+    log(describeReply(runId, action, await sendControl(await client(), runId, action, opts.reason)));
+  });
+}
+
+program
+  .command('list')
+  .description('runs (workflows of type starpoTraining), newest first: run id, status, step, config, validation success')
+  .option('--query <filter>', 'a Temporal list filter ANDed to it, e.g. \'StarpoConfig = "frozen_lake" AND ExecutionStatus = "Running"\'')
+  .option('--limit <n>', 'at most this many runs', positiveInt, 50)
+  .option('--json', 'print the rows as JSON')
+  .action(async (opts: { query?: string; limit: number; json?: boolean }) => {
+    const { formatRuns, listRuns } = require('./operate') as typeof import('./operate');
+    const rows = await listRuns(await client(), opts);
+    log(opts.json ? JSON.stringify(rows, null, 2) : formatRuns(rows).join('\n'));
   });
 
 registerInfraCommands(program);

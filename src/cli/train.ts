@@ -15,6 +15,9 @@ import { runKey } from '../storage/keys';
 import { readLatestComplete } from '../storage/manifest';
 import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../workflows/api';
 import { attach } from './attach';
+import { BadInputError } from './exit_codes';
+import { describeRun } from './operate';
+import type { StarpoRunResult } from '../workflows';
 import { resolveEndpoints } from './endpoints';
 import { spawnWorkers, WorkerProcesses } from './spawn_workers';
 import type { Role } from '../workers/roles';
@@ -124,18 +127,23 @@ export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<
 
 /**
  * Continues a run. A running workflow just gets workers again; a closed one (failed, terminated,
- * cancelled, timed out) is started anew with the same workflow id from runs/<runId>/latest.json.
- * @throws Error when the run is unknown or already completed
+ * cancelled, timed out, or completed early by `stop` / collapse_guard) is started anew with the same
+ * workflow id from runs/<runId>/latest.json.
+ * @throws WorkflowNotFoundError (exit 2) for an unknown run id; BadInputError (exit 2) when the run
+ *   completed all its steps; Error when it has no complete checkpoint
  */
 export async function resume(runId: string, opts: TrainOptions): Promise<void> {
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
-  const description = await client.workflow.getHandle(runId).describe();
-  const status = description.status.name;
-  if (status === 'COMPLETED') throw new Error(`run ${runId} already completed; nothing to resume`);
+  const handle = client.workflow.getHandle(runId);
+  const status = (await describeRun(handle, runId)).status.name;
   if (status !== 'RUNNING') {
     const store = new ObjectStore(e.s3);
     const spec = (await store.getJson(runKey(runId))) as { runId: string; configName: string; config: RunConfig };
+    if (status === 'COMPLETED') {
+      const done: StarpoRunResult = await handle.result();
+      if (!done.stoppedBy || done.steps >= spec.config.max_steps) throw new BadInputError(`run ${runId} already completed ${done.steps} steps; nothing to resume`);
+    }
     const latest = await readLatestComplete(store, runId, opts.log);
     if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
     const input: StarpoRunInput = { runId, configName: spec.configName, config: spec.config, resumeFrom: { checkpoint: latest.ref, step: latest.step } };
@@ -149,4 +157,3 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
   opts.log(`Temporal UI: ${uiLink(e, runId)}`);
   await follow(client, e, runId, opts);
 }
-

@@ -1,10 +1,12 @@
 /**
- * Names shared by the workflow, the workers and the client: task queues, the workflow type, the
- * `progress` query and the search attributes the infra registers. No I/O; safe in workflow code.
+ * Names shared by the workflow, the workers and the client: task queues, the workflow type and its
+ * continued-run input, the `progress` and `config` queries, the `pause` / `unpause` / `stop`
+ * updates and the search attributes the infra registers. No I/O; safe in workflow code.
  */
-import { defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
-import type { ObjectRef } from '../activities/types';
+import type { ObjectRef, StarpoRunInput } from '../activities/types';
+import type { RunConfig } from '../config/schema';
 
 /** Task queues (DESIGN.md): workflow, rollout activities, update activities. */
 export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', update: 'starpo-update' } as const;
@@ -12,19 +14,53 @@ export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', updat
 /** The workflow type name. */
 export const WORKFLOW_TYPE = 'starpoTraining';
 
+/** Steps per workflow run before continueAsNew keeps the history small (DESIGN.md). */
+export const STEPS_PER_RUN = 100;
+
+/** Validation success of one evaluation (val/env/success) at the step it ran. */
+export interface ValidationPoint {
+  step: number;
+  success: number;
+}
+
+/**
+ * What one workflow run hands the next at continueAsNew: the run id, the newest checkpoint and the
+ * little state the loop keeps. The config is not carried: the next run reads it back from
+ * runs/<run>/run.json (activity `loadRun`).
+ */
+export interface StarpoContinuation {
+  runId: string;
+  resumeFrom: { checkpoint: ObjectRef; step: number };
+  /** collapse_guard's streak of low-signal steps. */
+  collapseStreak: number;
+  /** A pause requested before continueAsNew holds in the next run. */
+  paused: boolean;
+  /** The validation curve so far, so the result of the last run covers the whole chain. */
+  validationCurve: ValidationPoint[];
+}
+
+/** Input of workflow starpoTraining: a new (or restarted) run with its config, or a continued run. */
+export type StarpoWorkflowInput = StarpoRunInput | StarpoContinuation;
+
 /** What the `progress` query returns. */
 export interface Progress {
   runId: string;
   /** Pipeline steps completed (updates applied). */
   step: number;
+  /** max_steps of the config (0 until a continued run has read its config). */
   maxSteps: number;
-  phase: 'preparing' | 'rollout' | 'update' | 'validation' | 'done';
+  /** 'paused': waiting between steps for `unpause` (or `stop`). */
+  phase: 'preparing' | 'rollout' | 'update' | 'validation' | 'paused' | 'done';
+  /** A pause was requested: the run waits once the step in flight is done. */
+  paused: boolean;
+  /** Why the run stops after the step in flight (`stop`, or collapse_guard with action stop), else null. */
+  stopRequested: string | null;
   /** Scalar metrics of the last completed step (train, update and, when run, validation). */
   lastMetrics: Record<string, number>;
   /** Validation metrics of the last evaluation, with the step it ran at. */
   lastValidation: { step: number; metrics: Record<string, number> } | null;
-  /** Validation success of every evaluation of this workflow run: step -> val/env/success. */
-  validationCurve: Array<{ step: number; success: number }>;
+  /** Validation success of every evaluation of the run (continued runs included). */
+  validationCurve: ValidationPoint[];
   /** Manifest of the newest checkpoint. */
   latestCheckpoint: ObjectRef | null;
   /** Wall seconds of the last step (workflow time). */
@@ -33,6 +69,34 @@ export interface Progress {
 
 /** Query returning Progress. */
 export const progressQuery = defineQuery<Progress>('progress');
+
+/** Query returning the run's config (null while a continued run is still reading run.json). */
+export const configQuery = defineQuery<RunConfig | null>('config');
+
+/** The reply of `pause`, `unpause` and `stop`. */
+export interface ControlReply {
+  /** Steps completed when the request was handled. */
+  step: number;
+  /** Steps completed when it takes effect: a step in flight finishes (and is checkpointed) first. */
+  takesEffectAtStep: number;
+  /** The phase when the request was handled. */
+  phase: Progress['phase'];
+}
+
+/** Update: wait between steps from the next step boundary on. Idempotent; rejected once the run is finishing. */
+export const pauseUpdate = defineUpdate<ControlReply>('pause');
+
+/** Update: continue a paused run. Idempotent; rejected once the run is finishing. */
+export const unpauseUpdate = defineUpdate<ControlReply>('unpause');
+
+/**
+ * Update: finish the step in flight (checkpoint and metrics written), run the final validation when
+ * eval_steps > 0, then complete with `stoppedBy` = "stop: <reason>". A paused run stops without
+ * another step. Rejected once the run is finishing; a reason is at most 200 characters ('' or a
+ * missing argument: "stop requested"). From the temporal CLI:
+ * `temporal workflow update execute --workflow-id <run> --name stop --input '"why"'`.
+ */
+export const stopUpdate = defineUpdate<ControlReply, [reason: string]>('stop');
 
 /** Search attributes registered by infra (`--search-attribute`) and upserted by the workflow. */
 export const SEARCH_ATTRIBUTE_KEYS = {

@@ -2,21 +2,26 @@
  * Workflow `starpoTraining` (task queue "starpo"): the StarPO loop of SPEC.md §1 as a durable
  * Temporal workflow. Per step: validation when due, rollout activities (one per shard of env groups)
  * on "starpo-rollout", then one update activity on "starpo-update" that writes the next checkpoint.
+ * Every STEPS_PER_RUN steps (or when the server suggests it) the run continues as new with only the
+ * run id, the checkpoint and the loop's small state (api.ts StarpoContinuation). `pause`, `unpause`
+ * and `stop` act between steps (control.ts).
  * Deterministic, no I/O: only object references and scalar metrics pass through here.
  */
 import {
-  ApplicationFailure, continueAsNew, log, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo,
+  ApplicationFailure, continueAsNew, log, proxyActivities, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ObjectRef, StarpoRunInput } from '../activities/types';
+import type { ObjectRef } from '../activities/types';
+import type { StoredRun } from '../activities/runtime';
 import { planShards } from '../rollout/plan';
 import { meanMetrics, mergeSums } from '../rollout/metrics';
-import { Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from './api';
+import {
+  Progress, SEARCH_ATTRIBUTE_KEYS, StarpoContinuation, StarpoWorkflowInput, STEPS_PER_RUN, TASK_QUEUES,
+} from './api';
 import { checkCollapse } from './collapse_guard';
-
-/** Steps per workflow run before continueAsNew keeps the history small (DESIGN.md). */
-const STEPS_PER_RUN = 100;
+import { RunControl } from './control';
+import { progressLine } from './format';
 
 const common: ActivityOptions = {
   startToCloseTimeout: '2 hours',
@@ -34,40 +39,53 @@ export interface StarpoRunResult {
   lastMetrics: Record<string, number>;
   lastValidation: Progress['lastValidation'];
   validationCurve: Progress['validationCurve'];
-  /** Set when collapse_guard (action stop) ended the run before max_steps: the guard's message. */
+  /** Why the run ended before max_steps: "stop: <reason>" / "stop requested" (`stop`) or collapse_guard's message; else null. */
   stoppedBy: string | null;
 }
 
 /** The StarPO training loop; see the file comment. */
-export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunResult> {
-  const { runId, config } = input;
+export async function starpoTraining(input: StarpoWorkflowInput): Promise<StarpoRunResult> {
+  const { runId } = input;
+  // A new or restarted run brings its config; a continued run brings its loop state and reads the config back (loadRun).
+  const carried: Omit<StarpoContinuation, 'runId' | 'resumeFrom'> = 'config' in input
+    ? { collapseStreak: 0, paused: false, validationCurve: [] }
+    : input;
   const progress: Progress = {
-    runId, step: input.resumeFrom?.step ?? 0, maxSteps: config.max_steps, phase: 'preparing',
-    lastMetrics: {}, lastValidation: null, validationCurve: [], latestCheckpoint: input.resumeFrom?.checkpoint ?? null,
+    runId, step: input.resumeFrom?.step ?? 0, maxSteps: 0, phase: 'preparing', paused: carried.paused, stopRequested: null,
+    lastMetrics: {}, lastValidation: null, validationCurve: [...carried.validationCurve], latestCheckpoint: input.resumeFrom?.checkpoint ?? null,
     secondsPerStep: null,
   };
   if (workflowInfo().workflowId !== runId) {
     // The run id names the objects in the store; a mismatch would write into another run's folder.
     throw ApplicationFailure.nonRetryable(`runId ${JSON.stringify(runId)} must equal the workflow id ${JSON.stringify(workflowInfo().workflowId)}`, 'ConfigError');
   }
-  setHandler(progressQuery, () => progress);
+  let run: StoredRun | null = 'config' in input ? input : null;
+  const control = new RunControl(progress, () => run?.config ?? null);
+  run ??= await update.loadRun(runId);
+  const { config, configName } = run;
+  progress.maxSteps = config.max_steps;
+  const lastVal = progress.validationCurve.at(-1);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTE_KEYS.runId, value: runId },
-    { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },
+    { key: SEARCH_ATTRIBUTE_KEYS.config, value: configName },
+    { key: SEARCH_ATTRIBUTE_KEYS.step, value: progress.step },
+    ...(lastVal ? [{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: lastVal.success }] : []),
   ]);
-  upsertMemo({ report: `starpo status ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain });
+  upsertMemo({
+    report: `starpo status ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain, maxSteps: config.max_steps, paused: progress.paused,
+  });
 
   let policy: ObjectRef;
   /** The warm-up's metrics (warmup/type_<type>, ...), written with the first step's. */
   let warmupMetrics: Record<string, number> = {};
   if (input.resumeFrom) policy = input.resumeFrom.checkpoint;
   else {
-    const prepared = await update.prepareRun({ runId, configName: input.configName, config });
+    const prepared = await update.prepareRun({ runId, configName, config });
     policy = prepared.checkpoint;
     progress.lastMetrics = warmupMetrics = prepared.metrics;
   }
   progress.latestCheckpoint = policy;
-
+  setCurrentDetails(progressLine(progress));
   /**
    * Plays the validation groups with `policy` (new states every evaluation unless
    * val_env_manager.fixed_states; plan.ts); returns val/ metrics, val/{tag}/score and val/score over
@@ -89,9 +107,11 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
   const evalDue = (step: number) => config.eval_steps > 0 && step % config.eval_steps === 0;
 
   const firstStep = progress.step;
-  let collapseStreak = input.collapseStreak ?? 0;
-  let stoppedBy: string | null = null;
-  while (progress.step < config.max_steps && !stoppedBy) {
+  let { collapseStreak } = carried;
+  while (progress.step < config.max_steps) {
+    await control.waitWhilePaused();
+    if (control.stopReason !== null) break;
+    control.inStep = true;
     const step = progress.step;
     const started = Date.now();
     const valMetrics = evalDue(step) ? await validate(step) : {};
@@ -120,27 +140,30 @@ export async function starpoTraining(input: StarpoRunInput): Promise<StarpoRunRe
       metrics['collapse/fired'] = 1;
       log.warn(`step ${step}: ${verdict.fired}`);
       upsertMemo({ collapseAlert: `step ${step}: ${verdict.fired}` });
-      if (config.collapse_guard.action === 'stop') stoppedBy = verdict.fired;
+      if (config.collapse_guard.action === 'stop') control.stop(verdict.fired);
     }
     await update.writeMetrics({ runId, step, metrics });
     Object.assign(progress, { step: step + 1, lastMetrics: metrics, latestCheckpoint: policy, secondsPerStep: seconds });
+    control.inStep = false;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.step, value: step + 1 }]);
-    setCurrentDetails(
-      `step ${step + 1}/${config.max_steps} · train success ${(metrics['env/success'] ?? 0).toFixed(3)} · ` +
-        `score ${(metrics['env/score'] ?? 0).toFixed(3)} · ${seconds.toFixed(1)} s/step`,
-    );
-    const done = progress.step >= config.max_steps;
-    if (!done && !stoppedBy && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
-      await continueAsNew<typeof starpoTraining>({ ...input, resumeFrom: { checkpoint: policy, step: progress.step }, collapseStreak });
+    setCurrentDetails(progressLine(progress));
+    const more = progress.step < config.max_steps && control.stopReason === null;
+    if (more && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
+      const next: StarpoContinuation = {
+        runId, resumeFrom: { checkpoint: policy, step: progress.step }, collapseStreak, paused: progress.paused, validationCurve: progress.validationCurve,
+      };
+      await continueAsNew<typeof starpoTraining>(next);
     }
   }
+  control.close();
   if (config.eval_steps > 0) {
     const valMetrics = await validate(progress.step);
     await update.writeMetrics({ runId, step: progress.step, metrics: valMetrics });
   }
   progress.phase = 'done';
+  setCurrentDetails(progressLine(progress));
   return {
     runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics,
-    lastValidation: progress.lastValidation, validationCurve: progress.validationCurve, stoppedBy,
+    lastValidation: progress.lastValidation, validationCurve: progress.validationCurve, stoppedBy: control.stopReason,
   };
 }

@@ -1,0 +1,83 @@
+/**
+ * Operating a running workflow (issue 5 item 5): the `progress` and `config` queries and the
+ * `pause`, `unpause` and `stop` updates. Requests take effect at step boundaries: the step in
+ * flight always finishes and writes its checkpoint and metrics. Workflow code: deterministic, no I/O.
+ */
+import { condition, setCurrentDetails, setHandler, upsertMemo } from '@temporalio/workflow';
+import type { RunConfig } from '../config/schema';
+import {
+  configQuery, ControlReply, pauseUpdate, Progress, progressQuery, stopUpdate, unpauseUpdate,
+} from './api';
+import { progressLine } from './format';
+
+/** Longest reason `stop` accepts (it ends up in the result and the UI). */
+const MAX_REASON = 200;
+
+/** The pause/stop state of one workflow run and its handlers. */
+export class RunControl {
+  /** True while a step runs (from the end of the pause wait to the step's checkpoint and metrics). */
+  inStep = false;
+  /** Set once the step loop is over (final validation, done): pause, unpause and stop are rejected. */
+  private closing = false;
+
+  /**
+   * Registers the handlers (call before the first await so early requests find them).
+   * @param progress the workflow's progress object, read by the query and updated here
+   * @param config the run's config once known
+   */
+  constructor(private readonly progress: Progress, config: () => RunConfig | null) {
+    setHandler(progressQuery, () => progress);
+    setHandler(configQuery, config);
+    const open = () => {
+      if (this.closing) throw new Error(`run ${progress.runId} is finishing (phase ${progress.phase}); nothing to change`);
+    };
+    setHandler(pauseUpdate, () => this.setPaused(true), { validator: open });
+    setHandler(unpauseUpdate, () => this.setPaused(false), { validator: open });
+    setHandler(stopUpdate, (reason?: string) => this.stop(reason ? `stop: ${reason}` : 'stop requested'), {
+      validator: (reason?: string) => {
+        open();
+        if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_REASON)) {
+          throw new Error(`a stop reason is a string of at most ${MAX_REASON} characters`);
+        }
+      },
+    });
+  }
+
+  /** Why the run stops after the step in flight, or null. */
+  get stopReason(): string | null {
+    return this.progress.stopRequested;
+  }
+
+  /** Asks the run to stop after the step in flight (the first reason wins). */
+  stop(reason: string): ControlReply {
+    this.progress.stopRequested ??= reason;
+    return this.reply();
+  }
+
+  /** Waits between steps while paused (phase 'paused', until the caller sets the next phase); returns at once when not paused or stopping. */
+  async waitWhilePaused(): Promise<void> {
+    if (!this.progress.paused || this.stopReason !== null) return;
+    this.progress.phase = 'paused';
+    setCurrentDetails(progressLine(this.progress));
+    await condition(() => !this.progress.paused || this.stopReason !== null);
+  }
+
+  /** From here on requests are rejected (the loop is over). */
+  close(): void {
+    this.closing = true;
+  }
+
+  private setPaused(paused: boolean): ControlReply {
+    if (this.progress.paused !== paused) {
+      this.progress.paused = paused;
+      upsertMemo({ paused });
+      setCurrentDetails(progressLine(this.progress));
+    }
+    return this.reply();
+  }
+
+  private reply(): ControlReply {
+    const { step, phase } = this.progress;
+    return { step, takesEffectAtStep: step + (this.inStep ? 1 : 0), phase };
+  }
+}

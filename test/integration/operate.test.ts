@@ -1,0 +1,238 @@
+/**
+ * Operating runs and long runs (issue 5 items 4 and 5), on a real Temporal dev server with the real
+ * workflow and STUB activities (DESIGN.md, Testing: stubs where the test is about control flow): the
+ * stubs return fixed refs and metrics at once, and `gate()` holds one activity until the test lets it
+ * go, so pause and stop land at a known step without timing assumptions. The CLI commands run as
+ * child processes of bin/starpo.js against the same server.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { startTestServers, TestServers } from '../helpers/servers';
+import { runInputFromFile } from '../../src/cli/run_input';
+import { endpointsToEnv } from '../../src/cli/endpoints';
+import { STARPO_BIN } from '../../src/cli/spawn_workers';
+import type { Activities } from '../../src/activities';
+import type { ObjectRef, StarpoRunInput } from '../../src/activities/types';
+import type { RunConfig } from '../../src/config/schema';
+import type { StarpoRunResult } from '../../src/workflows';
+import {
+  configQuery, pauseUpdate, progressQuery, SEARCH_ATTRIBUTE_KEYS, STEPS_PER_RUN, TASK_QUEUES, WORKFLOW_TYPE,
+} from '../../src/workflows/api';
+
+let servers: TestServers;
+let client: Client;
+let workers: Worker[] = [];
+let running: Promise<unknown>;
+
+/** Activity calls of the stubs, in order: `${type} ${runId} ${split} ${step}`. */
+const calls: string[] = [];
+const configs = new Map<string, RunConfig>();
+/** Gates by `${type} ${runId} ${split} ${step}`: the activity waits in `wait` until `open()`. */
+const gates = new Map<string, { entered: () => void; wait: Promise<void> }>();
+
+/** Holds the activity `key` when it starts; resolves when it has started; call the returned function to let it go. */
+function gate(key: string): { reached: Promise<void>; open: () => void } {
+  let entered!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((r) => (entered = r));
+  gates.set(key, { entered: () => entered(), wait: new Promise<void>((r) => (open = r)) });
+  return { reached, open };
+}
+
+async function pass(key: string): Promise<void> {
+  calls.push(key);
+  const g = gates.get(key);
+  if (g) {
+    g.entered();
+    await g.wait;
+  }
+}
+
+const ref = (key: string): ObjectRef => ({ bucket: 'stub', key, sha256: '0'.repeat(64), bytes: 1 });
+const manifest = (runId: string, step: number) => ref(`runs/${runId}/checkpoints/step-${String(step).padStart(6, '0')}/manifest.json`);
+
+/** Activities with the real names and types that only record the call and return fixed values. */
+const stubs: Activities = {
+  prepareRun: async ({ runId, config }) => {
+    configs.set(runId, config);
+    await pass(`prepareRun ${runId} - 0`);
+    return { checkpoint: manifest(runId, 0), metrics: { 'warmup/type_format': 1 } };
+  },
+  rollout: async ({ runId, step, split, shard }) => {
+    await pass(`rollout ${runId} ${split} ${step}`);
+    const counts = { 'env/success': 4, 'env/score': 4 };
+    return { trajectories: ref(`runs/${runId}/rollouts/${step}/${split}-${shard}`), metrics: { sums: { 'env/success': 2, 'env/score': 1 }, counts, totals: {} }, seconds: 0.01 };
+  },
+  update: async ({ runId, step }) => {
+    await pass(`update ${runId} train ${step}`);
+    return { checkpoint: manifest(runId, step + 1), metrics: { 'actor/pg_loss': 0.5, 'actor/entropy': 1, 'rollout/in_group_std': 0.5 }, skipReason: null };
+  },
+  writeMetrics: async ({ runId, step }) => {
+    await pass(`writeMetrics ${runId} - ${step}`);
+  },
+  loadRun: async (runId) => {
+    await pass(`loadRun ${runId} - -`);
+    return { runId, configName: 'tiny_frozen_lake', config: configs.get(runId) as RunConfig };
+  },
+};
+
+/** A run of the tiny fixture config with the given steps and evaluation interval; one rollout shard per step. */
+function tinyRun(name: string, maxSteps: number, evalSteps: number): StarpoRunInput {
+  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `${name}-${Date.now()}`);
+  input.config.max_steps = maxSteps;
+  input.config.eval_steps = evalSteps;
+  input.config.train_env_manager.max_env_num_per_worker = 16;
+  return input;
+}
+
+function start(input: StarpoRunInput) {
+  return client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+}
+
+/** Runs `starpo <args>` against the test servers; never rejects. */
+function starpo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [STARPO_BIN, ...args], { env: { ...process.env, ...endpointsToEnv(servers.endpoints) } }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Queries progress until `ok` holds (polling, not timing: each answer is checked, none is assumed). */
+async function progressUntil(runId: string, ok: (p: Awaited<ReturnType<typeof queryProgress>>) => boolean) {
+  for (;;) {
+    const p = await queryProgress(runId);
+    if (ok(p)) return p;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const queryProgress = (runId: string) => client.workflow.getHandle(runId).query(progressQuery);
+
+/** Event count of every execution of a workflow id's continueAsNew chain, first to last. */
+async function chainHistories(workflowId: string, firstRunId: string): Promise<Array<{ runId: string; events: temporal.api.history.v1.IHistoryEvent[] }>> {
+  const out = [];
+  let runId: string | null | undefined = firstRunId;
+  while (runId) {
+    const history: temporal.api.history.v1.IHistory = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
+    out.push({ runId, events });
+    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+  }
+  return out;
+}
+
+before(async () => {
+  servers = await startTestServers();
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const connection = await NativeConnection.connect({ address: servers.endpoints.temporalAddress });
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('WARN') });
+  workers = await Promise.all([
+    Worker.create({ connection, taskQueue: TASK_QUEUES.control, workflowBundle }),
+    Worker.create({ connection, taskQueue: TASK_QUEUES.rollout, activities: stubs }),
+    Worker.create({ connection, taskQueue: TASK_QUEUES.update, activities: stubs }),
+  ]);
+  running = Promise.all(workers.map((w) => w.run())).finally(() => connection.close());
+  client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
+});
+
+after(async () => {
+  for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+  await running;
+  await client?.connection.close();
+  await servers?.stop();
+});
+
+test('300 steps continue as new every 100 with small histories; a pause at the boundary holds in the next run', async () => {
+  const input = tinyRun('op-long', 300, 100);
+  const boundary = gate(`update ${input.runId} train ${STEPS_PER_RUN - 1}`);
+  const handle = await start(input);
+  await boundary.reached;
+  const reply = await handle.executeUpdate(pauseUpdate);
+  assert.deepEqual(reply, { step: STEPS_PER_RUN - 1, takesEffectAtStep: STEPS_PER_RUN, phase: 'update' });
+  boundary.open();
+
+  const paused = await progressUntil(input.runId, (p) => p.phase === 'paused');
+  assert.equal(paused.step, STEPS_PER_RUN);
+  assert.equal(paused.paused, true);
+  assert.notEqual((await handle.describe()).runId, handle.firstExecutionRunId, 'the pause is served by the continued run');
+  assert.equal((await handle.query(configQuery))?.max_steps, 300, 'the continued run read its config back (loadRun)');
+  const before = calls.length;
+  for (let i = 0; i < 3; i++) assert.equal((await queryProgress(input.runId)).step, STEPS_PER_RUN, 'no step advances while paused');
+  assert.equal(calls.length, before, 'no activity runs while paused');
+
+  const status = await starpo('status', input.runId);
+  assert.equal(status.code, 0, status.stderr);
+  assert.match(status.stdout, /phase\s+paused/);
+  assert.match(status.stdout, new RegExp(`step ${STEPS_PER_RUN}/300`));
+  const unpause = await starpo('unpause', input.runId);
+  assert.equal(unpause.code, 0, unpause.stderr);
+  assert.match(unpause.stdout, new RegExp(`continues from step ${STEPS_PER_RUN}`));
+
+  const result: StarpoRunResult = await handle.result();
+  assert.equal(result.steps, 300);
+  assert.equal(result.stoppedBy, null);
+  assert.deepEqual(result.validationCurve.map((v) => v.step), [0, 100, 200, 300], 'the validation curve is carried across continueAsNew');
+
+  const chain = await chainHistories(input.runId, handle.firstExecutionRunId);
+  const counts = chain.map((r) => r.events.length);
+  console.log(`history events per run of the 300-step chain: ${counts.join(', ')}`);
+  assert.equal(chain.length, 3);
+  for (const n of counts) assert.ok(n < 10_000, `${n} events`);
+  const inputBytes = chain.map((r) => r.events[0].workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data?.length ?? 0);
+  console.log(`workflow input bytes per run: ${inputBytes.join(', ')}`);
+  for (const n of inputBytes.slice(1)) assert.ok(n < 1000, `a continued run's input holds no config (${n} bytes)`);
+
+  const last = await handle.describe();
+  assert.equal(last.typedSearchAttributes.get(SEARCH_ATTRIBUTE_KEYS.step), 300);
+  assert.equal(last.typedSearchAttributes.get(SEARCH_ATTRIBUTE_KEYS.config), 'tiny_frozen_lake');
+  assert.equal(last.typedSearchAttributes.get(SEARCH_ATTRIBUTE_KEYS.valSuccess), 0.5);
+});
+
+test('stop finishes the step in flight, runs the final validation and completes with the reason; the CLI reports and refuses', async () => {
+  const input = tinyRun('op-stop', 50, 10);
+  const inFlight = gate(`update ${input.runId} train 5`);
+  const finalValidation = gate(`rollout ${input.runId} val 6`);
+  const handle = await start(input);
+  await inFlight.reached;
+  const stop = await starpo('stop', input.runId, '--reason', 'enough');
+  assert.equal(stop.code, 0, stop.stderr);
+  assert.match(stop.stdout, /stops after step 6/);
+  assert.equal((await queryProgress(input.runId)).stopRequested, 'stop: enough');
+  inFlight.open();
+
+  await finalValidation.reached;
+  await assert.rejects(handle.executeUpdate(pauseUpdate), (err: Error) => err instanceof WorkflowUpdateFailedError && /is finishing/.test(err.cause?.message ?? ''));
+  const rejected = await starpo('pause', input.runId);
+  assert.equal(rejected.code, 2, 'a rejected update is bad input');
+  assert.match(rejected.stderr, /pause rejected: .*is finishing/);
+  finalValidation.open();
+
+  const result: StarpoRunResult = await handle.result();
+  assert.equal(result.steps, 6);
+  assert.equal(result.stoppedBy, 'stop: enough');
+  assert.ok(calls.includes(`writeMetrics ${input.runId} - 5`), 'the step in flight wrote its metrics');
+  assert.equal(result.lastValidation?.step, 6, 'the final validation ran at the stop step');
+  assert.ok(!calls.includes(`rollout ${input.runId} train 6`), 'no step after the stop');
+
+  const again = await starpo('stop', input.runId);
+  assert.equal(again.code, 2);
+  assert.match(again.stderr, /is completed; nothing to stop/);
+  const unknown = await starpo('status', `no-such-run-${Date.now()}`);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown run id/);
+
+  const status = await starpo('status', input.runId, '--json');
+  assert.equal(JSON.parse(status.stdout).result.stoppedBy, 'stop: enough');
+  let listed: Array<{ runId: string; status: string; step: number }> = [];
+  while (!listed.some((r) => r.runId === input.runId && r.status === 'COMPLETED')) {
+    const list = await starpo('list', '--json', '--query', 'StarpoConfig = "tiny_frozen_lake"');
+    assert.equal(list.code, 0, list.stderr);
+    listed = JSON.parse(list.stdout);
+  }
+  assert.equal(listed.find((r) => r.runId === input.runId)?.step, 6);
+  assert.equal(new Set(listed.map((r) => r.runId)).size, listed.length, 'one row per run, continued executions left out');
+});

@@ -1,0 +1,23 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatNumber, progressLine } from '../../src/workflows/format';
+import type { Progress } from '../../src/workflows/api';
+
+const base: Progress = {
+  runId: 'r', step: 12, maxSteps: 30, phase: 'rollout', paused: false, stopRequested: null, lastMetrics: { 'env/success': 0.3124 },
+  lastValidation: null, validationCurve: [{ step: 10, success: 0.305 }], latestCheckpoint: null, secondsPerStep: 12.08,
+};
+
+test('progressLine shows step, last train and val success, s/step and the pause/stop state', () => {
+  assert.equal(progressLine(base), 'step 12/30 · train success 0.312 · val success 0.305 (step 10) · 12.1 s/step');
+  assert.equal(progressLine({ ...base, paused: true }), 'step 12/30 · train success 0.312 · val success 0.305 (step 10) · 12.1 s/step · pausing after this step');
+  assert.match(progressLine({ ...base, paused: true, phase: 'paused' }), / · paused$/);
+  assert.match(progressLine({ ...base, paused: true, phase: 'paused', stopRequested: 'stop requested' }), / · stopping$/);
+  assert.equal(progressLine({ ...base, step: 0, lastMetrics: {}, validationCurve: [], secondsPerStep: null }), 'step 0/30 · train success - · val success - · - s/step');
+});
+
+test('formatNumber: fixed decimals, "-" for missing values', () => {
+  assert.equal(formatNumber(0.12345), '0.123');
+  assert.equal(formatNumber(2, 1), '2.0');
+  for (const x of [undefined, null, Number.NaN]) assert.equal(formatNumber(x), '-');
+});
