@@ -72,7 +72,7 @@ function checkPair(where: string, pair: unknown, i: number): readonly [string, s
   if (!ok) throw new Error(`${where}: arm_pairs[${i}] must be two names, each ${ARM_NAME_WHAT}, got ${JSON.stringify(pair)}`);
   const [lo, hi] = pair as [string, string];
   if (lo.toLowerCase() === hi.toLowerCase()) {
-    throw new Error(`${where}: the names of arm_pairs[${i}] must differ (case-insensitively), got "${hi}" for both`);
+    throw new Error(`${where}: the names of arm_pairs[${i}] must differ (case-insensitively), got "${lo}" and "${hi}"`);
   }
   return [lo, hi];
 }
@@ -83,7 +83,7 @@ function parseArmPairs(where: string, r: Record<string, unknown>): ReadonlyArray
     const lo = getString(where, r, 'lo_arm_name', 'phoenix', ARM_NAME, ARM_NAME_WHAT);
     const hi = getString(where, r, 'hi_arm_name', 'dragon', ARM_NAME, ARM_NAME_WHAT);
     if (lo.toLowerCase() === hi.toLowerCase()) {
-      throw new Error(`${where}: hi_arm_name must differ (case-insensitively) from lo_arm_name, got "${hi}" for both`);
+      throw new Error(`${where}: hi_arm_name must differ (case-insensitively) from lo_arm_name, got "${lo}" and "${hi}"`);
     }
     return [[lo, hi]];
   }

@@ -40,9 +40,13 @@ export function createEnv(envType: string, envConfig?: Record<string, unknown>, 
 }
 
 /**
- * Validates an env_config without keeping the env (for config validation before anything starts).
- * Throws the same errors as createEnv.
+ * Validates an env_config without keeping the env (for config validation before anything starts):
+ * creates the env and resets it once (seed 0), so a config that cannot produce a start state (e.g. a
+ * Sokoban room too small for its boxes) fails at `config check` instead of having every group of its
+ * tag dropped at run time. The `chaos` env is only created: its faults are the point.
+ * @throws the errors of createEnv, and whatever reset(0) throws
  */
 export function validateEnvConfig(envType: string, envConfig?: Record<string, unknown>): void {
-  createEnv(envType, envConfig);
+  const env = createEnv(envType, envConfig);
+  if (envType !== 'chaos') env.reset(0);
 }

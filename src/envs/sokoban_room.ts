@@ -59,13 +59,6 @@ export function tryMove(fixed: Uint8Array, boxes: Uint8Array, player: number, de
   return { player: next, pushTo: beyond };
 }
 
-/** Number of boxes standing on targets. */
-export function boxesOnTargets(state: SokobanState): number {
-  let n = 0;
-  for (let i = 0; i < state.fixed.length; i++) if (state.boxes[i] === 1 && state.fixed[i] === TARGET) n++;
-  return n;
-}
-
 /** The 3x3 floor masks stamped along the random walk (gym-sokoban room_topology_generation). */
 const MASKS: ReadonlyArray<ReadonlyArray<readonly number[]>> = [
   [[0, 0, 0], [1, 1, 1], [0, 0, 0]],

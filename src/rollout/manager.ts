@@ -40,7 +40,7 @@ export interface ManagerOptions {
   maxNewTokens: number;
   split: 'train' | 'val';
   step: number;
-  /** Called after every turn (heartbeat and yield point for activities). */
+  /** Called after every env reset (turn -1, active = envs reset so far) and every turn (heartbeat and yield point for activities). */
   onTurn?: (turn: number, active: number) => Promise<void>;
 }
 
@@ -146,7 +146,8 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
   const { tokenizer } = opts;
   const stopIds = new Set(tokenizer.eosIds);
   const groups = new Map<string, Live[]>();
-  const lives: Live[] = specs.map((spec) => {
+  const lives: Live[] = [];
+  for (const spec of specs) {
     const cfg = opts.customEnvs[spec.tag];
     if (!cfg) throw new Error(`tag ${JSON.stringify(spec.tag)} has no custom_envs entry`);
     const enableThink = usesThinkPattern(cfg.env_config);
@@ -161,8 +162,10 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       live.observation = first.observation;
       live.pending = tokenizer.encode(firstTurnPrompt(cfg.agent_system_template, first.info.env_instruction, userContent(live)));
     }
-    return live;
-  });
+    lives.push(live);
+    // Resets can be slow (large Sokoban rooms): report progress so the activity's heartbeats go out.
+    if (opts.onTurn) await opts.onTurn(-1, lives.length);
+  }
   settleGroups(groups, keepPerGroup, -1);
 
   for (let turn = 0; ; turn++) {

@@ -67,15 +67,18 @@ test('FrozenLake + SimpleSokoban train 2 steps; validation reports each tag on n
   assert.ok(at0.every((s) => !at2.includes(s)), 'new states at every evaluation');
 });
 
-test('a chaos env that throws on step 1: the run completes, the failure is counted and logged, the group replaced', async () => {
+test('a chaos env that throws on step 3 of one episode in a batch of 64: the run completes, the failure is counted and logged, the group replaced', async () => {
   const fixture = 'test/fixtures/tiny_frozen_lake.yaml';
-  const base = ['train_env_manager.tags=[FrozenLake,Chaos]', 'train_env_manager.num_groups_partition=[2,2]'];
+  const base = [
+    'rollout_batch_size=64', 'train_env_manager.num_env_groups=16', 'train_env_manager.max_env_num_per_worker=32',
+    'train_env_manager.tags=[FrozenLake,Chaos]', 'train_env_manager.num_groups_partition=[8,8]',
+  ];
   const chaosTag = (seeds: number[]) => '+custom_envs.Chaos={env_type: chaos, max_steps: 4, max_tokens_per_step: 24, agent_system_template: "", ' +
     'agent_template: "{observation}", env_config: {inner_env_type: frozen_lake, inner_env_config: {size: 4, p: 0.8, is_slippery: false, ' +
-    `format_penalty: -0.01}, throw_on_step: 1, env_ids: [8], seeds: [${seeds.join(',')}]}}`;
-  // env 8 is the first member of group 2 (tag Chaos); it fails only in step 0's state of that group
+    `format_penalty: -0.01}, throw_on_step: 3, env_ids: [40], seeds: [${seeds.join(',')}]}}`;
+  // env 40 is the first member of group 10 (tag Chaos); it fails only in step 0's state of that group
   const planned = runInputFromFile(fixture, 'plan', [...base, chaosTag([0])]).input.config;
-  const seed = planShards(planned, 'train', 0).flat()[2].seed;
+  const seed = planShards(planned, 'train', 0).flat()[10].seed;
   const { result, steps, runId } = await train(fixture, 'chaos', [...base, chaosTag([seed])]);
   assert.equal(result.steps, 2);
   assert.equal(steps[0]['env/failed_episodes'], 1);
@@ -84,10 +87,10 @@ test('a chaos env that throws on step 1: the run completes, the failure is count
   assert.equal(steps[1]['env/failed_episodes'], 0);
   assert.ok(Number.isFinite(steps[0]['actor/pg_loss']), 'the update ran on the complete batch');
   const stored = (await Promise.all([0, 1].map((k) => stack.store.getJsonlGz<Trajectory>(rolloutKey(runId, 0, 'train', k))))).flat();
-  assert.equal(stored.length, 16);
-  assert.ok(stored.filter((t) => t.groupId === 2).every((t) => t.seed !== seed), 'group 2 was played from a fresh state');
+  assert.equal(stored.length, 64);
+  assert.ok(stored.filter((t) => t.groupId === 10).every((t) => t.seed !== seed), 'group 10 was played from a fresh state');
   const logs = readdirSync(stack.logDir).filter((f) => f.startsWith('rollout')).map((f) => readFileSync(join(stack.logDir, f), 'utf8')).join('\n');
-  assert.match(logs, new RegExp(`Chaos env 8 \\(group 2, seed ${seed}\\): step 1 threw: chaos: injected failure in step 1`));
+  assert.match(logs, new RegExp(`Chaos env 40 \\(group 10, seed ${seed}\\): step 3 threw: chaos: injected failure in step 3`));
 });
 
 test('when every group of a step fails, the run fails at once with a clear reason (no endless retries)', async () => {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ALT_GRID_LOOKUP, SOKOBAN_INSTRUCTION, SokobanEnv, parseSokobanConfig, renderSokoban, sokobanInstruction } from '../../src/envs/sokoban';
 import { loadConfigFile } from '../../src/config/load';
-import { createEnv } from '../../src/envs/registry';
+import { createEnv, validateEnvConfig } from '../../src/envs/registry';
 import type { SokobanState } from '../../src/envs/sokoban_room';
 
 const ans = (a: string): string => `<answer>${a}</answer><|im_end|>`;
@@ -193,4 +193,11 @@ test('the Sokoban variants of configs/config/traj_envs.yaml (ROLL\'s three) reso
   assert.match(parsed[0].env_instruction!, /^You are solving the Sokoban puzzle\./);
   assert.equal(createEnv('sokoban', config.custom_envs.SokobanDifferentGridVocab.env_config).reset(7).observation,
     'WWWWWW\nW...GW\nW....W\nW.B.WW\nWA.WWW\nWWWWWW');
+});
+
+test('config validation resets once: a room too small for its boxes fails at config check', () => {
+  assert.throws(() => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 7 }), /no 6x6 room with 7 boxes after 1000 retries for seed 0/);
+  assert.doesNotThrow(() => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 1 }));
+  // chaos is only created: its faults are the point
+  assert.doesNotThrow(() => validateEnvConfig('chaos', { inner_env_type: 'frozen_lake', throw_on_reset: true }));
 });
