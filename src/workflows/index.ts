@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ObjectRef } from '../activities/types';
+import type { ObjectRef, RolloutOutput, UpdateOutput } from '../activities/types';
 import type { StoredRun } from '../activities/runtime';
 import { planShards } from '../rollout/plan';
 import { meanMetrics, mergeSums } from '../rollout/metrics';
@@ -22,6 +22,7 @@ import {
 import { checkCollapse } from './collapse_guard';
 import { RunControl } from './control';
 import { progressLine } from './format';
+import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
 
 const common: ActivityOptions = {
   startToCloseTimeout: '2 hours',
@@ -108,23 +109,39 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
 
   const firstStep = progress.step;
   let { collapseStreak } = carried;
+  /** Replays caused by each unusable object (a bound, so a damage that replays cannot loop forever). */
+  const replays = new Map<string, number>();
   while (progress.step < config.max_steps) {
     await control.waitWhilePaused();
     if (control.stopReason !== null) break;
     control.inStep = true;
     const step = progress.step;
     const started = Date.now();
-    const valMetrics = evalDue(step) ? await validate(step) : {};
-    progress.phase = 'rollout';
-    const shards = planShards(config, 'train', step);
-    const outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'train', shard, policy, groups })));
-    const rolloutSeconds = Math.max(...outs.map((o) => o.seconds));
-    if (outs.every((o) => !o.metrics.counts['env/success'])) {
-      // the env pool dropped every group (issue 4 item 6): a broken env, not something a retry fixes
-      throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, 'EnvFailure');
+    let valMetrics: Record<string, number>, outs: RolloutOutput[], updated: UpdateOutput;
+    try {
+      valMetrics = evalDue(step) ? await validate(step) : {};
+      progress.phase = 'rollout';
+      const shards = planShards(config, 'train', step);
+      outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'train', shard, policy, groups })));
+      if (outs.every((o) => !o.metrics.counts['env/success'])) {
+        // the env pool dropped every group (issue 4 item 6): a broken env, not something a retry fixes
+        throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, 'EnvFailure');
+      }
+      progress.phase = 'update';
+      updated = await update.update({ runId, step, policy, trajectories: outs.map((o) => o.trajectories) });
+    } catch (err) {
+      // A corrupt or missing object: replay deterministically from the newest complete checkpoint.
+      const fallback = fallbackOf(err);
+      const seen = fallback ? (replays.get(fallback.object) ?? 0) + 1 : 0;
+      if (!fallback || seen > MAX_REPLAYS_PER_OBJECT) throw err;
+      replays.set(fallback.object, seen);
+      log.warn(`step ${step}: ${fallback.reason}; replaying the run from step ${fallback.step} (${fallback.checkpoint.key})`);
+      Object.assign(progress, { step: fallback.step, latestCheckpoint: fallback.checkpoint });
+      policy = fallback.checkpoint;
+      control.inStep = false;
+      continue;
     }
-    progress.phase = 'update';
-    const updated = await update.update({ runId, step, policy, trajectories: outs.map((o) => o.trajectories) });
+    const rolloutSeconds = Math.max(...outs.map((o) => o.seconds));
     policy = updated.checkpoint;
     if (updated.skipReason) log.warn(`step ${step}: update skipped: ${updated.skipReason}`);
     const seconds = (Date.now() - started) / 1000;
