@@ -91,3 +91,23 @@ export interface WriteMetricsInput {
   step: number;
   metrics: Record<string, number>;
 }
+
+/**
+ * Failure type of the non-retryable ApplicationFailure an activity throws when an input it reads from
+ * the store (its policy checkpoint, a trajectory shard) is corrupt or missing. The workflow replays the
+ * run from `details[0]` (a CheckpointFallback); steps are deterministic, so the replay rewrites the
+ * damaged objects with identical bytes and ends with the same weights.
+ */
+export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
+
+/** details[0] of a CheckpointCorruptError: where to replay the run from, and what was wrong. */
+export interface CheckpointFallback {
+  /** Pipeline step of the newest complete, verified checkpoint to continue from. */
+  step: number;
+  /** Its manifest. */
+  checkpoint: ObjectRef;
+  /** Key of the unusable object. */
+  object: string;
+  /** Why it is unusable (e.g. `object ... is corrupt (sha256 mismatch): ...`). */
+  reason: string;
+}
