@@ -26,8 +26,6 @@ export interface StarpoRunInput {
   config: RunConfig;
   /** Continue from this checkpoint manifest instead of preparing the run (resume / continueAsNew). */
   resumeFrom?: { checkpoint: ObjectRef; step: number };
-  /** collapse_guard's streak of low-signal steps carried over continueAsNew (default 0). */
-  collapseStreak?: number;
 }
 
 /** Input of prepareRun: stores run.json and makes the step-0 policy (warm-up). */
