@@ -5,12 +5,14 @@
  * `format` = uniformly random valid actions (format only, no skill; issue 2, item 5), `solver` = the
  * env solver's shortest plans for warmup.solver_fraction of them (issue 4, item 7). The warm-up
  * episodes and checkpoint live under warmup/<sha256 of everything they depend on>/ and are reused
- * by every later run with the same settings. The metrics name the warm start: warmup/type_<type> = 1.
+ * by every later run with the same settings (after verifying them). The metrics name the warm start:
+ * warmup/type_<type> = 1. The run's initial.json and latest.json point at the step-0 checkpoint.
  */
 import { createHash } from 'node:crypto';
 import { log } from '@temporalio/activity';
 import { runKey, warmupPrefix } from '../storage/keys';
-import { writeLatest } from '../storage/manifest';
+import { readCheckpoint, writeInitial, writeLatest } from '../storage/manifest';
+import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../config/schema';
 import { ConfigError } from '../config/errors';
 import { charTokenizer, Tokenizer } from '../model/tokenizer';
@@ -21,7 +23,7 @@ import { sftTrain } from '../algo/sft';
 import { warmupDemonstrations } from '../rollout/demonstrations';
 import type { Trajectory } from '../rollout/types';
 import { deriveSeed } from '../util/rng';
-import type { PrepareRunInput, PrepareRunOutput } from './types';
+import type { ObjectRef, PrepareRunInput, PrepareRunOutput } from './types';
 import { saveCheckpoint } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
 
@@ -73,6 +75,28 @@ async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string,
   }
 }
 
+/**
+ * The stored warm-up checkpoint when its manifest exists and every object verifies, else null: a
+ * damaged warm-up is made again (deterministic: the same bytes) instead of failing every run using it.
+ */
+async function verifiedWarmup(rt: ActivityRuntime, manifestKey: string): Promise<ObjectRef | null> {
+  try {
+    const ref = await rt.existing(manifestKey);
+    if (ref) await readCheckpoint(rt.store, ref);
+    return ref;
+  } catch (err) {
+    if (!isUnusable(err)) throw err;
+    log.warn(`the stored warm-up is not usable: ${err.message}; making it again`);
+    return null;
+  }
+}
+
+/** Points the run's initial.json and latest.json at its step-0 checkpoint. */
+async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Promise<void> {
+  await writeInitial(rt.store, runId, ref);
+  await writeLatest(rt.store, runId, ref, 0);
+}
+
 /** Builds the prepareRun activity over a runtime. */
 export function prepareRunActivity(rt: ActivityRuntime) {
   return async function prepareRun(input: PrepareRunInput): Promise<PrepareRunOutput> {
@@ -81,9 +105,9 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     const hash = createHash('sha256').update(JSON.stringify(warmupIdentity(config))).digest('hex').slice(0, 16);
     const prefix = warmupPrefix(hash);
     const typeMetric = { [`warmup/type_${config.warmup.type}`]: 1 };
-    const existing = await rt.existing(`${prefix}manifest.json`);
+    const existing = await verifiedWarmup(rt, `${prefix}manifest.json`);
     if (existing) {
-      await writeLatest(rt.store, runId, existing, 0);
+      await pointAt(rt, runId, existing);
       return { checkpoint: existing, metrics: { ...typeMetric, 'warmup/reused': 1 } };
     }
     const tokenizer = charTokenizer();
@@ -91,7 +115,7 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     try {
       const metrics = config.warmup.type === 'none' ? typeMetric : { ...typeMetric, ...(await sftWarmup(rt, config, prefix, model, tokenizer)) };
       const ref = await saveCheckpoint(rt.store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics } });
-      await writeLatest(rt.store, runId, ref, 0);
+      await pointAt(rt, runId, ref);
       return { checkpoint: ref, metrics: { ...metrics, 'warmup/reused': 0 } };
     } finally {
       model.dispose();

@@ -1,27 +1,69 @@
 /**
  * Activity `rollout` (task queue "starpo-rollout"): plays one shard of env groups with a policy
  * checkpoint through the env pool (complete groups only; failed groups replaced, issue 4 item 6) and
- * stores the trajectories as jsonl.gz at a key that is a pure function of (run, step, split, shard),
- * so a retried attempt rewrites the same object (DESIGN.md). Env failures are logged as warnings and
- * counted in the metrics, never thrown.
+ * stores the trajectories as jsonl.gz at a key that is a pure function of (run, step, split, shard)
+ * (DESIGN.md). Env failures are logged as warnings and counted in the metrics, never thrown.
+ *
+ * Idempotent (issue 5 item 2): after the trajectories, a commit record (rolloutRecordKey: their
+ * reference with sha256, the policy manifest's sha256, the pool's counts) is written. A retried or
+ * replayed rollout whose record names the same policy and whose trajectories verify reuses the shard
+ * instead of playing it again; otherwise it plays (same seeds, so the same bytes) and rewrites both.
  */
 import { log } from '@temporalio/activity';
-import { rolloutKey } from '../storage/keys';
+import { z } from 'zod';
+import { rolloutKey, rolloutRecordKey } from '../storage/keys';
+import { CorruptObjectError, isUnusable } from '../storage/errors';
 import { modelPolicy } from '../rollout/model_policy';
 import { sumMetrics } from '../rollout/metrics';
 import { generatingArgsOf } from '../rollout/plan';
 import { runGroups } from '../rollout/pool';
+import type { Trajectory } from '../rollout/types';
 import type { RolloutInput, RolloutOutput } from './types';
+import { takePolicy } from './fallback';
 import { ActivityRuntime, heartbeat } from './runtime';
+
+const shardRecordSchema = z.object({
+  trajectories: z.object({ bucket: z.string(), key: z.string(), sha256: z.string(), bytes: z.number() }),
+  policy: z.string(),
+  totals: z.record(z.string(), z.number()),
+});
+/** A shard's commit record. */
+type ShardRecord = z.infer<typeof shardRecordSchema>;
+
+/**
+ * The stored shard of `input` when its commit record names the same policy and its trajectories
+ * verify; null otherwise (logging why a present record was not used).
+ */
+async function committedShard(rt: ActivityRuntime, input: RolloutInput): Promise<{ record: ShardRecord; trajectories: Trajectory[] } | null> {
+  const key = rolloutRecordKey(input.runId, input.step, input.split, input.shard);
+  if (!(await rt.store.exists(key))) return null;
+  try {
+    const record = shardRecordSchema.safeParse(await rt.store.getJson(key));
+    if (!record.success) throw new CorruptObjectError(key, 'a shard record', `invalid JSON shape (${record.error.issues[0]?.message})`, 'invalid shard record');
+    if (record.data.policy !== input.policy.sha256) return null;
+    return { record: record.data, trajectories: await rt.store.getJsonlGz<Trajectory>(record.data.trajectories) };
+  } catch (err) {
+    if (!isUnusable(err)) throw err;
+    log.warn(`${input.split} step ${input.step} shard ${input.shard}: stored shard not usable (${err.message}); playing it again`);
+    return null;
+  }
+}
 
 /** Builds the rollout activity over a runtime. */
 export function rolloutActivity(rt: ActivityRuntime) {
   return async function rollout(input: RolloutInput): Promise<RolloutOutput> {
     const started = performance.now();
+    const groupScores = input.split === 'val';
+    const seconds = () => (performance.now() - started) / 1000;
+    const committed = await committedShard(rt, input);
+    if (committed) {
+      const { record, trajectories } = committed;
+      return { trajectories: record.trajectories, metrics: sumMetrics(trajectories, { totals: record.totals, groupScores }), seconds: seconds() };
+    }
     const { config } = await rt.run(input.runId);
     const manager = input.split === 'train' ? config.train_env_manager : config.val_env_manager;
     const generating = generatingArgsOf(config, input.split);
-    const checkpoint = await rt.take(input.policy);
+    const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy);
     try {
       const { trajectories, stats, errors } = await runGroups(input.groups, {
         policy: modelPolicy(checkpoint.model, checkpoint.tokenizer, generating),
@@ -38,8 +80,9 @@ export function rolloutActivity(rt: ActivityRuntime) {
       for (const error of errors) log.warn(`${input.split} step ${input.step} shard ${input.shard}: env failure: ${error}`);
       const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard), trajectories);
       const totals = { 'env/failed_episodes': stats.failedEpisodes, 'env/replaced_groups': stats.replacedGroups, 'env/dropped_groups': stats.droppedGroups };
-      const metrics = sumMetrics(trajectories, { totals, groupScores: input.split === 'val' });
-      return { trajectories: ref, metrics, seconds: (performance.now() - started) / 1000 };
+      const record: ShardRecord = { trajectories: ref, policy: input.policy.sha256, totals };
+      await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard), record);
+      return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds() };
     } finally {
       rt.keep(input.policy, checkpoint);
     }

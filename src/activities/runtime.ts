@@ -76,8 +76,16 @@ export class ActivityRuntime {
   }
 }
 
-/** Heartbeats (with optional details) and yields the event loop so the heartbeat is sent. */
+/**
+ * Heartbeats (with optional details) and yields the event loop so the heartbeat is sent. Called between
+ * generation turns and micro-batches, it is also where a cancelled activity stops: after the worker's
+ * shutdownGraceTime (worker shutdown), or when the server no longer knows the activity (the run was
+ * terminated or the attempt timed out).
+ * @throws CancelledFailure once the activity is cancelled (the caller's finally/catch blocks clean up).
+ */
 export async function heartbeat(details?: unknown): Promise<void> {
-  Context.current().heartbeat(details);
+  const context = Context.current();
+  context.heartbeat(details);
   await new Promise((resolve) => setImmediate(resolve));
+  if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
 }

@@ -1,23 +1,28 @@
 /**
  * Activity `update` (task queue "starpo-update"): one StarPO update (SPEC.md §5-7) on a step's
  * trajectories, then a new checkpoint runs/<run>/checkpoints/step-(N+1)/ with optimizer, critic and
- * trainer state, and latest.json. A retried attempt whose checkpoint already has a valid manifest
- * returns it instead of training again (the update is deterministic, so both would be identical).
+ * trainer state, and latest.json. Idempotent (issue 5 item 2): a retried or replayed attempt whose
+ * checkpoint already has a manifest whose objects verify returns it (and points latest.json at it)
+ * instead of training again; a damaged one is trained again, rewriting identical objects (the update is
+ * deterministic). A corrupt policy checkpoint or trajectory shard ends the attempt with a
+ * CheckpointCorruptError naming where the run continues from (fallback.ts).
  * When the StarPO-S filter keeps nothing, the new checkpoint holds the unchanged weights and the
  * reason (SPEC.md §7: skip the update).
  */
+import { log } from '@temporalio/activity';
 import { checkpointPrefix } from '../storage/keys';
 import { readCheckpoint, writeLatest } from '../storage/manifest';
+import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../config/schema';
 import { AdamW } from '../algo/adamw';
 import { needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/ppo_update';
 import { lrAt } from '../algo/lr_schedule';
 import { klControllerFromConfig } from '../algo/kl_controller';
 import { ValueModel } from '../model/value_model';
-import type { Trajectory } from '../rollout/types';
 import type { UpdateInput, UpdateOutput } from './types';
 import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
+import { readTrajectories, takePolicy } from './fallback';
 
 type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys (actor_train's training_args has them too)
 
@@ -32,23 +37,36 @@ const lrOf = (a: TrainingArgs, config: RunConfig, step: number) => {
   );
 };
 
+/** The output of an update whose checkpoint manifest exists at `manifestKey` and verifies, else null (logging why not). */
+async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promise<UpdateOutput | null> {
+  try {
+    const checkpoint = await rt.existing(manifestKey);
+    if (!checkpoint) return null;
+    const state = trainerStateOf((await readCheckpoint(rt.store, checkpoint)).files);
+    return { checkpoint, metrics: state.metrics, skipReason: state.skipReason ?? null };
+  } catch (err) {
+    if (!isUnusable(err)) throw err;
+    log.warn(`the stored result of this update is not usable: ${err.message}; training the update again`);
+    return null;
+  }
+}
+
 /** Builds the update activity over a runtime. */
 export function updateActivity(rt: ActivityRuntime) {
   return async function update(input: UpdateInput): Promise<UpdateOutput> {
     const started = performance.now();
     const { config } = await rt.run(input.runId);
     const prefix = checkpointPrefix(input.runId, input.step + 1);
-    const existing = await rt.existing(`${prefix}manifest.json`);
-    if (existing) {
-      const state = trainerStateOf((await readCheckpoint(rt.store, existing)).files);
-      return { checkpoint: existing, metrics: state.metrics, skipReason: state.skipReason ?? null };
+    const done = await completedUpdate(rt, `${prefix}manifest.json`);
+    if (done) {
+      await writeLatest(rt.store, input.runId, done.checkpoint, input.step + 1);
+      return done;
     }
-    const trajectories: Trajectory[] = [];
-    for (const ref of input.trajectories) trajectories.push(...((await rt.store.getJsonlGz(ref)) as Trajectory[]));
+    const trajectories = await readTrajectories(rt, input);
     const actorArgs = config.actor_train.training_args;
     const criticArgs = config.critic.training_args;
     const gae = config.adv_estimator === 'gae';
-    const checkpoint = await rt.take(input.policy);
+    const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy);
     // The step-0 checkpoint carries no reference: it is the reference.
     const reference = checkpoint.state.reference ?? input.policy;
     let ref;

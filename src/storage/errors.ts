@@ -6,15 +6,16 @@
 export class CorruptObjectError extends Error {
   override name = 'CorruptObjectError';
   /**
-   * @param key object key. @param expected what the reference promised (e.g. `sha256 ab12.., 120 bytes`).
-   * @param actual what was read.
+   * @param key object key. @param expected what the reference promised (e.g. `sha256 ab12..`).
+   * @param actual what was read. @param reason the kind of damage, e.g. `sha256 mismatch`, `invalid manifest`.
    */
   constructor(
     readonly key: string,
     readonly expected: string,
     readonly actual: string,
+    readonly reason = 'unexpected content',
   ) {
-    super(`object ${key} is corrupt: expected ${expected}, got ${actual}`);
+    super(`object ${key} is corrupt (${reason}): expected ${expected}, got ${actual}`);
   }
 }
 
@@ -27,4 +28,9 @@ export class ObjectNotFoundError extends Error {
   ) {
     super(`object ${key} not found in bucket ${bucket}`);
   }
+}
+
+/** true for the errors that make a stored object unusable (corrupt or missing), as opposed to, say, a dead S3 server. */
+export function isUnusable(err: unknown): err is CorruptObjectError | ObjectNotFoundError {
+  return err instanceof CorruptObjectError || err instanceof ObjectNotFoundError;
 }

@@ -65,13 +65,27 @@ export function checkpointPrefix(runId: string, step: number): string {
  * @throws InvalidKeyPartError naming the bad value.
  */
 export function rolloutKey(runId: string, step: number, split: string, shard: number): string {
+  return `${rolloutBase(runId, step, split, shard)}.jsonl.gz`;
+}
+
+/**
+ * `runs/<runId>/rollouts/step-000010/train-shard-003.json`: the shard's commit record, written after its
+ * trajectories (their reference, the policy that played them, the pool's counts), so a retried rollout
+ * can reuse a complete shard. Same arguments and errors as rolloutKey.
+ */
+export function rolloutRecordKey(runId: string, step: number, split: string, shard: number): string {
+  return `${rolloutBase(runId, step, split, shard)}.json`;
+}
+
+/** The shard's key without extension; validates split and shard. */
+function rolloutBase(runId: string, step: number, split: string, shard: number): string {
   if (typeof split !== 'string' || !SPLIT.test(split)) {
     throw new InvalidKeyPartError(`split ${JSON.stringify(split)} is invalid; allowed: lower-case [a-z][a-z0-9_]*, e.g. train or val`);
   }
   if (!Number.isInteger(shard) || shard < 0 || shard > 999) {
     throw new InvalidKeyPartError(`shard ${shard} is invalid; allowed: an integer from 0 to 999`);
   }
-  return `${runPrefix(runId)}rollouts/${stepName(step)}/${split}-shard-${String(shard).padStart(3, '0')}.jsonl.gz`;
+  return `${runPrefix(runId)}rollouts/${stepName(step)}/${split}-shard-${String(shard).padStart(3, '0')}`;
 }
 
 /** `runs/<runId>/metrics/step-000010.json` */
@@ -82,6 +96,14 @@ export function metricsKey(runId: string, step: number): string {
 /** `runs/<runId>/latest.json`: pointer to the newest complete checkpoint manifest. */
 export function latestKey(runId: string): string {
   return `${runPrefix(runId)}latest.json`;
+}
+
+/**
+ * `runs/<runId>/initial.json`: pointer to the run's step-0 checkpoint (the warm-up, stored under
+ * `warmup/`), the last checkpoint a reader can fall back to.
+ */
+export function initialKey(runId: string): string {
+  return `${runPrefix(runId)}initial.json`;
 }
 
 /**

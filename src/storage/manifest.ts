@@ -1,11 +1,13 @@
 /**
  * Checkpoints as a set of objects plus `manifest.json` written LAST (every object's key, bytes, sha256),
- * and `latest.json` pointing at the newest complete manifest. A checkpoint exists only once its manifest
- * exists; readers verify sha256 (DESIGN.md, "Object store layout"; issue 2 item 9).
+ * `latest.json` pointing at the newest complete manifest and `initial.json` at the step-0 one. A
+ * checkpoint exists only once its manifest exists; readers verify sha256 and fall back to the newest
+ * older checkpoint that verifies, logging what they skip and why (DESIGN.md, "Object store layout";
+ * issue 2 item 9, issue 5 item 2).
  */
 import { z } from 'zod';
-import { CorruptObjectError, ObjectNotFoundError } from './errors';
-import { checkpointsPrefix, latestKey, MANIFEST_NAME, parseStep, validateRunId } from './keys';
+import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
+import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep, validateRunId } from './keys';
 import type { ObjectRef, ObjectStore } from './object_store';
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -87,7 +89,7 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
   const ref = typeof manifest === 'string' ? await store.refOf(manifest) : manifest;
   const raw = await store.getJson(ref);
   const parsed = manifestSchema.safeParse(raw);
-  if (!parsed.success) throw new CorruptObjectError(ref.key, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`);
+  if (!parsed.success) throw new CorruptObjectError(ref.key, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
   const files: Record<string, Uint8Array> = {};
   await mapLimit(parsed.data.objects, 4, async (o) => {
     files[o.name] = await store.get({ bucket: ref.bucket, key: o.key, sha256: o.sha256, bytes: o.bytes });
@@ -97,8 +99,20 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
 
 /** Points `runs/<runId>/latest.json` at `manifestRef` for `step`. Same inputs write the same bytes. */
 export async function writeLatest(store: ObjectStore, runId: string, manifestRef: ObjectRef, step: number): Promise<ObjectRef> {
-  const pointer: LatestPointer = { runId: validateRunId(runId), step, manifest: manifestRef };
-  return store.putJson(latestKey(runId), pointer);
+  return store.putJson(latestKey(runId), pointer(runId, manifestRef, step));
+}
+
+/**
+ * Points `runs/<runId>/initial.json` at the run's step-0 checkpoint (the warm-up, which lives under
+ * `warmup/`, outside the run's checkpoints/): the last resort of readCompleteBefore. Idempotent.
+ */
+export async function writeInitial(store: ObjectStore, runId: string, manifestRef: ObjectRef): Promise<ObjectRef> {
+  return store.putJson(initialKey(runId), pointer(runId, manifestRef, 0));
+}
+
+/** The contents of a pointer object (latest.json, initial.json). */
+function pointer(runId: string, manifest: ObjectRef, step: number): LatestPointer {
+  return { runId: validateRunId(runId), step, manifest };
 }
 
 /**
@@ -106,7 +120,11 @@ export async function writeLatest(store: ObjectStore, runId: string, manifestRef
  * @throws CorruptObjectError when it exists but is not a valid pointer.
  */
 export async function readLatest(store: ObjectStore, runId: string): Promise<LatestPointer | null> {
-  const key = latestKey(runId);
+  return readPointer(store, latestKey(runId));
+}
+
+/** Reads a pointer object (latest.json, initial.json); null when missing. @throws CorruptObjectError for a bad shape. */
+async function readPointer(store: ObjectStore, key: string): Promise<LatestPointer | null> {
   let raw: unknown;
   try {
     raw = await store.getJson(key);
@@ -115,23 +133,20 @@ export async function readLatest(store: ObjectStore, runId: string): Promise<Lat
     throw err;
   }
   const parsed = latestSchema.safeParse(raw);
-  if (!parsed.success) throw new CorruptObjectError(key, 'a latest pointer {runId, step, manifest}', `invalid JSON shape (${parsed.error.issues[0]?.message})`);
+  if (!parsed.success) throw new CorruptObjectError(key, 'a pointer {runId, step, manifest}', `invalid JSON shape (${parsed.error.issues[0]?.message})`, 'invalid pointer');
   return parsed.data;
 }
 
-/** true for the errors that make a checkpoint unusable (as opposed to, say, a dead S3 server). */
-function isUnusable(err: unknown): err is Error {
-  return err instanceof CorruptObjectError || err instanceof ObjectNotFoundError;
-}
+/** A verified checkpoint with the pipeline step it holds. */
+export type CompleteCheckpoint = LoadedCheckpoint & { step: number };
 
 /**
  * The newest complete checkpoint of a run, verified: the one latest.json points to, or, when that pointer
- * or its checkpoint is missing or corrupt, the newest earlier step under `runs/<runId>/checkpoints/` whose
- * manifest and objects verify. Logs each reason for falling back through `log`. Null when none is usable.
+ * or its checkpoint is missing or corrupt, readCompleteBefore that step. `starpo resume` uses it.
+ * Logs each reason for falling back through `log` (naming the object and why). Null when none is usable.
  * @throws errors other than corruption/missing objects (e.g. the S3 server is unreachable).
  */
-export async function readLatestComplete(store: ObjectStore, runId: string, log: (line: string) => void = () => undefined): Promise<(LoadedCheckpoint & { step: number }) | null> {
-  let ceiling = Number.POSITIVE_INFINITY;
+export async function readLatestComplete(store: ObjectStore, runId: string, log: (line: string) => void = () => undefined): Promise<CompleteCheckpoint | null> {
   let latest: LatestPointer | null = null;
   try {
     latest = await readLatest(store, runId);
@@ -140,30 +155,47 @@ export async function readLatestComplete(store: ObjectStore, runId: string, log:
     if (!isUnusable(err)) throw err;
     log(`run ${runId}: ${err.message}; looking for complete checkpoints`);
   }
-  if (latest) {
-    try {
-      return { ...(await readCheckpoint(store, latest.manifest)), step: latest.step };
-    } catch (err) {
-      if (!isUnusable(err)) throw err;
-      log(`run ${runId}: latest checkpoint (step ${latest.step}, ${latest.manifest.key}) is not usable: ${err.message}; falling back to an earlier one`);
-      ceiling = latest.step;
-    }
+  if (!latest) return readCompleteBefore(store, runId, Number.POSITIVE_INFINITY, log);
+  try {
+    return { ...(await readCheckpoint(store, latest.manifest)), step: latest.step };
+  } catch (err) {
+    if (!isUnusable(err)) throw err;
+    log(`run ${runId}: latest checkpoint (step ${latest.step}, ${latest.manifest.key}) is not usable: ${err.message}; falling back to an earlier one`);
+    return readCompleteBefore(store, runId, latest.step, log);
   }
-  const manifests = (await store.list(checkpointsPrefix(runId)))
+}
+
+/**
+ * The newest checkpoint of a run older than step `below` whose manifest and objects verify: the
+ * manifests under `runs/<runId>/checkpoints/`, newest step first, then the step-0 checkpoint of
+ * initial.json. Logs every checkpoint it skips and why, and the one it uses. Null when none is usable.
+ * @throws errors other than corruption/missing objects (e.g. the S3 server is unreachable).
+ */
+export async function readCompleteBefore(store: ObjectStore, runId: string, below: number, log: (line: string) => void = () => undefined): Promise<CompleteCheckpoint | null> {
+  const candidates: Array<{ step: number; manifest: ObjectRef | string }> = (await store.list(checkpointsPrefix(runId)))
     .filter((o) => o.key.endsWith(`/${MANIFEST_NAME}`))
-    .map((o) => ({ key: o.key, step: parseStep(o.key) }))
-    .filter((o): o is { key: string; step: number } => o.step !== null && o.step < ceiling)
+    .map((o) => ({ manifest: o.key, step: parseStep(o.key) }))
+    .filter((o): o is { manifest: string; step: number } => o.step !== null && o.step < below)
     .sort((a, b) => b.step - a.step);
-  for (const m of manifests) {
+  if (below > 0) {
     try {
-      const loaded = await readCheckpoint(store, m.key);
-      log(`run ${runId}: using checkpoint step ${m.step} (${m.key})`);
-      return { ...loaded, step: m.step };
+      const initial = await readPointer(store, initialKey(runId));
+      if (initial) candidates.push({ step: 0, manifest: initial.manifest });
     } catch (err) {
       if (!isUnusable(err)) throw err;
-      log(`run ${runId}: checkpoint step ${m.step} is not usable: ${err.message}`);
+      log(`run ${runId}: ${err.message}`);
     }
   }
-  log(`run ${runId}: no complete checkpoint found`);
+  for (const c of candidates) {
+    try {
+      const loaded = await readCheckpoint(store, c.manifest);
+      log(`run ${runId}: using checkpoint step ${c.step} (${loaded.ref.key})`);
+      return { ...loaded, step: c.step };
+    } catch (err) {
+      if (!isUnusable(err)) throw err;
+      log(`run ${runId}: checkpoint step ${c.step} is not usable: ${err.message}`);
+    }
+  }
+  log(`run ${runId}: no complete checkpoint${Number.isFinite(below) ? ` before step ${below}` : ''}`);
   return null;
 }

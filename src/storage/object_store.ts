@@ -109,11 +109,11 @@ export class ObjectStore {
    */
   async get(ref: ObjectRef): Promise<Uint8Array> {
     const data = await this.read(ref.bucket, ref.key);
-    if (data.byteLength !== ref.bytes) {
-      throw new CorruptObjectError(ref.key, `${ref.bytes} bytes (sha256 ${ref.sha256})`, `${data.byteLength} bytes (sha256 ${sha256Hex(data)})`);
-    }
     const actual = sha256Hex(data);
-    if (actual !== ref.sha256) throw new CorruptObjectError(ref.key, `sha256 ${ref.sha256}`, `sha256 ${actual}`);
+    if (data.byteLength !== ref.bytes) {
+      throw new CorruptObjectError(ref.key, `${ref.bytes} bytes (sha256 ${ref.sha256})`, `${data.byteLength} bytes (sha256 ${actual})`, 'size and sha256 mismatch');
+    }
+    if (actual !== ref.sha256) throw new CorruptObjectError(ref.key, `sha256 ${ref.sha256}`, `sha256 ${actual}`, 'sha256 mismatch');
     return data;
   }
 
@@ -170,7 +170,7 @@ export class ObjectStore {
     try {
       return JSON.parse(Buffer.from(data).toString('utf8')) as T;
     } catch (err) {
-      throw new CorruptObjectError(key, 'JSON', `unparsable text (${(err as Error).message})`);
+      throw new CorruptObjectError(key, 'JSON', `unparsable text (${(err as Error).message})`, 'invalid JSON');
     }
   }
 
@@ -192,7 +192,7 @@ export class ObjectStore {
     try {
       text = (await gunzip(data)).toString('utf8');
     } catch (err) {
-      throw new CorruptObjectError(key, 'gzip data', `undecodable bytes (${(err as Error).message})`);
+      throw new CorruptObjectError(key, 'gzip data', `undecodable bytes (${(err as Error).message})`, 'invalid gzip');
     }
     return text
       .split('\n')
@@ -201,7 +201,7 @@ export class ObjectStore {
         try {
           return JSON.parse(line) as T;
         } catch {
-          throw new CorruptObjectError(key, `JSON on line ${i + 1}`, `unparsable text ${JSON.stringify(line.slice(0, 60))}`);
+          throw new CorruptObjectError(key, `JSON on line ${i + 1}`, `unparsable text ${JSON.stringify(line.slice(0, 60))}`, 'invalid JSON line');
         }
       });
   }

@@ -5,6 +5,9 @@
  * The generator is sfc32 (Chris Doty-Humphrey's Small Fast Counter, 128-bit state); seeds are
  * derived from a list of parts (run seed, step, split, group id, turn, ...) with a 32-bit FNV-1a
  * hash mixed through splitmix32, so two different part lists give unrelated streams.
+ *
+ * Streams are derived statelessly from their parts and used within one step, so a checkpoint carries
+ * no generator state: a resumed step re-derives the very streams the interrupted one used.
  */
 
 /** Hashes a list of seed parts (numbers or strings) into four 32-bit words (unsigned). */

@@ -1,8 +1,15 @@
 /**
  * Worker entry points by role (DESIGN.md, Workers and compute): `control` polls the workflow task
  * queue "starpo"; `rollout` runs rollout activities on "starpo-rollout"; `update` runs the update,
- * prepareRun and writeMetrics activities on "starpo-update"; `all` runs the three in one process.
+ * prepareRun, writeMetrics and loadRun activities on "starpo-update"; `all` runs the three in one process.
  * CPU-heavy tfjs work blocks Node's event loop, so production keeps roles in separate processes.
+ *
+ * Liveness (issue 5 item 3): a worker started while the Temporal or S3 server is down (a restart)
+ * waits for it instead of exiting; once running, the SDK keeps re-polling through server restarts.
+ * SIGINT/SIGTERM shut down gracefully: polling stops at once, a running activity gets SHUTDOWN_GRACE
+ * to finish (an update of the CPU quickstart takes ~6-11 s); one still running after that is cancelled
+ * at its next heartbeat (activities/runtime.ts) and fails, so the server retries it (after the retry
+ * backoff) on another worker instead of waiting for the heartbeat timeout.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InfraEndpoints } from '../../infra/types';
@@ -12,24 +19,42 @@ import { TASK_QUEUES } from '../workflows/api';
 import { initBackend } from '../model/backend';
 import type { Role } from './roles';
 
+/** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */
+const SHUTDOWN_GRACE = '30 seconds';
 
 /**
- * Connects to Temporal and the object store and runs the role's workers until SIGINT/SIGTERM.
- * On shutdown Temporal waits up to `shutdownGraceTime` (30 s) for running activities; an activity
- * that does not finish is retried by the server on another worker.
- * @throws Error when Temporal or the object store cannot be reached
+ * Runs `attempt` until it succeeds, waiting 1, 2, 4 .. 15 s between failures and logging each one,
+ * for at most `seconds`. @throws the last error once the time is up.
+ */
+async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: string) => void, seconds = 300): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  for (let wait = 1; ; wait = Math.min(15, wait * 2)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (Date.now() + wait * 1000 > deadline) throw err;
+      log(`${what} not reachable (${(err as Error).message.split('\n')[0]}); retrying in ${wait} s`);
+      await new Promise((r) => setTimeout(r, wait * 1000));
+    }
+  }
+}
+
+/**
+ * Connects to Temporal and the object store (waiting up to 5 minutes for each) and runs the role's
+ * workers until SIGINT/SIGTERM, then shuts down gracefully (see the file comment).
+ * @throws Error when Temporal or the object store stays unreachable
  */
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
-  const connection = await NativeConnection.connect({ address: endpoints.temporalAddress });
+  const connection = await untilUp(`Temporal at ${endpoints.temporalAddress}`, () => NativeConnection.connect({ address: endpoints.temporalAddress }), log);
   const namespace = endpoints.temporalNamespace;
   const workers: Worker[] = [];
   const wants = (r: Role) => role === 'all' || role === r;
-  const shutdownGraceTime = '30 seconds';
+  const shutdownGraceTime = SHUTDOWN_GRACE;
   if (wants('rollout') || wants('update')) {
     const backend = await initBackend();
     log(`tfjs backend: ${backend}`);
     const store = new ObjectStore(endpoints.s3);
-    await store.ensureBucket();
+    await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
     const activities = createActivities(store);
     if (wants('rollout')) {
       workers.push(await Worker.create({

@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  checkpointPrefix, checkpointsPrefix, InvalidKeyPartError, latestKey, metricsKey, parseStep, rolloutKey, runKey, stepName, validateRunId, warmupPrefix,
+  checkpointPrefix, checkpointsPrefix, initialKey, InvalidKeyPartError, latestKey, metricsKey, parseStep, rolloutKey, rolloutRecordKey, runKey, stepName,
+  validateRunId, warmupPrefix,
 } from '../../src/storage/keys';
-import { CorruptObjectError, ObjectNotFoundError } from '../../src/storage/errors';
+import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../src/storage/errors';
 import { sha256Hex } from '../../src/storage/object_store';
 
 test('key layout follows DESIGN.md', () => {
@@ -14,6 +15,8 @@ test('key layout follows DESIGN.md', () => {
   assert.equal(rolloutKey('r1', 0, 'val', 0), 'runs/r1/rollouts/step-000000/val-shard-000.jsonl.gz');
   assert.equal(metricsKey('r1', 10), 'runs/r1/metrics/step-000010.json');
   assert.equal(latestKey('run-2024.01_a'), 'runs/run-2024.01_a/latest.json');
+  assert.equal(initialKey('r1'), 'runs/r1/initial.json');
+  assert.equal(rolloutRecordKey('r1', 10, 'train', 3), 'runs/r1/rollouts/step-000010/train-shard-003.json');
   assert.equal(warmupPrefix('ab12cd'), 'warmup/ab12cd/');
 });
 
@@ -35,6 +38,7 @@ test('step, split and shard ranges are enforced', () => {
   assert.throws(() => stepName(1_000_000), InvalidKeyPartError);
   assert.throws(() => rolloutKey('r', 1, 'Train', 0), /split "Train" is invalid/);
   assert.throws(() => rolloutKey('r', 1, 'train', 1000), /shard 1000 is invalid; allowed: an integer from 0 to 999/);
+  assert.throws(() => rolloutRecordKey('r', 1, 'train', -1), /shard -1 is invalid/);
   assert.throws(() => warmupPrefix('a/b'), /warm-up name "a\/b" is invalid/);
 });
 
@@ -52,6 +56,9 @@ test('storage errors name key, expected and actual', () => {
   assert.match(e.message, /runs\/r\/x\.bin.*expected sha256 aa, got sha256 bb/);
   const n = new ObjectNotFoundError('starpo', 'k');
   assert.match(n.message, /object k not found in bucket starpo/);
+  const m = new CorruptObjectError('runs/r/m.safetensors', 'sha256 aa', 'sha256 bb', 'sha256 mismatch');
+  assert.match(m.message, /^object runs\/r\/m\.safetensors is corrupt \(sha256 mismatch\): expected sha256 aa, got sha256 bb$/);
+  assert.ok(isUnusable(e) && isUnusable(n) && !isUnusable(new Error('ECONNREFUSED')), 'corrupt and missing objects are unusable, a dead server is not');
 });
 
 test('sha256Hex matches a known vector', () => {

@@ -1,0 +1,77 @@
+/**
+ * Fault injection (issue 5, Must show): a short FrozenLake run (test/helpers/faults.ts shortRunInput:
+ * the test fixture with `--steps` updates, no validation) first undisturbed, then `--trials` times with the same config and
+ * seed while the rollout worker, the update worker, the control worker, the Temporal dev server and the
+ * S3 server are each SIGKILLed once at a seeded random moment and started again (servers on the same
+ * ports with the same state). Each trial's final checkpoint (model.safetensors and optimizer sha256,
+ * trainer state without timings) is compared with the undisturbed run's. Prints every kill, then
+ * trials, kills survived and equality.
+ *
+ *   node --import tsx bench/fault_injection.ts [--trials 3] [--steps 4] [--seed 1]
+ *
+ * Starts its own servers on free ports (temp state folder) and worker processes, and stops them at the end.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { startTestServers } from '../test/helpers/servers';
+import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput } from '../test/helpers/faults';
+import { spawnWorkers } from '../src/cli/spawn_workers';
+import { ObjectStore } from '../src/storage/object_store';
+import { metricsKey } from '../src/storage/keys';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/workflows/api';
+import type { StarpoRunResult } from '../src/workflows';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { trials: { type: 'string', default: '3' }, steps: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } } });
+  const [trials, steps, seed] = [Number(values.trials), Number(values.steps), Number(values.seed)];
+  const logDir = mkdtempSync(join(tmpdir(), 'starpo-faults-'));
+  const servers = await startTestServers();
+  const workers = spawnWorkers(['control', 'rollout', 'update'], servers.endpoints, logDir);
+  const client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
+  const store = new ObjectStore(servers.endpoints.s3);
+  const stack = new CrashableStack(servers, workers, logDir);
+  try {
+    const run = async (name: string) => {
+      const input = shortRunInput(`fi-${process.pid}-${name}`, steps);
+      await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+      return input.runId;
+    };
+    let t = Date.now();
+    const refId = await run('reference');
+    const { result: ref } = await runWithFaults<StarpoRunResult>(client, refId, stack, []);
+    const expected = await checkpointFingerprint(store, ref.finalCheckpoint);
+    // The trials reuse the reference's warm-up: kills are planned over its training steps.
+    let horizon = 0;
+    for (let step = 0; step < steps; step++) horizon += ((await store.getJson(metricsKey(refId, step))) as { metrics: Record<string, number> }).metrics['time/step'] ?? 0;
+    console.log(`undisturbed run: ${((Date.now() - t) / 1000).toFixed(1)} s (steps ${horizon.toFixed(1)} s); model.safetensors sha256 ${expected.model}`);
+
+    let killsSurvived = 0;
+    let equal = 0;
+    for (let trial = 0; trial < trials; trial++) {
+      t = Date.now();
+      const plan = faultPlan(seed, trial, horizon);
+      const { result, kills } = await runWithFaults<StarpoRunResult>(client, await run(`trial-${trial}`), stack, plan);
+      const got = await checkpointFingerprint(store, result.finalCheckpoint);
+      const same = JSON.stringify(got) === JSON.stringify(expected);
+      killsSurvived += kills.length;
+      equal += same ? 1 : 0;
+      const killed = kills.map((k) => `${k.target}@${k.atSeconds.toFixed(1)}s(${k.phase}, down ${k.downSeconds.toFixed(1)}s)`).join(', ');
+      console.log(`trial ${trial + 1}: ${((Date.now() - t) / 1000).toFixed(1)} s, ${result.steps} steps, kills ${kills.length}/${plan.length}: ${killed}; final checkpoint ${same ? 'identical' : `DIFFERENT (model ${got.model})`}`);
+    }
+    console.log(`trials ${trials}, kills survived ${killsSurvived}, identical final checkpoints ${equal}/${trials}`);
+    if (equal !== trials) process.exitCode = 1;
+  } finally {
+    await workers.stop(5);
+    await client.connection.close();
+    await servers.stop();
+    rmSync(logDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.stack : err);
+  process.exit(1);
+});

@@ -1,0 +1,142 @@
+/**
+ * Durable runs (issue 5) through the real Temporal and S3 servers with worker processes: a 3-step
+ * FrozenLake run is the reference; then runs of the same config and seed that are disturbed (every
+ * worker kind and both servers SIGKILLed and restarted, the update worker SIGTERMed mid-update, the
+ * run terminated and its latest checkpoint corrupted before `starpo resume`, a checkpoint corrupted
+ * under a paused run) must end with the reference's final checkpoint, bit for bit.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { useTrainingStack } from '../helpers/stack';
+import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput, FAULT_TARGETS } from '../helpers/faults';
+import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
+import { endpointsToEnv } from '../../src/cli/endpoints';
+import { resume } from '../../src/cli/train';
+import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
+import { readCompleteBefore, readLatest } from '../../src/storage/manifest';
+import { sha256Hex } from '../../src/storage/object_store';
+import { TASK_QUEUES, WORKFLOW_TYPE, pauseUpdate, progressQuery, unpauseUpdate, type Progress } from '../../src/workflows/api';
+import type { StarpoRunResult } from '../../src/workflows';
+import { CHECKPOINT_CORRUPT_ERROR } from '../../src/activities/types';
+
+const stack = useTrainingStack();
+const STEPS = 3;
+/** The undisturbed run: its final checkpoint's fingerprint and the seconds its steps took. */
+let reference: { fingerprint: Awaited<ReturnType<typeof checkpointFingerprint>>; stepSeconds: number };
+
+/** Starts a 3-step run (shortRunInput) and returns its id. */
+async function startRun(name: string): Promise<string> {
+  const input = shortRunInput(`it-${name}-${Date.now()}`, STEPS);
+  await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  return input.runId;
+}
+
+/** Polls the run's `progress` query every 100 ms until `done` holds. */
+async function waitForProgress(runId: string, done: (p: Progress) => boolean): Promise<void> {
+  const handle = stack.client.workflow.getHandle(runId);
+  for (;;) {
+    const p = await handle.query(progressQuery).catch(() => null);
+    if (p && done(p)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Corrupts a stored object in place: one flipped byte, same length. */
+async function flipByte(key: string): Promise<void> {
+  const bytes = await stack.store.getUnverified(key);
+  bytes[bytes.length >> 1] ^= 0xff;
+  await stack.store.put(key, bytes);
+}
+
+const fingerprintOf = async (runId: string) => {
+  const result: StarpoRunResult = await stack.client.workflow.getHandle(runId).result();
+  assert.equal(result.steps, STEPS);
+  return checkpointFingerprint(stack.store, result.finalCheckpoint);
+};
+
+test('the reference: an undisturbed run', async () => {
+  const runId = await startRun('reference');
+  const fingerprint = await fingerprintOf(runId);
+  let stepSeconds = 0;
+  for (let step = 0; step < STEPS; step++) stepSeconds += ((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics['time/step'];
+  reference = { fingerprint, stepSeconds };
+  const warmup = await readCompleteBefore(stack.store, runId, 1); // the step-0 checkpoint (initial.json)
+  assert.equal(warmup?.step, 0);
+  assert.notEqual(sha256Hex(warmup.files['model.safetensors'] as Uint8Array), fingerprint.model, 'the updates moved the weights');
+});
+
+test('SIGKILL of the rollout, update and control workers and of the Temporal and S3 servers, each restarted: the reference weights', async () => {
+  const crashable = new CrashableStack(stack.servers, stack.workers, stack.logDir);
+  const plan = faultPlan(1, 0, reference.stepSeconds);
+  const { result, kills } = await runWithFaults<StarpoRunResult>(stack.client, await startRun('faults'), crashable, plan);
+  assert.deepEqual(kills.map((k) => k.target).sort(), [...FAULT_TARGETS].sort(), 'every target was killed while the run was open');
+  assert.deepEqual(await checkpointFingerprint(stack.store, result.finalCheckpoint), reference.fingerprint);
+});
+
+test('SIGTERM to the update worker mid-update: the update finishes within the grace time, the worker exits, a new one carries on', async () => {
+  const runId = await startRun('sigterm');
+  const handle = stack.client.workflow.getHandle(runId);
+  let activityId: string | undefined;
+  while (!activityId) {
+    const pending = (await handle.describe()).raw.pendingActivities ?? [];
+    activityId = pending.find((p) => p.activityType?.name === 'update' && Number(p.state) === 2)?.activityId ?? undefined;
+    if (!activityId) await new Promise((r) => setTimeout(r, 100));
+  }
+  const entry = stack.workers.children.find((c) => c.role === 'update')!;
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => entry.child.once('exit', (code, signal) => resolve({ code, signal })));
+  await stopChild(entry.child, 60); // SIGTERM; SIGKILL only after 60 s
+  assert.deepEqual(await exited, { code: 0, signal: null }, 'the worker shut down by itself');
+  const history = (await handle.fetchHistory()).events ?? [];
+  const scheduled = history.find((e) => e.activityTaskScheduledEventAttributes?.activityId === activityId)!;
+  const completed = history.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
+  assert.ok(completed, 'the update running at SIGTERM completed before the worker exited');
+  entry.child = spawnWorker('update', stack.servers.endpoints, stack.logDir, '-after-sigterm');
+  assert.deepEqual(await fingerprintOf(runId), reference.fingerprint);
+});
+
+test('a run terminated mid-way whose latest checkpoint is corrupted: `starpo resume` falls back to the previous one and ends with the reference weights', async () => {
+  const runId = await startRun('resume');
+  const handle = stack.client.workflow.getHandle(runId);
+  // Terminate while step 2 rolls out: checkpoint 2 is the latest and no update is running.
+  await waitForProgress(runId, (p) => p.step === 2 && p.phase === 'rollout');
+  await handle.terminate('durability test');
+  assert.equal((await readLatest(stack.store, runId))?.step, 2);
+  const modelKey = `${checkpointPrefix(runId, 2)}model.safetensors`;
+  await flipByte(modelKey);
+
+  const lines: string[] = [];
+  const env = endpointsToEnv(stack.servers.endpoints); // resume finds the servers through the environment
+  Object.assign(process.env, env);
+  try {
+    await resume(runId, { workers: false, rolloutWorkers: 1, log: (line) => lines.push(line) });
+  } finally {
+    for (const name of Object.keys(env)) delete process.env[name];
+  }
+  assert.ok(lines.some((l) => l.includes(modelKey) && l.includes('sha256 mismatch')), lines.join('\n'));
+  assert.ok(lines.some((l) => /using checkpoint step 1 /.test(l)), lines.join('\n'));
+  assert.deepEqual(await fingerprintOf(runId), reference.fingerprint);
+});
+
+test('a corrupted checkpoint found by a running step: the run replays from the previous checkpoint and ends with the reference weights', async () => {
+  const runId = await startRun('replay');
+  const handle = stack.client.workflow.getHandle(runId);
+  // Pause during step 1's update: the run waits before step 2, whose policy is checkpoint 2.
+  await waitForProgress(runId, (p) => p.step === 1 && p.phase === 'update');
+  await handle.executeUpdate(pauseUpdate);
+  await waitForProgress(runId, (p) => p.phase === 'paused');
+  assert.equal((await readLatest(stack.store, runId))?.step, 2);
+  const modelKey = `${checkpointPrefix(runId, 2)}model.safetensors`;
+  await flipByte(modelKey);
+  // New activity workers: no cached copy of the checkpoint, so the next step reads the damaged one.
+  const crashable = new CrashableStack(stack.servers, stack.workers, stack.logDir);
+  for (const role of ['rollout', 'update'] as const) {
+    await crashable.crash(role);
+    await crashable.restart(role);
+  }
+  await handle.executeUpdate(unpauseUpdate);
+  assert.deepEqual(await fingerprintOf(runId), reference.fingerprint);
+  const failures = ((await handle.fetchHistory()).events ?? []).map((e) => e.activityTaskFailedEventAttributes?.failure);
+  const corrupt = failures.find((f) => f?.applicationFailureInfo?.type === CHECKPOINT_CORRUPT_ERROR);
+  assert.ok(corrupt, 'an activity reported the damaged checkpoint');
+  assert.match(String(corrupt.message), new RegExp(`${modelKey}.*sha256 mismatch.*continues from step 1`));
+});
