@@ -80,16 +80,6 @@ export class Rng {
     }
     return items;
   }
-
-  /** The four state words, to save with a checkpoint. */
-  getState(): [number, number, number, number] {
-    return [this.a, this.b, this.c, this.d];
-  }
-
-  /** Restores state saved with getState(). */
-  setState(state: readonly number[]): void {
-    [this.a, this.b, this.c, this.d] = state.map((x) => x >>> 0) as [number, number, number, number];
-  }
 }
 
 /** A uint32 seed derived from parts, for APIs (env reset, tfjs init) that take a single number. */
