@@ -31,8 +31,14 @@ export async function describeRun(handle: WorkflowHandle, runId: string): Promis
 
 /** The `progress` query's answer, or null when no control worker answers within QUERY_SECONDS. */
 async function queryProgress(handle: WorkflowHandle): Promise<Progress | null> {
-  const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), QUERY_SECONDS * 1000).unref());
-  return Promise.race([handle.query(progressQuery), timeout]);
+  // A deadline on the gRPC call itself, so an unanswered query does not keep the process alive.
+  const deadline = Date.now() + QUERY_SECONDS * 1000;
+  try {
+    return await handle.client.connection.withDeadline(deadline, () => handle.query(progressQuery));
+  } catch (err) {
+    if (Date.now() >= deadline) return null;
+    throw err;
+  }
 }
 
 /** What `starpo status --json` prints. */
