@@ -62,13 +62,16 @@ export function trainerStateOf(files: Record<string, Uint8Array>): TrainerState 
 
 /**
  * Writes a checkpoint under `prefix` and returns its manifest ref.
+ * @param extraFiles more files of the checkpoint by name (e.g. the update's trajectory_scores.json), listed in the manifest
  * @throws Error from the object store (retried by Temporal)
  */
 export async function saveCheckpoint(
   store: ObjectStore, prefix: string,
   c: Pick<PolicyCheckpoint, 'model' | 'tokenizer' | 'optimizer' | 'state'> & Partial<Pick<PolicyCheckpoint, 'critic' | 'criticOptimizer'>>,
+  extraFiles: Record<string, Uint8Array> = {},
 ): Promise<ObjectRef> {
   const files: Record<string, Uint8Array> = {
+    ...extraFiles,
     'model.safetensors': await modelToSafetensors(c.model),
     'config.json': configToJSONBytes(c.model.config),
     'tokenizer.json': json(c.tokenizer.toJSON()),

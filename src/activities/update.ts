@@ -8,9 +8,12 @@
  * CheckpointCorruptError naming where the run continues from (fallback.ts).
  * When the StarPO-S filter keeps nothing, the new checkpoint holds the unchanged weights and the
  * reason (SPEC.md §7: skip the update).
+ * The checkpoint also holds trajectory_scores.json (TRAJECTORY_SCORES_NAME; src/algo/trajectory_scores.ts):
+ * per trajId of the step, whether the filter kept its group, its normalised score and its mean token
+ * advantage, written with the other files before the manifest, so a reused checkpoint carries them too.
  */
 import { log } from '@temporalio/activity';
-import { checkpointPrefix } from '../storage/keys';
+import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import { readCheckpoint, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../config/schema';
@@ -91,7 +94,8 @@ export function updateActivity(rt: ActivityRuntime) {
         criticOptimizer: gae ? { betas: betasOf(criticArgs), weightDecay: criticArgs.weight_decay } : undefined,
         klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined,
       };
-      ref = await saveCheckpoint(rt.store, prefix, checkpoint);
+      const scores = new TextEncoder().encode(JSON.stringify(result.scores));
+      ref = await saveCheckpoint(rt.store, prefix, checkpoint, { [TRAJECTORY_SCORES_NAME]: scores });
     } catch (err) {
       // The weights may be half-updated: drop them; a retry reloads the checkpoint from the store.
       disposeCheckpoint(checkpoint);

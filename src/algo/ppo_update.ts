@@ -24,6 +24,7 @@ import { optimizerStep, StepResult } from './grad_step';
 import { filterGroups } from './filter';
 import { prepass } from './prepass';
 import type { KlController } from './kl_controller';
+import { trajectoryScores, type TrajectoryScoresFile } from './trajectory_scores';
 
 /**
  * The key of a trajectory's normalisation group for reward_normalization.grouping (SPEC.md §5.1).
@@ -76,6 +77,8 @@ export interface PpoUpdateResult {
   metrics: Record<string, number>;
   /** Why no optimizer step ran (nothing survived the filter), or null. */
   skipReason: string | null;
+  /** Per trajectory (by trajId): kept by the filter, normalised score, mean token advantage (trajectory_scores.ts). */
+  scores: TrajectoryScoresFile;
 }
 
 /**
@@ -106,7 +109,11 @@ export async function ppoUpdate(opts: {
     scores: opts.trajectories.map((t) => t.episodeScore), groupKeys: opts.trajectories.map((t) => t.trajGroupId),
     type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
   });
-  if (filter.skipReason) return { metrics: { ...filter.metrics, 'actor/update_skipped': 1 }, skipReason: filter.skipReason };
+  const trajIds = opts.trajectories.map((t) => t.trajId);
+  if (filter.skipReason) {
+    const scores = trajectoryScores({ step: opts.step, trajIds, keep: [], normalizedScores: [], advantages: [], mask: [], skipReason: filter.skipReason });
+    return { metrics: { ...filter.metrics, 'actor/update_skipped': 1 }, skipReason: filter.skipReason, scores };
+  }
   const trajectories = filter.keep.map((i) => opts.trajectories[i]);
   const B = trajectories.length;
   const args = config.actor_train.training_args;
@@ -209,7 +216,8 @@ export async function ppoUpdate(opts: {
   for (const part of ['forward', 'backward', 'optimizer'] as const) {
     metrics[`time/update/${part}`] = all.reduce((s, r) => s + r.seconds[part], 0);
   }
-  return { metrics, skipReason: null };
+  const scores = trajectoryScores({ step: opts.step, trajIds, keep: filter.keep, normalizedScores: adv.normalizedScores, advantages: adv.advantages, mask: full.mask });
+  return { metrics, skipReason: null, scores };
 }
 
 /** {role}/grad_norm (mean before clipping), {role}/lr (at the update's first optimizer step), {role}/optimizer_steps, {role}/skipped_nonfinite. */

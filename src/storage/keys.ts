@@ -60,12 +60,13 @@ export function checkpointPrefix(runId: string, step: number): string {
 }
 
 /**
- * `runs/<runId>/rollouts/step-000010/train-shard-003.jsonl.gz`
+ * `runs/<runId>/rollouts/step-000010/train-shard-003.jsonl.gz`; with `evalName` (`starpo eval`) the
+ * same layout under the evaluation's folder: `runs/<runId>/evals/<evalName>/rollouts/step-000010/val-shard-000.jsonl.gz`.
  * @param split lower-case name such as `train` or `val` ([a-z][a-z0-9_]*). @param shard integer 0..999.
  * @throws InvalidKeyPartError naming the bad value.
  */
-export function rolloutKey(runId: string, step: number, split: string, shard: number): string {
-  return `${rolloutBase(runId, step, split, shard)}.jsonl.gz`;
+export function rolloutKey(runId: string, step: number, split: string, shard: number, evalName?: string): string {
+  return `${rolloutBase(runId, step, split, shard, evalName)}.jsonl.gz`;
 }
 
 /**
@@ -73,19 +74,42 @@ export function rolloutKey(runId: string, step: number, split: string, shard: nu
  * trajectories (their reference, the policy that played them, the pool's counts), so a retried rollout
  * can reuse a complete shard. Same arguments and errors as rolloutKey.
  */
-export function rolloutRecordKey(runId: string, step: number, split: string, shard: number): string {
-  return `${rolloutBase(runId, step, split, shard)}.json`;
+export function rolloutRecordKey(runId: string, step: number, split: string, shard: number, evalName?: string): string {
+  return `${rolloutBase(runId, step, split, shard, evalName)}.json`;
 }
 
 /** The shard's key without extension; validates split and shard. */
-function rolloutBase(runId: string, step: number, split: string, shard: number): string {
+function rolloutBase(runId: string, step: number, split: string, shard: number, evalName?: string): string {
   if (typeof split !== 'string' || !SPLIT.test(split)) {
     throw new InvalidKeyPartError(`split ${JSON.stringify(split)} is invalid; allowed: lower-case [a-z][a-z0-9_]*, e.g. train or val`);
   }
   if (!Number.isInteger(shard) || shard < 0 || shard > 999) {
     throw new InvalidKeyPartError(`shard ${shard} is invalid; allowed: an integer from 0 to 999`);
   }
-  return `${runPrefix(runId)}rollouts/${stepName(step)}/${split}-shard-${String(shard).padStart(3, '0')}`;
+  const base = evalName === undefined ? runPrefix(runId) : evalPrefix(runId, evalName);
+  return `${base}rollouts/${stepName(step)}/${split}-shard-${String(shard).padStart(3, '0')}`;
+}
+
+/**
+ * `runs/<runId>/evals/<evalName>/`: one `starpo eval` of the run (its spec eval.json, rollouts and
+ * result.json), apart from the training's rollouts and metrics.
+ * @throws InvalidKeyPartError unless evalName is 1-128 chars of [A-Za-z0-9._-] starting with a letter or digit.
+ */
+export function evalPrefix(runId: string, evalName: string): string {
+  if (typeof evalName !== 'string' || !NAME.test(evalName) || evalName.includes('..')) {
+    throw new InvalidKeyPartError(`eval name ${JSON.stringify(evalName)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`);
+  }
+  return `${runPrefix(runId)}evals/${evalName}/`;
+}
+
+/** `runs/<runId>/evals/<evalName>/eval.json`: what the evaluation plays (config, checkpoint, step). */
+export function evalSpecKey(runId: string, evalName: string): string {
+  return `${evalPrefix(runId, evalName)}eval.json`;
+}
+
+/** `runs/<runId>/evals/<evalName>/result.json`: its val/ metrics, written last. */
+export function evalResultKey(runId: string, evalName: string): string {
+  return `${evalPrefix(runId, evalName)}result.json`;
 }
 
 /** `runs/<runId>/metrics/step-000010.json` */
@@ -116,6 +140,13 @@ export function warmupPrefix(name: string): string {
   }
   return `warmup/${name}/`;
 }
+
+/**
+ * Name of the per-trajectory scores file (src/algo/trajectory_scores.ts) inside the checkpoint of step
+ * N+1: what the update of step N's rollouts did with each trajectory (kept by the filter, normalised
+ * score, advantage). Written with the checkpoint's other files, listed with its sha256 in its manifest.
+ */
+export const TRAJECTORY_SCORES_NAME = 'trajectory_scores.json';
 
 /** Name of the manifest object inside a checkpoint prefix. */
 export const MANIFEST_NAME = 'manifest.json';

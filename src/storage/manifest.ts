@@ -97,6 +97,19 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
   return { ref, manifest: parsed.data, files };
 }
 
+/**
+ * One file of a checkpoint, verified against its manifest (read by key, like readCompleteBefore does).
+ * @returns the bytes, or null when the manifest lists no file of that name (e.g. an older checkpoint)
+ * @throws ObjectNotFoundError when the manifest or the object is missing, CorruptObjectError when either is damaged
+ */
+export async function readCheckpointFile(store: ObjectStore, manifestKey: string, name: string): Promise<Uint8Array | null> {
+  const raw = await store.getJson(manifestKey);
+  const parsed = manifestSchema.safeParse(raw);
+  if (!parsed.success) throw new CorruptObjectError(manifestKey, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
+  const entry = parsed.data.objects.find((o) => o.name === name);
+  return entry ? store.get({ bucket: store.bucket, key: entry.key, sha256: entry.sha256, bytes: entry.bytes }) : null;
+}
+
 /** Points `runs/<runId>/latest.json` at `manifestRef` for `step`. Same inputs write the same bytes. */
 export async function writeLatest(store: ObjectStore, runId: string, manifestRef: ObjectRef, step: number): Promise<ObjectRef> {
   return store.putJson(latestKey(runId), pointer(runId, manifestRef, step));

@@ -152,18 +152,33 @@ test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch
   const scores = [0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0.1, 0, 2, 0, 2];
   const config = configWith({ rollout_filter_ratio: 0.5, rollout_filter_type: 'std' });
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 10);
-  const { metrics } = await ppoUpdate({
-    actor: trainee(model), klController: klControllerFromConfig(config), trajectories: batch(scores), config, step: 0, padId: tokenizer.padId,
+  const trajectories = batch(scores);
+  const { metrics, scores: stored } = await ppoUpdate({
+    actor: trainee(model), klController: klControllerFromConfig(config), trajectories, config, step: 0, padId: tokenizer.padId,
   });
   assert.equal(metrics['rollout/kept_groups'], 2);
   assert.equal(metrics['rollout/kept_trajectories'], 8);
   assert.ok(metrics['rollout/chosen_in_group_std'] > metrics['rollout/in_group_std']);
+  // what the update stores per trajectory: groups 1 and 3 kept; mean_std within the group: (s - mean) / std =
+  // +-0.5 / 0.57735 (and +-1 / 1.1547) = +-0.866; reinforce, gamma 1, no whitening: every sampled token's advantage is it
+  assert.equal(Object.keys(stored.trajectories).length, 16);
+  trajectories.forEach((t, i) => {
+    const s = stored.trajectories[t.trajId];
+    const group = Math.floor(i / 4);
+    assert.equal(s.kept, group === 1 || group === 3, t.trajId);
+    if (!s.kept) return assert.deepEqual(s, { kept: false, normalizedScore: null, advantage: null });
+    const expected = (scores[i] > 0 ? 1 : -1) * 0.8660254;
+    assert.ok(Math.abs(s.normalizedScore! - expected) < 1e-5, `${t.trajId}: ${s.normalizedScore}`);
+    assert.ok(Math.abs(s.advantage! - s.normalizedScore!) < 1e-6, `${t.trajId}: advantage ${s.advantage}`);
+  });
   const flat = configWith({ rollout_filter_ratio: 0.9, rollout_filter_type: 'top_p' });
   const before = snapshot(model);
   const r = await ppoUpdate({
     actor: trainee(model), klController: klControllerFromConfig(flat), trajectories: batch(new Array(16).fill(1)), config: flat, step: 0, padId: tokenizer.padId,
   });
   assert.match(r.skipReason!, /zero/);
+  assert.equal(r.scores.skipReason, r.skipReason);
+  assert.ok(Object.values(r.scores.trajectories).every((s) => !s.kept && s.advantage === null));
   assert.equal(r.metrics['actor/update_skipped'], 1);
   assert.deepEqual(snapshot(model), before);
   model.dispose();
