@@ -9,6 +9,7 @@ import { rolloutActivity } from './rollout';
 import { updateActivity } from './update';
 import { writeMetricsActivity } from './metrics';
 import { loadRunActivity } from './load_run';
+import { prepareEvalActivity, writeEvalResultActivity } from './eval';
 
 /** All activities, keyed by their Temporal activity type names. */
 export function createActivities(store: ObjectStore) {
@@ -19,6 +20,8 @@ export function createActivities(store: ObjectStore) {
     update: updateActivity(rt),
     writeMetrics: writeMetricsActivity(rt),
     loadRun: loadRunActivity(rt),
+    prepareEval: prepareEvalActivity(rt),
+    writeEvalResult: writeEvalResultActivity(rt),
   };
 }
 

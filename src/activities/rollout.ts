@@ -8,6 +8,9 @@
  * reference with sha256, the policy manifest's sha256, the pool's counts) is written. A retried or
  * replayed rollout whose record names the same policy and whose trajectories verify reuses the shard
  * instead of playing it again; otherwise it plays (same seeds, so the same bytes) and rewrites both.
+ *
+ * With `input.eval` (`starpo eval`) the config comes from the evaluation's eval.json and the shard and
+ * its record are stored under runs/<run>/evals/<name>/ (storage/keys.ts rolloutKey).
  */
 import { log } from '@temporalio/activity';
 import { z } from 'zod';
@@ -21,6 +24,7 @@ import type { Trajectory } from '../rollout/types';
 import type { RolloutInput, RolloutOutput } from './types';
 import { takePolicy } from './fallback';
 import { ActivityRuntime, heartbeat } from './runtime';
+import { readEvalSpec } from './eval';
 
 const shardRecordSchema = z.object({
   trajectories: z.object({ bucket: z.string(), key: z.string(), sha256: z.string(), bytes: z.number() }),
@@ -35,7 +39,7 @@ type ShardRecord = z.infer<typeof shardRecordSchema>;
  * verify; null otherwise (logging why a present record was not used).
  */
 async function committedShard(rt: ActivityRuntime, input: RolloutInput): Promise<{ record: ShardRecord; trajectories: Trajectory[] } | null> {
-  const key = rolloutRecordKey(input.runId, input.step, input.split, input.shard);
+  const key = rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval);
   if (!(await rt.store.exists(key))) return null;
   try {
     const record = shardRecordSchema.safeParse(await rt.store.getJson(key));
@@ -60,7 +64,7 @@ export function rolloutActivity(rt: ActivityRuntime) {
       const { record, trajectories } = committed;
       return { trajectories: record.trajectories, metrics: sumMetrics(trajectories, { totals: record.totals, groupScores }), seconds: seconds() };
     }
-    const { config } = await rt.run(input.runId);
+    const { config } = input.eval === undefined ? await rt.run(input.runId) : await readEvalSpec(rt, input.runId, input.eval);
     const manager = input.split === 'train' ? config.train_env_manager : config.val_env_manager;
     const generating = generatingArgsOf(config, input.split);
     const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy);
@@ -78,10 +82,10 @@ export function rolloutActivity(rt: ActivityRuntime) {
         onTurn: (turn, active) => heartbeat({ turn, active }),
       });
       for (const error of errors) log.warn(`${input.split} step ${input.step} shard ${input.shard}: env failure: ${error}`);
-      const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard), trajectories);
+      const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard, input.eval), trajectories);
       const totals = { 'env/failed_episodes': stats.failedEpisodes, 'env/replaced_groups': stats.replacedGroups, 'env/dropped_groups': stats.droppedGroups };
       const record: ShardRecord = { trajectories: ref, policy: input.policy.sha256, totals };
-      await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard), record);
+      await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval), record);
       return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds() };
     } finally {
       rt.keep(input.policy, checkpoint);

@@ -5,6 +5,7 @@
 import type { RunConfig } from '../config/schema';
 import type { RolloutGroup } from '../rollout/plan';
 import type { MetricSums } from '../rollout/metrics';
+import type { StoredRun } from './runtime';
 
 /** A stored object: content address and size (bytes); readers verify sha256 (DESIGN.md). */
 export interface ObjectRef {
@@ -52,6 +53,11 @@ export interface RolloutInput {
   /** Manifest of the checkpoint whose weights sample the episodes. */
   policy: ObjectRef;
   groups: RolloutGroup[];
+  /**
+   * Set by `starpo eval` (workflow starpoEvaluation): the evaluation's name. The config is then read
+   * from runs/<run>/evals/<name>/eval.json and the shard stored under that folder, apart from training.
+   */
+  eval?: string;
 }
 
 /** Output of a rollout activity. */
@@ -108,4 +114,57 @@ export interface CheckpointFallback {
   object: string;
   /** Why it is unusable (e.g. `object ... is corrupt (sha256 mismatch): ...`). */
   reason: string;
+}
+
+/**
+ * What `starpo eval` asks for (the input of workflow starpoEvaluation and of its prepareEval
+ * activity): play validation with one checkpoint of a run, through the rollout activities.
+ */
+export interface EvalRequest {
+  /** The trained run. */
+  runId: string;
+  /** Folder name of the evaluation: runs/<run>/evals/<name>/ ([A-Za-z0-9._-], up to 128 characters). */
+  name: string;
+  /** Manifest of the checkpoint to evaluate. */
+  checkpoint: ObjectRef;
+  /** The pipeline step it holds: validation seeds are those of this step (or fixed, see plan.ts). */
+  step: number;
+  /** Validation settings from another config (`--config`); default the run's own (run.json). */
+  config?: { configName: string; config: RunConfig };
+  /** Validation episodes (replaces val_batch_size; a multiple of val_env_manager.group_size). */
+  episodes?: number;
+}
+
+/**
+ * runs/<run>/evals/<name>/eval.json, written by prepareEval: the run id, the config the evaluation
+ * plays (val_batch_size = its episodes) and its name, checkpoint and step.
+ */
+export interface EvalSpec extends StoredRun {
+  name: string;
+  checkpoint: ObjectRef;
+  step: number;
+}
+
+/** Validation results of one env tag (val/env/{tag}/success, val/{tag}/score) and its episode count. */
+export interface TagResult {
+  episodes: number;
+  success: number;
+  /** Mean over the tag's groups of the group's mean episode score (ROLL's val {tag}/score). */
+  score: number;
+}
+
+/** The result of an evaluation (workflow starpoEvaluation), also stored as runs/<run>/evals/<name>/result.json. */
+export interface EvalResult {
+  runId: string;
+  name: string;
+  /** Name of the config whose validation settings were played. */
+  configName: string;
+  checkpoint: ObjectRef;
+  step: number;
+  /** Episodes played (kept after the env pool dropped failed groups, if any). */
+  episodes: number;
+  /** Per val tag, in the config's order. */
+  tags: Record<string, TagResult>;
+  /** Every val/ metric, as the training workflow's validation reports them. */
+  metrics: Record<string, number>;
 }

@@ -28,6 +28,12 @@ function positiveInt(value: string): number {
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a positive integer`);
   return n;
 }
+/** Parses a non-negative integer option; a bad value is a usage error (exit 2). */
+function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a non-negative integer`);
+  return n;
+}
 const program = new Command();
 program
   .name('starpo')
@@ -59,6 +65,23 @@ program
   .action(async (runId: string, opts: { workers: boolean; rolloutWorkers: number }) => {
     const { resume } = require('./train') as typeof import('./train');
     await resume(runId, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
+  });
+
+program
+  .command('eval')
+  .description('validation only, for a checkpoint of a run, through the rollout activities: per-tag success and score')
+  .argument('<target>', 'a run id (its latest checkpoint, or --step N) or a checkpoint key runs/<runId>/checkpoints/step-N/manifest.json')
+  .option('--step <n>', 'checkpoint step of the run (0 = the warm-up)', nonNegativeInt)
+  .option('--config <file>', "play this config's validation settings (val_env_manager, val_batch_size, custom_envs, seed, ...) instead of the run's")
+  .option('--episodes <n>', 'validation episodes (val_batch_size): a multiple of val_env_manager.group_size', positiveInt)
+  .option('--json', 'print the result as JSON (progress and notes on stderr)')
+  .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
+  .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
+  .action(async (target: string, opts: { step?: number; config?: string; episodes?: number; json?: boolean; workers: boolean; rolloutWorkers: number }) => {
+    const { evaluate, formatEval } = require('./eval') as typeof import('./eval');
+    const info = opts.json ? (line: string) => console.error(line) : log;
+    const out = await evaluate({ target, step: opts.step, config: opts.config, episodes: opts.episodes }, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log: info });
+    log(opts.json ? JSON.stringify(out, null, 2) : formatEval(out).join('\n'));
   });
 
 program

@@ -19,6 +19,7 @@ import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';
 import type { StarpoRunResult } from '../workflows';
 import { resolveEndpoints } from './endpoints';
+import { runDetails, runSummary } from './run_metadata';
 import { spawnWorkers, WorkerProcesses } from './spawn_workers';
 import type { Role } from '../workers/roles';
 
@@ -37,7 +38,8 @@ export async function connectClient(e: InfraEndpoints): Promise<Client> {
   return new Client({ connection, namespace: e.temporalNamespace });
 }
 
-function uiLink(e: InfraEndpoints, runId: string): string {
+/** The Temporal UI page of a workflow (a run id, or an evaluation's workflow id). */
+export function uiLink(e: InfraEndpoints, runId: string): string {
   const base = e.temporalUiUrl ?? 'http://127.0.0.1:8233';
   return `${base}/namespaces/${e.temporalNamespace}/workflows/${encodeURIComponent(runId)}`;
 }
@@ -100,8 +102,8 @@ export async function refuseExistingRun(client: Client, store: ObjectStore, runI
 }
 
 /**
- * Starts workflow starpoTraining for a run: workflow id = run id, search attributes and a summary
- * for the Temporal UI. `REJECT_DUPLICATE` for new runs, `ALLOW_DUPLICATE` to restart a closed one.
+ * Starts workflow starpoTraining for a run: workflow id = run id, search attributes, a summary and
+ * details (run_metadata.ts) for the Temporal UI. `REJECT_DUPLICATE` for new runs, `ALLOW_DUPLICATE` to restart a closed one.
  */
 async function startWorkflow(client: Client, input: StarpoRunInput, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE'): Promise<void> {
   await client.workflow.start(WORKFLOW_TYPE, {
@@ -110,7 +112,8 @@ async function startWorkflow(client: Client, input: StarpoRunInput, reuse: 'REJE
       { key: SEARCH_ATTRIBUTE_KEYS.runId, value: input.runId },
       { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },
     ],
-    staticSummary: `StarPO ${input.configName}: ${input.config.train_env_manager.tags.join('+')} with ${input.config.pretrain}`,
+    staticSummary: runSummary(input),
+    staticDetails: runDetails(input),
   });
 }
 

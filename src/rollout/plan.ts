@@ -13,6 +13,7 @@
  * with common random numbers. A group's `stream` seeds its members' sampling streams the same way.
  */
 import type { EnvManagerConfig, GeneratingArgs, RunConfig } from '../config/schema';
+import { ConfigError } from '../config/errors';
 import { deriveSeed } from '../util/rng';
 
 /** One env group of a rollout shard. */
@@ -88,4 +89,18 @@ export function planShards(config: RunConfig, split: 'train' | 'val', step: numb
   const shards: RolloutGroup[][] = [];
   for (let i = 0; i < groups.length; i += perShard) shards.push(groups.slice(i, i + perShard));
   return shards;
+}
+
+/**
+ * The config with `episodes` validation episodes (`starpo eval --episodes`): val_batch_size =
+ * episodes, so val_batch_size / val_env_manager.group_size groups are played; group g keeps its tag
+ * (env group g mod num_env_groups) and seed, so a larger count plays the same groups plus new ones.
+ * @throws ConfigError (source `--episodes`) unless episodes is a positive multiple of the val group_size.
+ */
+export function withValEpisodes(config: RunConfig, episodes: number): RunConfig {
+  const groupSize = config.val_env_manager.group_size;
+  if (!Number.isInteger(episodes) || episodes < groupSize || episodes % groupSize !== 0) {
+    throw new ConfigError('--episodes', [`${episodes} is not a positive multiple of val_env_manager.group_size (${groupSize}); allowed: k * ${groupSize} for k = 1, 2, ... (val groups x group_size)`]);
+  }
+  return { ...config, val_batch_size: episodes };
 }

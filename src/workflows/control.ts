@@ -8,7 +8,7 @@ import type { RunConfig } from '../config/schema';
 import {
   configQuery, ControlReply, pauseUpdate, Progress, progressQuery, stopUpdate, unpauseUpdate,
 } from './api';
-import { progressLine } from './format';
+import { currentDetails } from './format';
 
 /** Longest reason `stop` accepts (it ends up in the result and the UI). */
 const MAX_REASON = 200;
@@ -58,7 +58,7 @@ export class RunControl {
   async waitWhilePaused(): Promise<void> {
     if (!this.progress.paused || this.stopReason !== null) return;
     this.progress.phase = 'paused';
-    setCurrentDetails(progressLine(this.progress));
+    setCurrentDetails(currentDetails(this.progress));
     await condition(() => !this.progress.paused || this.stopReason !== null);
   }
 
@@ -71,7 +71,7 @@ export class RunControl {
     if (this.progress.paused !== paused) {
       this.progress.paused = paused;
       upsertMemo({ paused });
-      setCurrentDetails(progressLine(this.progress));
+      setCurrentDetails(currentDetails(this.progress));
     }
     return this.reply();
   }

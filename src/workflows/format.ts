@@ -9,20 +9,39 @@ export function formatNumber(x: number | null | undefined, digits = 3): string {
   return x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
 }
 
-/**
- * One line about a run's progress, e.g. "step 12/30 · train success 0.312 · val success 0.305
- * (step 10) · 12.1 s/step · paused": the workflow's current details in the UI and `starpo status`.
- */
-export function progressLine(p: Progress): string {
+/** step, train success, val success and s/step of a run's progress. */
+function progressParts(p: Progress): string[] {
   const val = p.validationCurve.at(-1);
-  const parts = [
+  return [
     `step ${p.step}/${p.maxSteps}`,
     `train success ${formatNumber(p.lastMetrics['env/success'])}`,
     val ? `val success ${formatNumber(val.success)} (step ${val.step})` : 'val success -',
     `${formatNumber(p.secondsPerStep, 1)} s/step`,
   ];
-  if (p.stopRequested !== null) parts.push('stopping');
-  else if (p.phase === 'paused') parts.push('paused');
-  else if (p.paused) parts.push('pausing after this step');
-  return parts.join(' · ');
+}
+
+/** 'stopping' or 'pausing after this step' when requested, else null ('paused' is a phase). */
+function requestNote(p: Progress): string | null {
+  if (p.stopRequested !== null) return 'stopping';
+  return p.paused && p.phase !== 'paused' ? 'pausing after this step' : null;
+}
+
+/**
+ * One line about a run's progress, e.g. "step 12/30 · train success 0.312 · val success 0.305
+ * (step 10) · 12.1 s/step · paused": `starpo status`'s progress line.
+ */
+export function progressLine(p: Progress): string {
+  const note = p.stopRequested === null && p.phase === 'paused' ? 'paused' : requestNote(p);
+  return [...progressParts(p), ...(note ? [note] : [])].join(' · ');
+}
+
+/**
+ * The workflow's current details in the Temporal UI (setCurrentDetails): progressLine with the
+ * phase after the step, e.g. "step 12/30 · rollout · train success 0.312 · val success 0.305
+ * (step 10) · 12.1 s/step".
+ */
+export function currentDetails(p: Progress): string {
+  const [step, ...rest] = progressParts(p);
+  const note = requestNote(p);
+  return [step, p.phase, ...rest, ...(note ? [note] : [])].join(' · ');
 }

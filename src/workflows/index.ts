@@ -8,29 +8,23 @@
  * Deterministic, no I/O: only object references and scalar metrics pass through here.
  */
 import {
-  ApplicationFailure, continueAsNew, log, proxyActivities, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo,
+  ApplicationFailure, continueAsNew, log, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
-import type { ActivityOptions } from '@temporalio/workflow';
-import type { Activities } from '../activities';
 import type { ObjectRef, RolloutOutput, UpdateOutput } from '../activities/types';
 import type { StoredRun } from '../activities/runtime';
 import { planShards } from '../rollout/plan';
 import { meanMetrics, mergeSums } from '../rollout/metrics';
 import {
-  Progress, SEARCH_ATTRIBUTE_KEYS, StarpoContinuation, StarpoWorkflowInput, STEPS_PER_RUN, TASK_QUEUES,
+  Progress, SEARCH_ATTRIBUTE_KEYS, StarpoContinuation, StarpoWorkflowInput, STEPS_PER_RUN,
 } from './api';
 import { checkCollapse } from './collapse_guard';
 import { RunControl } from './control';
-import { progressLine } from './format';
+import { currentDetails } from './format';
 import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
+import { rollout, update } from './proxies';
+import { playValidation } from './validation';
 
-const common: ActivityOptions = {
-  startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['ConfigError', 'CorruptObjectError'] },
-};
-const rollout = proxyActivities<Activities>({ ...common, taskQueue: TASK_QUEUES.rollout });
-const update = proxyActivities<Activities>({ ...common, taskQueue: TASK_QUEUES.update });
+export { starpoEvaluation } from './evaluation';
 
 /** Result of a finished run. */
 export interface StarpoRunResult {
@@ -62,7 +56,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   }
   let run: StoredRun | null = 'config' in input ? input : null;
   const control = new RunControl(progress, () => run?.config ?? null);
-  run ??= await update.loadRun(runId);
+  run ??= await update.loadRun.executeWithOptions({ summary: 'config from run.json (continued run)' }, [runId]);
   const { config, configName } = run;
   progress.maxSteps = config.max_steps;
   const lastVal = progress.validationCurve.at(-1);
@@ -73,30 +67,35 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     ...(lastVal ? [{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: lastVal.success }] : []),
   ]);
   upsertMemo({
-    report: `starpo status ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain, maxSteps: config.max_steps, paused: progress.paused,
+    report: `starpo report ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain, maxSteps: config.max_steps, paused: progress.paused,
   });
+  /** The UI's current details (step, phase, train/val success, s/step), refreshed whenever one changes. */
+  const show = () => setCurrentDetails(currentDetails(progress));
+  const enter = (phase: Progress['phase']) => {
+    progress.phase = phase;
+    show();
+  };
+  show();
 
   let policy: ObjectRef;
   /** The warm-up's metrics (warmup/type_<type>, ...), written with the first step's. */
   let warmupMetrics: Record<string, number> = {};
   if (input.resumeFrom) policy = input.resumeFrom.checkpoint;
   else {
-    const prepared = await update.prepareRun({ runId, configName, config });
+    const prepared = await update.prepareRun.executeWithOptions({ summary: 'warm-up (step-0 policy) and run.json' }, [{ runId, configName, config }]);
     policy = prepared.checkpoint;
     progress.lastMetrics = warmupMetrics = prepared.metrics;
   }
   progress.latestCheckpoint = policy;
-  setCurrentDetails(progressLine(progress));
+  show();
   /**
    * Plays the validation groups with `policy` (new states every evaluation unless
    * val_env_manager.fixed_states; plan.ts); returns val/ metrics, val/{tag}/score and val/score over
    * per-group mean scores included (metrics.ts).
    */
   const validate = async (step: number): Promise<Record<string, number>> => {
-    progress.phase = 'validation';
-    const shards = planShards(config, 'val', step);
-    const outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'val', shard, policy, groups })));
-    const metrics = meanMetrics(mergeSums(outs.map((o) => o.metrics)), 'val/');
+    enter('validation');
+    const metrics = meanMetrics(await playValidation({ runId, step, policy, shards: planShards(config, 'val', step) }), 'val/');
     progress.lastValidation = { step, metrics };
     const success = metrics['val/env/success'];
     if (success !== undefined) {
@@ -120,15 +119,17 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     let valMetrics: Record<string, number>, outs: RolloutOutput[], updated: UpdateOutput;
     try {
       valMetrics = evalDue(step) ? await validate(step) : {};
-      progress.phase = 'rollout';
+      enter('rollout');
       const shards = planShards(config, 'train', step);
-      outs = await Promise.all(shards.map((groups, shard) => rollout.rollout({ runId, step, split: 'train', shard, policy, groups })));
+      outs = await Promise.all(shards.map((groups, shard) => rollout.rollout.executeWithOptions(
+        { summary: `rollout step ${step} shard ${shard + 1}/${shards.length}` }, [{ runId, step, split: 'train', shard, policy, groups }],
+      )));
       if (outs.every((o) => !o.metrics.counts['env/success'])) {
         // the env pool dropped every group (issue 4 item 6): a broken env, not something a retry fixes
         throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, 'EnvFailure');
       }
-      progress.phase = 'update';
-      updated = await update.update({ runId, step, policy, trajectories: outs.map((o) => o.trajectories) });
+      enter('update');
+      updated = await update.update.executeWithOptions({ summary: `update step ${step} -> checkpoint step ${step + 1}` }, [{ runId, step, policy, trajectories: outs.map((o) => o.trajectories) }]);
     } catch (err) {
       // A corrupt or missing object: replay deterministically from the newest complete checkpoint.
       const fallback = fallbackOf(err);
@@ -159,11 +160,11 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
       upsertMemo({ collapseAlert: `step ${step}: ${verdict.fired}` });
       if (config.collapse_guard.action === 'stop') control.stop(verdict.fired);
     }
-    await update.writeMetrics({ runId, step, metrics });
+    await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics }]);
     Object.assign(progress, { step: step + 1, lastMetrics: metrics, latestCheckpoint: policy, secondsPerStep: seconds });
     control.inStep = false;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.step, value: step + 1 }]);
-    setCurrentDetails(progressLine(progress));
+    show();
     const more = progress.step < config.max_steps && control.stopReason === null;
     if (more && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
       const next: StarpoContinuation = {
@@ -175,10 +176,9 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   control.close();
   if (config.eval_steps > 0) {
     const valMetrics = await validate(progress.step);
-    await update.writeMetrics({ runId, step: progress.step, metrics: valMetrics });
+    await update.writeMetrics.executeWithOptions({ summary: `metrics step ${progress.step} (final validation)` }, [{ runId, step: progress.step, metrics: valMetrics }]);
   }
-  progress.phase = 'done';
-  setCurrentDetails(progressLine(progress));
+  enter('done');
   return {
     runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics,
     lastValidation: progress.lastValidation, validationCurve: progress.validationCurve, stoppedBy: control.stopReason,

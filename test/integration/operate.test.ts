@@ -55,8 +55,8 @@ async function pass(key: string): Promise<void> {
 const ref = (key: string): ObjectRef => ({ bucket: 'stub', key, sha256: '0'.repeat(64), bytes: 1 });
 const manifest = (runId: string, step: number) => ref(`runs/${runId}/checkpoints/step-${String(step).padStart(6, '0')}/manifest.json`);
 
-/** Activities with the real names and types that only record the call and return fixed values. */
-const stubs: Activities = {
+/** The training workflow's activities (real names and types) that only record the call and return fixed values. */
+const stubs: Omit<Activities, 'prepareEval' | 'writeEvalResult'> = {
   prepareRun: async ({ runId, config }) => {
     configs.set(runId, config);
     await pass(`prepareRun ${runId} - 0`);

@@ -1,0 +1,118 @@
+/**
+ * What `starpo eval <runId|checkpoint> [--step N] [--config FILE] [--episodes N]` evaluates: the run,
+ * the checkpoint (a manifest key, `--step N`, or the run's latest complete one), the validation
+ * config and the evaluation's name, all checked against the object store before anything starts.
+ */
+import { basename, extname } from 'node:path';
+import type { EvalRequest, ObjectRef } from '../activities/types';
+import type { StoredRun } from '../activities/runtime';
+import { loadConfigFile } from '../config/load';
+import type { RunConfig } from '../config/schema';
+import { withValEpisodes } from '../rollout/plan';
+import { checkpointPrefix, checkpointsPrefix, initialKey, InvalidKeyPartError, MANIFEST_NAME, parseStep, runKey, stepName, validateRunId } from '../storage/keys';
+import { readCheckpoint, readCompleteBefore, readLatestComplete } from '../storage/manifest';
+import { ObjectStore, sha256Hex } from '../storage/object_store';
+import { BadInputError } from './exit_codes';
+
+/** A checkpoint manifest key of a run's training step. */
+const CHECKPOINT_KEY = /^runs\/([^/]+)\/checkpoints\/(step-\d{6})\/manifest\.json$/;
+
+/** The command's arguments. */
+export interface EvalArgs {
+  /** A run id or a checkpoint manifest key (runs/<run>/checkpoints/step-N/manifest.json). */
+  target: string;
+  /** Checkpoint step of the run (only with a run id); default the latest complete checkpoint. */
+  step?: number;
+  /** A config file whose validation settings replace the run's. */
+  config?: string;
+  /** Validation episodes (val_batch_size), a multiple of val_env_manager.group_size. */
+  episodes?: number;
+}
+
+/** A resolved evaluation: the workflow input and the config it plays. */
+export interface EvalTarget {
+  request: EvalRequest;
+  configName: string;
+  /** The config played (val_batch_size = the episodes). */
+  config: RunConfig;
+}
+
+/** Run id and step named by the target. @throws BadInputError for a malformed target or --step with a key */
+function parseTarget(args: EvalArgs): { runId: string; step?: number } {
+  const key = CHECKPOINT_KEY.exec(args.target);
+  if (key) {
+    if (args.step !== undefined) throw new BadInputError(`--step ${args.step}: ${args.target} already names a checkpoint; give either a run id with --step or a checkpoint key alone`);
+    return { runId: key[1], step: parseStep(key[2]) ?? undefined };
+  }
+  try {
+    return { runId: validateRunId(args.target), step: args.step };
+  } catch (err) {
+    if (!(err instanceof InvalidKeyPartError)) throw err;
+    throw new BadInputError(`${args.target}: not a run id or a checkpoint key; allowed: a run id (see starpo list) or runs/<runId>/checkpoints/step-NNNNNN/manifest.json`);
+  }
+}
+
+/** Steps of the run's complete-looking checkpoints (manifests, and 0 when initial.json exists), ascending. */
+async function checkpointSteps(store: ObjectStore, runId: string): Promise<number[]> {
+  const steps = (await store.list(checkpointsPrefix(runId)))
+    .filter((o) => o.key.endsWith(`/${MANIFEST_NAME}`))
+    .map((o) => parseStep(o.key))
+    .filter((s): s is number => s !== null);
+  if (await store.exists(initialKey(runId))) steps.push(0);
+  return [...new Set(steps)].sort((a, b) => a - b);
+}
+
+/**
+ * The verified checkpoint of `step` (step 0: the warm-up initial.json points at), or the run's latest
+ * complete one when step is undefined.
+ * @throws BadInputError (exit 2) naming the step and the run's checkpoint steps when there is none
+ */
+async function resolveCheckpoint(store: ObjectStore, runId: string, step: number | undefined, log: (line: string) => void): Promise<{ ref: ObjectRef; step: number }> {
+  const missing = async (what: string) => {
+    const steps = await checkpointSteps(store, runId);
+    return new BadInputError(`${what}: run ${runId} has no such checkpoint; allowed steps: ${steps.join(', ') || 'none (the run has no checkpoint yet)'}`);
+  };
+  if (step === undefined) {
+    const latest = await readLatestComplete(store, runId, log);
+    if (!latest) throw await missing('latest checkpoint');
+    return { ref: latest.ref, step: latest.step };
+  }
+  if (step === 0) {
+    const initial = await readCompleteBefore(store, runId, 1, () => undefined);
+    if (!initial) throw await missing('--step 0');
+    return { ref: initial.ref, step: 0 };
+  }
+  const key = `${checkpointPrefix(runId, step)}${MANIFEST_NAME}`;
+  if (!(await store.exists(key))) throw await missing(`--step ${step}`);
+  return { ref: (await readCheckpoint(store, key)).ref, step };
+}
+
+/**
+ * Name of an evaluation folder: `<step-N>-<config>-<episodes>ep-<8 hex>`, the hex from the sha256 of
+ * the played config and the checkpoint, so the same evaluation gets the same name (its stored shards
+ * are reused) and a changed config a new one.
+ */
+export function evalName(step: number, configName: string, config: RunConfig, checkpoint: ObjectRef): string {
+  const hash = sha256Hex(new TextEncoder().encode(JSON.stringify({ config, checkpoint: checkpoint.sha256 }))).slice(0, 8);
+  return `${stepName(step)}-${configName.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64)}-${config.val_batch_size}ep-${hash}`;
+}
+
+/**
+ * Resolves the command's arguments against the store.
+ * @throws BadInputError or ConfigError (exit 2): a malformed target, an unknown run, a missing step,
+ *   a bad config file, episodes that are not a multiple of the val group_size
+ */
+export async function resolveEvalTarget(store: ObjectStore, args: EvalArgs, log: (line: string) => void): Promise<EvalTarget> {
+  const { runId, step } = parseTarget(args);
+  if (!(await store.exists(runKey(runId)))) throw new BadInputError(`unknown run id ${JSON.stringify(runId)}: ${runKey(runId)} is not in the object store (see starpo list)`);
+  const run = (await store.getJson(runKey(runId))) as StoredRun;
+  const other = args.config === undefined ? undefined : { configName: basename(args.config, extname(args.config)), config: loadConfigFile(args.config).config };
+  const { configName, config: base } = other ?? run;
+  const config = args.episodes === undefined ? base : withValEpisodes(base, args.episodes);
+  const checkpoint = await resolveCheckpoint(store, runId, step, log);
+  const request: EvalRequest = {
+    runId, name: evalName(checkpoint.step, configName, config, checkpoint.ref), checkpoint: checkpoint.ref, step: checkpoint.step,
+    ...(other ? { config: other } : {}), ...(args.episodes === undefined ? {} : { episodes: args.episodes }),
+  };
+  return { request, configName, config };
+}

@@ -1,0 +1,186 @@
+/**
+ * `starpo eval` (issue 6 item 3) and the run in the Temporal UI (item 6), through the real Temporal
+ * dev server and S3 server with the control, rollout and update workers as processes: a 2-step run of
+ * the test fixture started by `starpo train`'s code (validation at steps 0 and 2, two val shards),
+ * then an evaluation of its final checkpoint that must reproduce the final validation exactly (every
+ * val/ metric, the same episodes on the same states) without touching the run's objects; the
+ * evaluation and the run carry their summaries, details and memo; bad arguments exit 2.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import type { temporal } from '@temporalio/proto';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { useTrainingStack } from '../helpers/stack';
+import { runInputFromFile } from '../../src/cli/run_input';
+import { endpointsToEnv } from '../../src/cli/endpoints';
+import { STARPO_BIN } from '../../src/cli/spawn_workers';
+import { train } from '../../src/cli/train';
+import { evaluate, EvalOutput } from '../../src/cli/eval';
+import { runDetails, runSummary } from '../../src/cli/run_metadata';
+import { evalResultKey, rolloutKey } from '../../src/storage/keys';
+import type { StarpoRunResult } from '../../src/workflows';
+import { EVAL_WORKFLOW_TYPE } from '../../src/workflows/eval_api';
+import type { Trajectory } from '../../src/rollout/types';
+
+const stack = useTrainingStack();
+const quiet = () => undefined;
+const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-eval-${Date.now()}`);
+input.config.val_env_manager.max_env_num_per_worker = 4; // 8 val episodes in 2 shards
+const runId = input.runId;
+let training: Promise<StarpoRunResult> | null = null;
+
+/** The run, trained once by the first test that needs it (the stack is up by then). */
+function trainedRun(): Promise<StarpoRunResult> {
+  training ??= (async () => {
+    Object.assign(process.env, endpointsToEnv(stack.servers.endpoints)); // train() and evaluate() find the test servers
+    await train(input, { workers: false, rolloutWorkers: 1, log: quiet });
+    return stack.client.workflow.getHandle(runId).result();
+  })();
+  return training;
+}
+
+/** Runs `starpo <args>` against the test servers; never rejects. */
+function starpo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [STARPO_BIN, ...args], { env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) } }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The trajectories of a validation's shards, in shard order. */
+async function valEpisodes(step: number, shards: number, evalName?: string): Promise<Trajectory[]> {
+  const parts = await Promise.all(Array.from({ length: shards }, (_, k) => stack.store.getJsonlGz<Trajectory>(rolloutKey(runId, step, 'val', k, evalName))));
+  return parts.flat();
+}
+
+/** Key and size of every object of the run outside its evals/ folder. */
+async function runObjects(): Promise<string[]> {
+  return (await stack.store.list(`runs/${runId}/`)).filter((o) => !o.key.includes('/evals/')).map((o) => `${o.key} ${o.bytes}`).sort();
+}
+
+test('starpo eval of the final checkpoint reproduces the final validation on the same states, apart from the run', async () => {
+  const trained = await trainedRun();
+  assert.equal(trained.steps, 2);
+  const last = trained.lastValidation;
+  assert.ok(last && last.step === 2, 'the run validated its final checkpoint');
+  const before = await runObjects();
+
+  const out: EvalOutput = await evaluate({ target: runId }, { workers: false, rolloutWorkers: 1, log: quiet });
+  assert.equal(out.step, 2);
+  assert.deepEqual(out.checkpoint, trained.finalCheckpoint, 'the default is the latest checkpoint');
+  assert.deepEqual(out.metrics, last.metrics, 'every val/ metric equals the final validation');
+  assert.deepEqual(Object.keys(out.tags), ['FrozenLake']);
+  assert.deepEqual(out.tags.FrozenLake, {
+    episodes: 8, success: last.metrics['val/env/FrozenLake/success'], score: last.metrics['val/FrozenLake/score'],
+  });
+  assert.equal(out.episodes, 8);
+
+  // the same states (seeds, groups) played the same way: the episodes are identical
+  const trainedEpisodes = await valEpisodes(2, 2);
+  const evalEpisodes = await valEpisodes(2, 2, out.name);
+  assert.equal(evalEpisodes.length, 8);
+  assert.deepEqual(evalEpisodes.map((t) => t.seed), trainedEpisodes.map((t) => t.seed));
+  assert.deepEqual(evalEpisodes, trainedEpisodes);
+
+  // stored under evals/<name>/, the run's own objects untouched
+  const stored = (await stack.store.getJson(evalResultKey(runId, out.name))) as Record<string, unknown>;
+  const { resultKey, workflowId, ...result } = out;
+  assert.equal(resultKey, evalResultKey(runId, out.name));
+  assert.deepEqual(stored, result);
+  assert.deepEqual(await runObjects(), before);
+
+  // the evaluation is a workflow of its own in Temporal, with its summary and details
+  const d = await stack.client.workflow.getHandle(workflowId).describe();
+  assert.equal(d.type, EVAL_WORKFLOW_TYPE);
+  assert.equal(await d.staticSummary(), `eval of ${runId} step 2: FrozenLake x 8 episodes (tiny_frozen_lake)`);
+  assert.match((await d.staticDetails()) ?? '', new RegExp(`checkpoint: \`${trained.finalCheckpoint.key}\` \\(step 2\\)`));
+
+  // the CLI with a checkpoint key and --json: the same evaluation (its stored shards are reused)
+  const cli = await starpo('eval', trained.finalCheckpoint.key, '--json', '--no-workers');
+  assert.equal(cli.code, 0, cli.stderr);
+  const printed = JSON.parse(cli.stdout) as EvalOutput;
+  assert.equal(printed.name, out.name);
+  assert.deepEqual(printed.metrics, last.metrics);
+});
+
+test('starpo eval --episodes plays more val groups: the first ones are the final validation\'s', async () => {
+  await trainedRun();
+  const out = await evaluate({ target: runId, step: 2, episodes: 12 }, { workers: false, rolloutWorkers: 1, log: quiet });
+  assert.equal(out.episodes, 12);
+  assert.equal(out.tags.FrozenLake.episodes, 12);
+  const episodes = await valEpisodes(2, 3, out.name); // 12 groups of 1, 4 envs per shard
+  assert.deepEqual(episodes.slice(0, 8).map((t) => t.seed), (await valEpisodes(2, 2)).map((t) => t.seed));
+  const text = await starpo('eval', runId, '--step', '2', '--episodes', '12', '--no-workers');
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /^TAG\s+EPISODES\s+SUCCESS\s+SCORE$/m);
+  assert.match(text.stdout, new RegExp(`^FrozenLake\\s+12\\s+${out.tags.FrozenLake.success.toFixed(3)}\\s+`, 'm'));
+  assert.match(text.stdout, /12 episodes = 12 groups x group_size 1, the validation states of step 2/);
+});
+
+test('starpo eval: an unknown run, a missing step, bad --episodes and a malformed target exit 2 naming the value', async () => {
+  const trained = await trainedRun();
+  const unknown = await starpo('eval', 'no-such-run', '--no-workers');
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown run id "no-such-run": runs\/no-such-run\/run.json is not in the object store/);
+
+  const step = await starpo('eval', runId, '--step', '7', '--no-workers');
+  assert.equal(step.code, 2);
+  assert.match(step.stderr, new RegExp(`--step 7: run ${runId} has no such checkpoint; allowed steps: 0, 1, 2`));
+
+  const zero = await starpo('eval', runId, '--episodes', '0', '--no-workers');
+  assert.equal(zero.code, 2);
+  assert.match(zero.stderr, /--episodes.*"0" is not a positive integer/);
+
+  // a config whose val groups have 2 members: 3 episodes are not whole groups
+  const dir = mkdtempSync(join(tmpdir(), 'starpo-eval-'));
+  const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as { val_env_manager: { group_size: number } };
+  raw.val_env_manager.group_size = 2;
+  writeFileSync(join(dir, 'pairs.yaml'), stringify(raw));
+  const episodes = await starpo('eval', runId, '--config', join(dir, 'pairs.yaml'), '--episodes', '3', '--no-workers');
+  assert.equal(episodes.code, 2);
+  assert.match(episodes.stderr, /--episodes: invalid config\n\s+- 3 is not a positive multiple of val_env_manager.group_size \(2\); allowed: k \* 2/);
+
+  const both = await starpo('eval', trained.finalCheckpoint.key, '--step', '1', '--no-workers');
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /--step 1: .* already names a checkpoint/);
+
+  const malformed = await starpo('eval', '../etc', '--no-workers');
+  assert.equal(malformed.code, 2);
+  assert.match(malformed.stderr, /"?\.\.\/etc"?: not a run id or a checkpoint key/);
+});
+
+test('the run in the Temporal UI: static summary and details, current details, memo, activity summaries', async () => {
+  const trained = await trainedRun();
+  const handle = stack.client.workflow.getHandle(runId);
+  const d = await handle.describe();
+  assert.equal(await d.staticSummary(), runSummary(input));
+  assert.equal(await d.staticSummary(), 'StarPO tiny_frozen_lake: FrozenLake with tiny, 2 steps');
+  const details = (await d.staticDetails()) ?? '';
+  assert.equal(details, runDetails(input));
+  for (const line of ['config `tiny_frozen_lake`', '- model: `tiny`', '- max_steps: 2', 'train: 4 groups x 4 (rollout_batch_size 16), tags FrozenLake', `\`starpo report ${runId}\``, `\`starpo eval ${runId}\``, `\`starpo status ${runId}\``]) {
+    assert.ok(details.includes(line), `static details hold ${JSON.stringify(line)}`);
+  }
+  assert.equal(d.memo?.report, `starpo report ${runId}`);
+
+  // the UI reads the current details through the built-in metadata query
+  const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+  const val = trained.lastValidation?.metrics['val/env/success'] ?? NaN;
+  assert.equal(metadata.currentDetails?.replace(/\d+\.\d s\/step/, 'T s/step'),
+    `step 2/2 · done · train success ${trained.lastMetrics['env/success'].toFixed(3)} · val success ${val.toFixed(3)} (step 2) · T s/step`);
+
+  // every activity carries a summary (user metadata of ActivityTaskScheduled)
+  const history = await handle.fetchHistory();
+  const summaries = (history.events ?? [])
+    .map((e) => e.userMetadata?.summary)
+    .filter((p): p is temporal.api.common.v1.IPayload => !!p && !!p.data)
+    .map((p) => defaultPayloadConverter.fromPayload<string>(p));
+  for (const s of ['warm-up (step-0 policy) and run.json', 'validation step 0 shard 1/2', 'rollout step 0 shard 2/2', 'update step 1 -> checkpoint step 2', 'metrics step 2 (final validation)']) {
+    assert.ok(summaries.includes(s), `an activity summary ${JSON.stringify(s)} (have: ${summaries.join('; ')})`);
+  }
+});
