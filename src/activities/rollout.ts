@@ -13,9 +13,9 @@
  * its record are stored under runs/<run>/evals/<name>/ (storage/keys.ts rolloutKey).
  */
 import { log } from '@temporalio/activity';
-import { z } from 'zod';
 import { rolloutKey, rolloutRecordKey } from '../storage/keys';
 import { CorruptObjectError, isUnusable } from '../storage/errors';
+import { shardRecordSchema, type ShardRecord } from '../storage/shard_record';
 import { modelPolicy } from '../rollout/model_policy';
 import { sumMetrics } from '../rollout/metrics';
 import { generatingArgsOf } from '../rollout/plan';
@@ -25,14 +25,6 @@ import type { RolloutInput, RolloutOutput } from './types';
 import { takePolicy } from './fallback';
 import { ActivityRuntime, heartbeat } from './runtime';
 import { readEvalSpec } from './eval';
-
-const shardRecordSchema = z.object({
-  trajectories: z.object({ bucket: z.string(), key: z.string(), sha256: z.string(), bytes: z.number() }),
-  policy: z.string(),
-  totals: z.record(z.string(), z.number()),
-});
-/** A shard's commit record. */
-type ShardRecord = z.infer<typeof shardRecordSchema>;
 
 /**
  * The stored shard of `input` when its commit record names the same policy and its trajectories

@@ -1,0 +1,50 @@
+/**
+ * Builds the `starpo report` HTML of a run from the object store: metrics -> charts (SVG), validation
+ * and collapse tables; train rollouts + the update's trajectory scores -> the trajectory browser.
+ */
+import type { ObjectStore } from '../storage/object_store';
+import { chartsOf } from './charts';
+import { groupStep } from './groups';
+import { reportHtml } from './html';
+import { loadMetrics, loadRunSpec, loadScores, loadTrajectories, rolloutIndex } from './run_data';
+import { chartSvg } from './svg';
+
+/** Default cap on the train steps whose trajectories the report embeds. */
+export const DEFAULT_TRAJECTORY_STEPS = 50;
+
+/**
+ * At most `cap` of `steps` (ascending), evenly spaced, first and last always included.
+ * @throws RangeError unless cap is an integer >= 1
+ */
+export function spreadSteps(steps: readonly number[], cap: number): number[] {
+  if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`trajectory steps cap ${cap}; allowed: an integer >= 1`);
+  if (steps.length <= cap) return [...steps];
+  if (cap === 1) return [steps[steps.length - 1]];
+  const picked = new Set<number>();
+  for (let i = 0; i < cap; i++) picked.add(steps[Math.round((i * (steps.length - 1)) / (cap - 1))]);
+  return steps.filter((s) => picked.has(s));
+}
+
+/**
+ * The report of `runId` as one HTML document.
+ * @param opts.trajectorySteps at most this many train steps in the trajectory browser (spreadSteps)
+ * @param opts.warn where notes about unusable objects go
+ * @throws BadInputError for an unknown run; CorruptObjectError / ObjectNotFoundError for a damaged shard
+ */
+export async function buildReport(store: ObjectStore, runId: string, opts: { trajectorySteps: number; warn: (line: string) => void }): Promise<string> {
+  const spec = await loadRunSpec(store, runId);
+  const metrics = await loadMetrics(store, runId);
+  const charts = [];
+  for (const chart of chartsOf(spec.config, metrics)) charts.push({ chart, svg: chart.series.length > 0 ? await chartSvg(chart) : null });
+  const train = (await rolloutIndex(store, runId)).train;
+  const all = [...train.keys()].sort((a, b) => a - b);
+  const shown = spreadSteps(all, opts.trajectorySteps);
+  const steps = [];
+  for (const step of shown) {
+    const trajectories = await loadTrajectories(store, runId, step, 'train', train.get(step) as number[]);
+    if (trajectories.length > 0) steps.push(groupStep(step, trajectories, await loadScores(store, runId, step, opts.warn)));
+  }
+  return reportHtml({
+    spec, metrics, charts, steps, omittedSteps: all.filter((s) => !shown.includes(s)), generatedAt: new Date().toISOString(),
+  });
+}

@@ -1,0 +1,79 @@
+/**
+ * A step's trajectories as env groups (trajGroupId: same tag, same start state) joined with the
+ * update's per-trajectory scores, ranked by mean episode score: the shape both the HTML trajectory
+ * browser and `starpo trajectories` show. Pure.
+ */
+import type { TrajectoryScore, TrajectoryScoresFile } from '../algo/trajectory_scores';
+import type { Trajectory, TurnRecord } from '../rollout/types';
+
+/** One trajectory with what the update made of it (score null: not recorded). */
+export interface ShownTrajectory {
+  trajId: string;
+  envId: number;
+  episodeScore: number;
+  success: boolean;
+  truncated: boolean;
+  score: TrajectoryScore | null;
+  turns: TurnRecord[];
+}
+
+/** One env group of a step. */
+export interface ShownGroup {
+  /** trajGroupId, "{tag}_{group_id}_{episode}_{seed}". */
+  id: string;
+  tag: string;
+  groupId: number;
+  seed: number;
+  /** Mean episode score of the members. */
+  meanScore: number;
+  /** Fraction of members that succeeded. */
+  successRate: number;
+  /** Whether the StarPO-S filter kept the group (null: not recorded). */
+  kept: boolean | null;
+  trajectories: ShownTrajectory[];
+}
+
+/** A step's groups in rollout order, with the best and worst by mean episode score. */
+export interface ShownStep {
+  step: number;
+  groups: ShownGroup[];
+  /** Id of the group with the highest mean score (ties: higher success rate, then the first). */
+  best: string;
+  /** Id of the group with the lowest mean score (ties: lower success rate, then the last). */
+  worst: string;
+  /** Why the step's update made no optimizer step, when it did not. */
+  skipReason: string | null;
+}
+
+/**
+ * Groups a step's trajectories.
+ * @param trajectories one step's trajectories of one split (non-empty)
+ * @param scores the update's scores for them, or null when not recorded
+ * @throws RangeError when there are no trajectories
+ */
+export function groupStep(step: number, trajectories: readonly Trajectory[], scores: TrajectoryScoresFile | null): ShownStep {
+  if (trajectories.length === 0) throw new RangeError(`step ${step} has no trajectories`);
+  const byId = new Map<string, Trajectory[]>();
+  for (const t of trajectories) byId.set(t.trajGroupId, [...(byId.get(t.trajGroupId) ?? []), t]);
+  const groups = [...byId.entries()].map(([id, members]): ShownGroup => {
+    const shown = members.sort((a, b) => a.envId - b.envId).map((t): ShownTrajectory => ({
+      trajId: t.trajId, envId: t.envId, episodeScore: t.episodeScore, success: t.success, truncated: t.truncated,
+      score: scores?.trajectories[t.trajId] ?? null, turns: t.turns,
+    }));
+    const first = members[0];
+    return {
+      id, tag: first.tag, groupId: first.groupId, seed: first.seed,
+      meanScore: shown.reduce((s, t) => s + t.episodeScore, 0) / shown.length,
+      successRate: shown.filter((t) => t.success).length / shown.length,
+      kept: shown[0].score ? shown[0].score.kept : null,
+      trajectories: shown,
+    };
+  });
+  let best = groups[0];
+  let worst = groups[0];
+  for (const g of groups) {
+    if (g.meanScore > best.meanScore || (g.meanScore === best.meanScore && g.successRate > best.successRate)) best = g;
+    if (g.meanScore < worst.meanScore || (g.meanScore === worst.meanScore && g.successRate <= worst.successRate)) worst = g;
+  }
+  return { step, groups, best: best.id, worst: worst.id, skipReason: scores?.skipReason ?? null };
+}

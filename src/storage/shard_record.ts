@@ -1,0 +1,17 @@
+/**
+ * The commit record of a rollout shard (rolloutRecordKey, `runs/<run>/rollouts/step-N/<split>-shard-K.json`),
+ * written after its trajectories: their reference (sha256, bytes), the sha256 of the policy manifest that
+ * played them and the env pool's counts. Rollouts reuse a committed shard; readers find the verified
+ * trajectories of a step through it.
+ */
+import { z } from 'zod';
+
+/** Shape of a shard record (JSON). */
+export const shardRecordSchema = z.object({
+  trajectories: z.object({ bucket: z.string(), key: z.string(), sha256: z.string(), bytes: z.number() }),
+  policy: z.string(),
+  totals: z.record(z.string(), z.number()),
+});
+
+/** A shard's commit record. */
+export type ShardRecord = z.infer<typeof shardRecordSchema>;

@@ -1,0 +1,87 @@
+/**
+ * The `starpo report` page pieces without servers: which metrics each chart plots (per tag, floors,
+ * collapse marks), the Vega SVG, the page's stable hooks and its self-containment (nothing external,
+ * trajectory text cannot close the script element), and the step spreading of the browser.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { validateConfig } from '../../src/config/load';
+import { chartsOf } from '../../src/report/charts';
+import { chartSvg, yExtent } from '../../src/report/svg';
+import { reportHtml } from '../../src/report/html';
+import { groupStep } from '../../src/report/groups';
+import { spreadSteps } from '../../src/report/build';
+import { integerRanges } from '../../src/report/ranges';
+import type { StepMetrics } from '../../src/report/run_data';
+import type { Trajectory } from '../../src/rollout/types';
+
+const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
+const config = validateConfig({ ...raw, collapse_guard: { enabled: true, patience: 1 } }, 'fixture');
+
+/** Three steps of two tags; step 2's guard fired; step 3 is the final validation only. */
+const metrics: StepMetrics[] = [0, 1, 2].map((step) => ({
+  step,
+  metrics: {
+    'env/success': step / 4, 'env/Lake/success': step / 2, 'env/Box/success': 0, 'env/score': step - 1,
+    'rollout/in_group_std': 0.5 / (step + 1), 'actor/entropy': 2 - step, 'actor/grad_norm': 1, 'actor/lr': 1e-4,
+    'time/step': 10, 'time/rollout': 6, 'time/update': 3, 'env/response_length': 20 + step,
+    ...(step % 2 === 0 ? { 'val/env/success': step / 3, 'val/env/Lake/success': 0.5, 'val/score': 0.1, 'val/Lake/score': 0.2 } : {}),
+    ...(step === 2 ? { 'collapse/fired': 1 } : {}),
+  },
+}));
+metrics.push({ step: 3, metrics: { 'val/env/success': 0.75, 'val/env/Lake/success': 0.75 } });
+
+test('charts: train and val series per tag, collapse floors and marks, the time split', () => {
+  const charts = chartsOf(config, metrics);
+  assert.deepEqual(charts.map((c) => c.id), ['success', 'score', 'in_group_std', 'entropy', 'grad_norm', 'kl', 'clipfrac', 'lr', 'response_length', 'time']);
+  const byId = Object.fromEntries(charts.map((c) => [c.id, c]));
+  assert.deepEqual(byId.success.series.map((s) => s.name), ['train', 'train Lake', 'train Box', 'val']);
+  assert.deepEqual(byId.success.series.find((s) => s.name === 'val')!.points, [{ step: 0, value: 0 }, { step: 2, value: 2 / 3 }, { step: 3, value: 0.75 }]);
+  assert.deepEqual(byId.entropy.floor, { value: 0.05, label: 'collapse_guard min_entropy' });
+  assert.deepEqual(byId.entropy.marks, [2]);
+  assert.deepEqual(byId.in_group_std.marks, [2]);
+  assert.deepEqual(byId.kl.series, [], 'no KL metric in this run');
+  const other = byId.time.series.find((s) => s.name === 'orchestration and validation')!;
+  assert.deepEqual(other.points.map((p) => p.value), [1, 1, 1]);
+});
+
+test('the SVG is drawn headless by Vega, with the legend and no external reference', async () => {
+  const [success] = chartsOf(config, metrics);
+  const svg = await chartSvg(success);
+  assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+  for (const name of ['train Lake', 'train Box', 'val']) assert.ok(svg.includes(`>${name}</text>`), name);
+  assert.doesNotMatch(svg.replace(/xmlns(:xlink)?="[^"]*"/g, ''), /https?:|url\(|<image|@import/);
+  assert.deepEqual(yExtent([3, 3], 'data'), [2.7, 3.3]);
+  assert.deepEqual(yExtent([0, 0], 'nonNegative'), [0, 0.05]);
+  assert.deepEqual(yExtent([0.2], { fixed: [0, 1] }), [0, 1]);
+});
+
+test('the page: stable hooks, validation and collapse sections, and trajectory text kept inside its script', () => {
+  const turn = { observation: 'P_\n_G', response: '</script><script>alert(1)</script>', action: null, reward: -0.1, actionIsValid: false, actionIsEffective: false };
+  const t = { trajGroupId: 'Lake_0_0_5', trajId: 'Lake_0_0_5_0', tag: 'Lake', groupId: 0, envId: 0, seed: 5, split: 'train', step: 2, turns: [turn], episodeScore: -0.1, success: false, truncated: true } as Trajectory;
+  const html = reportHtml({
+    spec: { runId: 'r1', configName: 'tiny', config }, metrics,
+    charts: chartsOf(config, metrics).map((chart) => ({ chart, svg: chart.series.length > 0 ? '<svg></svg>' : null })),
+    steps: [groupStep(2, [t], null)], omittedSteps: [], generatedAt: '2026-01-01T00:00:00Z',
+  });
+  for (const id of ['success', 'entropy', 'time', 'kl']) assert.ok(html.includes(`<figure class="chart" data-chart="${id}">`), id);
+  assert.match(html, /data-chart="kl"><figcaption>KL<\/figcaption><p class="empty">not recorded in this run/);
+  for (const s of ['summary', 'charts', 'validation', 'collapse', 'trajectories']) assert.ok(html.includes(`data-section="${s}"`), s);
+  assert.match(html, /<p class="alert" data-collapse="fired">collapse_guard fired at step 2<\/p>/);
+  assert.match(html, /<tr data-step="3"><td>3<\/td><td>0\.750<\/td><td>-<\/td><td>0\.750<\/td><td>-<\/td><\/tr>/, 'final validation row');
+  // the response is data, never markup: one script element for the data and one for the browser
+  assert.equal(html.split('</script>').length - 1, 2);
+  assert.ok(html.includes('\\u003c/script>\\u003cscript>alert(1)\\u003c/script>'));
+  assert.doesNotMatch(html, /<(link|img|iframe)\b|\bsrc=|https?:\/\//);
+});
+
+test('the browser spreads its steps evenly, first and last included; messages list steps as ranges', () => {
+  assert.deepEqual(spreadSteps([0, 1, 2], 5), [0, 1, 2]);
+  assert.deepEqual(spreadSteps([...Array(10).keys()], 4), [0, 3, 6, 9]);
+  assert.deepEqual(spreadSteps([4, 5, 6], 1), [6]);
+  assert.throws(() => spreadSteps([1], 0), /allowed: an integer >= 1/);
+  assert.equal(integerRanges([5, 0, 1, 2, 3, 9, 8]), '0-3, 5, 8-9');
+  assert.equal(integerRanges([]), 'none');
+});
