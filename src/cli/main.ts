@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
+import { registerReportCommands } from './report';
 import { acceptedNotes, loadConfigFile } from '../config/load';
 import { ROLES, Role } from '../workers/roles';
 import { exitCodeOf } from './exit_codes';
@@ -164,6 +165,7 @@ program
   });
 
 registerInfraCommands(program);
+registerReportCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2); // commander printed the message
