@@ -7,6 +7,9 @@
  * episodes and checkpoint live under warmup/<sha256 of everything they depend on>/ and are reused
  * by every later run with the same settings (after verifying them). The metrics name the warm start:
  * warmup/type_<type> = 1. The run's initial.json and latest.json point at the step-0 checkpoint.
+ * The warm-up starts from the `pretrain` policy: the tiny preset's seeded random init, or the weights
+ * and tokenizer of an HF folder (`pretrain: DIR`, read here, so on the update worker's host); with
+ * `warmup: {type: none}` the step-0 policy is that folder's weights exactly.
  */
 import { createHash } from 'node:crypto';
 import { log } from '@temporalio/activity';
@@ -16,7 +19,9 @@ import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../config/schema';
 import { ConfigError } from '../config/errors';
 import { charTokenizer, Tokenizer } from '../model/tokenizer';
-import { tinyPreset } from '../model/config';
+import { TINY_PRESET, tinyPreset } from '../model/config';
+import { PretrainedFolderError, pretrainedIdentity } from '../model/pretrained';
+import { modelFromFolder } from '../model/weights_io';
 import { Qwen2 } from '../model/qwen2';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
@@ -30,11 +35,14 @@ import { ActivityRuntime, heartbeat } from './runtime';
 /** Bump when the warm-up recipe changes, so old artifacts are not reused. */
 const WARMUP_VERSION = 1;
 
-/** The settings the warm-up result depends on; their hash names the warm-up folder. */
-function warmupIdentity(config: RunConfig) {
+/**
+ * The settings the warm-up result depends on; their hash names the warm-up folder. `pretrain` is the
+ * preset name, or for a folder the sha256 of each of its files (the contents, not the path).
+ */
+function warmupIdentity(config: RunConfig, pretrain: string | Record<string, string>) {
   const tags = [...new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags])].sort();
   return {
-    version: WARMUP_VERSION, pretrain: config.pretrain, seed: config.seed, warmup: config.warmup,
+    version: WARMUP_VERSION, pretrain, seed: config.seed, warmup: config.warmup,
     sequence_length: config.sequence_length, max_new_tokens: config.actor_infer.generating_args.max_new_tokens,
     envs: Object.fromEntries(tags.map((t) => [t, config.custom_envs[t]])), trainTags: config.train_env_manager.tags,
     partition: config.train_env_manager.num_groups_partition,
@@ -64,7 +72,7 @@ async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string,
       model, optimizer, trajectories: episodes, steps: w.train_steps, batchSize: w.batch_size,
       microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
       maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
-      afterStep: (step, loss) => heartbeat({ warmupStep: step, loss }),
+      afterStep: (step, loss) => heartbeat({ warmupStep: step, warmupSteps: w.train_steps, loss }),
     });
     return {
       'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length,
@@ -91,6 +99,26 @@ async function verifiedWarmup(rt: ActivityRuntime, manifestKey: string): Promise
   }
 }
 
+/**
+ * Runs `fn` on the folder of `pretrain: DIR`; a missing or invalid folder on this worker's host is a
+ * ConfigError (not retried), naming the file.
+ */
+function fromFolder<T>(dir: string, fn: (dir: string) => T): T {
+  try {
+    return fn(dir);
+  } catch (err) {
+    if (err instanceof PretrainedFolderError) throw new ConfigError('pretrain', [`${err.message} (on the update worker's host)`]);
+    throw err;
+  }
+}
+
+/** The step-0 policy before the warm-up: the tiny preset's seeded random init, or the HF folder's model. */
+function initialPolicy(config: RunConfig): { model: Qwen2; tokenizer: Tokenizer } {
+  if (config.pretrain !== TINY_PRESET) return fromFolder(config.pretrain, modelFromFolder);
+  const tokenizer = charTokenizer();
+  return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init')), tokenizer };
+}
+
 /** Points the run's initial.json and latest.json at its step-0 checkpoint. */
 async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Promise<void> {
   await writeInitial(rt.store, runId, ref);
@@ -102,7 +130,8 @@ export function prepareRunActivity(rt: ActivityRuntime) {
   return async function prepareRun(input: PrepareRunInput): Promise<PrepareRunOutput> {
     const { runId, configName, config } = input;
     await rt.store.putJson(runKey(runId), { runId, configName, config });
-    const hash = createHash('sha256').update(JSON.stringify(warmupIdentity(config))).digest('hex').slice(0, 16);
+    const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);
+    const hash = createHash('sha256').update(JSON.stringify(warmupIdentity(config, pretrain))).digest('hex').slice(0, 16);
     const prefix = warmupPrefix(hash);
     const typeMetric = { [`warmup/type_${config.warmup.type}`]: 1 };
     const existing = await verifiedWarmup(rt, `${prefix}manifest.json`);
@@ -110,8 +139,7 @@ export function prepareRunActivity(rt: ActivityRuntime) {
       await pointAt(rt, runId, existing);
       return { checkpoint: existing, metrics: { ...typeMetric, 'warmup/reused': 1 } };
     }
-    const tokenizer = charTokenizer();
-    const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
+    const { model, tokenizer } = initialPolicy(config);
     try {
       const metrics = config.warmup.type === 'none' ? typeMetric : { ...typeMetric, ...(await sftWarmup(rt, config, prefix, model, tokenizer)) };
       const ref = await saveCheckpoint(rt.store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics } });

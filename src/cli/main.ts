@@ -1,6 +1,6 @@
 /**
  * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments),
- * 3 infra unavailable (no server binary, servers unreachable).
+ * 3 infra unavailable (no server binary, servers unreachable). Help texts and examples: help.ts.
  */
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -11,6 +11,7 @@ import { registerReportCommands } from './report';
 import { acceptedNotes, loadConfigFile } from '../config/load';
 import { ROLES, Role } from '../workers/roles';
 import { exitCodeOf } from './exit_codes';
+import { applyHelp } from './help';
 import { resolveEndpoints } from './endpoints';
 import { runInputFromFile } from './run_input';
 
@@ -83,6 +84,21 @@ program
     const info = opts.json ? (line: string) => console.error(line) : log;
     const out = await evaluate({ target, step: opts.step, config: opts.config, episodes: opts.episodes }, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log: info });
     log(opts.json ? JSON.stringify(out, null, 2) : formatEval(out).join('\n'));
+  });
+
+program
+  .command('export')
+  .description('write an HF-format model folder (config.json, model.safetensors, tokenizer files) from a checkpoint of a run; load it with `pretrain: DIR`')
+  .argument('<runId>')
+  .option('--step <n>', 'checkpoint step (0 = the step-0 policy); default the newest complete checkpoint', nonNegativeInt)
+  .requiredOption('--to <dir>', 'output folder: must not exist or be empty (written to a temp folder, then renamed)')
+  .action(async (runId: string, opts: { step?: number; to: string }) => {
+    const { exportCheckpoint } = require('./export') as typeof import('./export');
+    const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
+    const store = new ObjectStore((await resolveEndpoints({ start: false, log })).s3);
+    const out = await exportCheckpoint(store, runId, { step: opts.step, to: opts.to, log });
+    log(`exported run ${runId} step ${out.step} (${out.manifestKey}) to ${out.dir}`);
+    for (const f of out.files) log(`  ${f.name.padEnd(24)} ${f.bytes.toLocaleString('en-US')} bytes`);
   });
 
 program
@@ -166,6 +182,7 @@ program
 
 registerInfraCommands(program);
 registerReportCommands(program);
+applyHelp(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2); // commander printed the message

@@ -1,11 +1,12 @@
 /**
  * Cross-key rules of SPEC.md §2-3 that a per-key schema cannot express: batch sizes against group
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
- * (checked by the env's own parser), sequence_length against the model, and features that are not
+ * (checked by the env's own parser), `pretrain` and sequence_length against the model, and features that are not
  * implemented yet.
  */
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
-import { tinyPreset } from '../model/config';
+import { TINY_PRESET, tinyPreset } from '../model/config';
+import { pretrainedProblems } from '../model/pretrained';
 import { charTokenizer } from '../model/tokenizer';
 import { show } from './issues';
 import type { EnvManagerConfig, RunConfig } from './schema';
@@ -72,6 +73,17 @@ function solverProblems(cfg: RunConfig): string[] {
   });
 }
 
+/**
+ * `pretrain`: the tiny preset's max_position_embeddings against sequence_length, or every problem of the
+ * HF folder (model/pretrained.ts: config.json, tokenizer.json, weight shapes, sequence_length).
+ */
+function pretrainProblems(cfg: RunConfig): string[] {
+  if (cfg.pretrain !== TINY_PRESET) return pretrainedProblems(cfg.pretrain, cfg.sequence_length).map((p) => `\`pretrain\`: ${p}`);
+  const maxPositions = tinyPreset(charTokenizer().vocabSize).max_position_embeddings;
+  if (cfg.sequence_length <= maxPositions) return [];
+  return [`\`sequence_length\`: ${cfg.sequence_length} is more than the tiny model's max_position_embeddings (${maxPositions}); allowed: <= ${maxPositions}`];
+}
+
 /** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */
 export function crossKeyProblems(cfg: RunConfig): string[] {
   const problems = [
@@ -85,10 +97,7 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
   if (cfg.rollout_batch_size % miniBatch !== 0) {
     problems.push(`\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`);
   }
-  const maxPositions = tinyPreset(charTokenizer().vocabSize).max_position_embeddings; // pretrain: tiny, the only preset
-  if (cfg.sequence_length > maxPositions) {
-    problems.push(`\`sequence_length\`: ${cfg.sequence_length} is more than the ${cfg.pretrain} model's max_position_embeddings (${maxPositions}); allowed: <= ${maxPositions}`);
-  }
+  problems.push(...pretrainProblems(cfg));
   if (cfg.async_generation_ratio > 0) {
     problems.push(`\`async_generation_ratio\`: ${cfg.async_generation_ratio}: only 0 is supported until asynchronous rollouts land (issue 7)`);
   }

@@ -6,7 +6,8 @@
  * naming the key, the value, what is allowed and, when not the loaded file, the file or
  * command-line argument that set it (origins.ts).
  */
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { TINY_PRESET } from '../model/config';
 import { ConfigError } from './errors';
 import { crossKeyProblems } from './checks';
 import { composeFile, type Layer } from './hydra';
@@ -73,7 +74,20 @@ function splitVariables(tree: Mapping, referenced: ReadonlySet<string>, layers: 
 }
 
 /**
+ * Makes a `pretrain` folder path absolute (in place): relative to the folder of the config file that set
+ * it, or to the working directory when a command-line override did (as ROLL resolves local model paths
+ * against where it runs, but independent of where `starpo` is started from). `tiny` stays as is.
+ */
+function resolvePretrainPath(raw: Mapping, originOf: OriginOf): void {
+  const value = raw.pretrain;
+  if (typeof value !== 'string' || value === TINY_PRESET || value === '') return;
+  const origin = originOf(['pretrain']);
+  raw.pretrain = origin && 'file' in origin ? resolve(dirname(resolve(origin.file)), value) : resolve(value);
+}
+
+/**
  * Reads a config file (Hydra defaults and interpolations resolved, overrides applied) and validates it.
+ * `pretrain: DIR` comes back as an absolute path (resolvePretrainPath).
  * @param overrides Hydra-style `a.b=value`, `+a.b=value`, `++a.b=value` arguments
  * @throws ConfigError when a file is missing or not YAML, a defaults entry, override or interpolation
  *         is bad, or the resolved config fails validation (an unreferenced non-config key included)
@@ -85,6 +99,7 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const originOf = originFinder(layers, tree, parsed);
   const resolved = resolveInterpolations(applyOverrides(tree, parsed), { source, originOf });
   const { raw, variables } = splitVariables(resolved.tree, resolved.referenced, layers);
+  resolvePretrainPath(raw, originOf);
   return { config: validateConfig(raw, source, originOf), ignored: ignoredKeysIn(raw), variables };
 }
 

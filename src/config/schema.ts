@@ -40,10 +40,13 @@ export const runConfigSchema = z
     rollout_batch_size: positiveInt.default(128), // trajectories per step; a multiple of train group_size
     val_batch_size: positiveInt.default(128),
     sequence_length: positiveInt.default(2048), // max tokens of one whole multi-turn trajectory (§4)
-    /** The policy model. Only the built-in `tiny` preset until issue 6 brings `pretrain: DIR`. */
-    pretrain: z.enum(['tiny'], {
-      error: () => 'only the built-in preset "tiny" is available; loading a Hugging Face model directory (`pretrain: DIR`) comes with issue 6',
-    }).default('tiny'),
+    /**
+     * The initial policy (ROLL's `pretrain`): the built-in preset `tiny` (random init, char tokenizer) or
+     * an HF Qwen2 model folder (config.json, model.safetensors, tokenizer.json; e.g. from `starpo export`),
+     * resolved relative to the config file that sets it (load.ts) and checked at load time (checks.ts).
+     * Only the update worker that prepares the run reads the folder.
+     */
+    pretrain: z.string().min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' }).default('tiny'),
 
     // Advantages (SPEC.md §5): gae needs the critic below; grpo is the reinforce code path.
     adv_estimator: z.enum(ADV_ESTIMATORS).default('gae'),

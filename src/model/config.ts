@@ -41,13 +41,20 @@ function posNum(cfg: Record<string, unknown>, key: string): number {
  * rope_theta 10000, rms_norm_eps 1e-6, tie_word_embeddings false, num_key_value_heads = num_attention_heads.
  * @throws Error naming the field, its value and what is allowed (model_type must be 'qwen2'; sizes positive
  *   integers; hidden_size divisible by num_attention_heads; head_dim even (RoPE); num_attention_heads divisible
- *   by num_key_value_heads).
+ *   by num_key_value_heads; hidden_act, when given, 'silu' and rope_scaling, when given, null: the only
+ *   activation and RoPE this decoder implements).
  */
 export function validateQwen2Config(raw: unknown): Qwen2Config {
   if (!raw || typeof raw !== 'object') throw new Error(`Qwen2Config: expected an object, got ${JSON.stringify(raw)}`);
   const c = { ...(raw as Record<string, unknown>) };
   if (c.model_type !== 'qwen2') {
     throw new Error(`Qwen2Config: model_type = ${JSON.stringify(c.model_type)} is not supported; allowed: 'qwen2'`);
+  }
+  if (c.hidden_act !== undefined && c.hidden_act !== 'silu') {
+    throw new Error(`Qwen2Config: hidden_act = ${JSON.stringify(c.hidden_act)} is not supported; allowed: 'silu'`);
+  }
+  if (c.rope_scaling !== undefined && c.rope_scaling !== null) {
+    throw new Error(`Qwen2Config: rope_scaling = ${JSON.stringify(c.rope_scaling)} is not supported; allowed: null (plain RoPE)`);
   }
   if (c.rope_theta === undefined) c.rope_theta = 10000;
   if (c.rms_norm_eps === undefined) c.rms_norm_eps = 1e-6;
@@ -77,6 +84,9 @@ export function validateQwen2Config(raw: unknown): Qwen2Config {
 export function headDim(cfg: Qwen2Config): number {
   return cfg.hidden_size / cfg.num_attention_heads;
 }
+
+/** The `pretrain` value of the built-in preset (any other value is an HF model folder). */
+export const TINY_PRESET = 'tiny';
 
 /**
  * The `tiny` CPU preset: 2 layers, hidden 64, 4 heads (head_dim 16), 2 kv heads, intermediate 192, tied

@@ -67,6 +67,49 @@ export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?
   return out;
 }
 
+/** One header entry: element type, shape and [begin, end) byte offsets into the data section. */
+export interface SafeTensorInfo {
+  dtype: string;
+  shape: number[];
+  data_offsets: [number, number];
+}
+
+/**
+ * The header length N from a file's first 8 bytes (little-endian u64).
+ * @throws Error when fewer than 8 bytes are given
+ */
+export function safetensorsHeaderLength(first8: Uint8Array): number {
+  if (first8.length < 8) throw new Error(`safetensors: file is ${first8.length} bytes, shorter than the 8-byte header length`);
+  return Number(new DataView(first8.buffer, first8.byteOffset, 8).getBigUint64(0, true));
+}
+
+/**
+ * Parses the N-byte JSON header (after the 8-byte length) into tensor entries and the __metadata__ map.
+ * @throws Error when it is not JSON or an entry lacks dtype, shape or data_offsets
+ */
+export function parseSafetensorsHeader(headerBytes: Uint8Array): { entries: Record<string, SafeTensorInfo>; metadata: Record<string, string> } {
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(new TextDecoder().decode(headerBytes));
+  } catch (e) {
+    throw new Error(`safetensors: header is not valid JSON (${(e as Error).message})`);
+  }
+  const entries: Record<string, SafeTensorInfo> = {};
+  let metadata: Record<string, string> = {};
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__') {
+      metadata = entry as Record<string, string>;
+      continue;
+    }
+    const e = entry as Partial<SafeTensorInfo> | null;
+    if (!e || typeof e.dtype !== 'string' || !Array.isArray(e.shape) || !Array.isArray(e.data_offsets)) {
+      throw new Error(`safetensors: header entry ${name} needs dtype, shape and data_offsets`);
+    }
+    entries[name] = e as SafeTensorInfo;
+  }
+  return { entries, metadata };
+}
+
 /**
  * Parses safetensors bytes. Data are copied into fresh aligned typed arrays.
  * @returns tensors by name and the __metadata__ map ({} when absent)
@@ -74,25 +117,12 @@ export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?
  *   data offsets that disagree with the shape.
  */
 export function decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, SafeTensor>; metadata: Record<string, string> } {
-  if (bytes.length < 8) throw new Error(`safetensors: file is ${bytes.length} bytes, shorter than the 8-byte header length`);
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const n = Number(dv.getBigUint64(0, true));
+  const n = safetensorsHeaderLength(bytes);
   if (8 + n > bytes.length) throw new Error(`safetensors: header length ${n} exceeds the file size ${bytes.length}`);
-  let header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] } | Record<string, string>>;
-  try {
-    header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
-  } catch (e) {
-    throw new Error(`safetensors: header is not valid JSON (${(e as Error).message})`);
-  }
+  const { entries, metadata } = parseSafetensorsHeader(bytes.subarray(8, 8 + n));
   const base = 8 + n;
   const tensors: Record<string, SafeTensor> = {};
-  let metadata: Record<string, string> = {};
-  for (const [name, entry] of Object.entries(header)) {
-    if (name === '__metadata__') {
-      metadata = entry as Record<string, string>;
-      continue;
-    }
-    const e = entry as { dtype: string; shape: number[]; data_offsets: [number, number] };
+  for (const [name, e] of Object.entries(entries)) {
     if (!(e.dtype in BYTES)) throw new Error(`safetensors: tensor ${name} dtype ${e.dtype} is not supported; allowed: F32, I32, F16, BF16`);
     const dtype = e.dtype as SafeDtype;
     const count = e.shape.reduce((a, b) => a * b, 1);
@@ -100,7 +130,7 @@ export function decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, 
     if (b1 - b0 !== count * BYTES[dtype] || base + b1 > bytes.length) {
       throw new Error(`safetensors: tensor ${name} data_offsets [${b0}, ${b1}] do not fit shape [${e.shape}] ${dtype} or the file`);
     }
-    const raw = bytes.slice(base + b0, base + b1); // copy: aligned and detached from the input
+    const raw = new Uint8Array(bytes.subarray(base + b0, base + b1)); // a copy, aligned and detached (Buffer#slice would be a view)
     const data =
       dtype === 'F32' ? new Float32Array(raw.buffer) : dtype === 'I32' ? new Int32Array(raw.buffer) : new Uint16Array(raw.buffer);
     tensors[name] = { dtype, shape: [...e.shape], data };

@@ -2,7 +2,10 @@
  * Tokenizers (DESIGN.md, "Models"). The `tiny` preset uses a character tokenizer carrying the Qwen
  * ChatML special tokens, so prompts rendered with the Qwen chat template (SPEC.md §4:
  * "<|im_start|>{role}\n{content}<|im_end|>\n") tokenize with the same special ids layout as an HF model.
+ * HF tokenizer.json files (`pretrain: DIR`, exported models) load through hf_tokenizer.ts.
  */
+import { CHATML_SPECIAL_TOKENS, EOS_TOKENS, PAD_TOKEN } from './chatml';
+import { hfTokenizer, isHfTokenizerJSON } from './hf_tokenizer';
 
 /** A text <-> token id mapping. Ids are integers in [0, vocabSize). */
 export interface Tokenizer {
@@ -34,9 +37,6 @@ export interface CharTokenizerJSON {
   pad: string;
   eos: string[];
 }
-
-/** ChatML special tokens in id order (0: `<|endoftext|>` = pad, 1: `<|im_start|>`, 2: `<|im_end|>`, 3: `<unk>`). */
-export const CHATML_SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<unk>'] as const;
 
 function defaultChars(): string[] {
   const chars = ['\n'];
@@ -123,21 +123,23 @@ export function charTokenizer(): Tokenizer {
     special: [...CHATML_SPECIAL_TOKENS],
     chars: defaultChars(),
     unk: '<unk>',
-    pad: '<|endoftext|>',
-    eos: ['<|im_end|>', '<|endoftext|>'],
+    pad: PAD_TOKEN,
+    eos: [...EOS_TOKENS],
   });
 }
 
 /**
- * Rebuilds a tokenizer from `toJSON()` output (a parsed tokenizer.json written by starpo).
- * @throws Error when `json.type` is not 'starpo-char' (HF tokenizer.json files are not supported yet) or the
- *   description is inconsistent (duplicate chars, eos/pad/unk not among the special tokens).
+ * Rebuilds a tokenizer from a parsed tokenizer.json: starpo's char tokenizer (`toJSON()` output, type
+ * 'starpo-char') or an HF tokenizer.json (an object with `model` and `added_tokens`, hf_tokenizer.ts).
+ * @throws Error when it is neither, or the description is inconsistent (duplicate chars, eos/pad/unk not
+ *   among the special tokens; for HF files see hfTokenizer).
  */
 export function tokenizerFromJSON(json: unknown): Tokenizer {
+  if (isHfTokenizerJSON(json)) return hfTokenizer(json);
   const j = json as Partial<CharTokenizerJSON> | null;
   if (!j || typeof j !== 'object' || j.type !== 'starpo-char') {
     throw new Error(
-      `tokenizerFromJSON: type = ${JSON.stringify(j && (j as { type?: unknown }).type)} is not supported; allowed: 'starpo-char'`,
+      `tokenizerFromJSON: type = ${JSON.stringify(j && (j as { type?: unknown }).type)} is not supported; allowed: 'starpo-char' or an HF tokenizer.json (with model and added_tokens)`,
     );
   }
   for (const k of ['special', 'chars', 'eos'] as const) {

@@ -1,10 +1,14 @@
 /**
- * Qwen2 model <-> HF checkpoint files (model.safetensors with HF weight names, config.json).
+ * Qwen2 model <-> HF checkpoint files (model.safetensors with HF weight names, config.json), and the
+ * model of an HF folder (`pretrain: DIR`, pretrained.ts).
  */
+import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import { Qwen2Config, validateQwen2Config } from './config';
 import { Qwen2 } from './qwen2';
+import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './pretrained';
 import { SafeTensor, decodeSafetensors, encodeSafetensors, toFloat32 } from './safetensors';
+import type { Tokenizer } from './tokenizer';
 
 /**
  * Serializes the model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does).
@@ -19,11 +23,11 @@ export async function modelToSafetensors(model: Qwen2): Promise<Uint8Array> {
 }
 
 /**
- * Builds a model from safetensors bytes (F32, F16 or BF16 weights are converted to float32).
- * @throws Error from decodeSafetensors or Qwen2.fromNamedTensors (missing weight, shape mismatch).
+ * Builds a model from decoded safetensors tensors, e.g. the shards of an HF folder merged (F32, F16 or BF16
+ * weights are converted to float32; extra tensors are ignored).
+ * @throws Error from Qwen2.fromNamedTensors (missing weight, shape mismatch).
  */
-export function modelFromSafetensors(config: Qwen2Config, bytes: Uint8Array): Qwen2 {
-  const { tensors } = decodeSafetensors(bytes);
+export function modelFromTensors(config: Qwen2Config, tensors: Record<string, SafeTensor>): Qwen2 {
   const map = new Map<string, tf.Tensor>();
   try {
     for (const [name, t] of Object.entries(tensors)) map.set(name, tf.tensor(toFloat32(t), t.shape, 'float32'));
@@ -31,6 +35,14 @@ export function modelFromSafetensors(config: Qwen2Config, bytes: Uint8Array): Qw
   } finally {
     for (const t of map.values()) t.dispose();
   }
+}
+
+/**
+ * Builds a model from safetensors bytes (see modelFromTensors).
+ * @throws Error from decodeSafetensors or Qwen2.fromNamedTensors (missing weight, shape mismatch).
+ */
+export function modelFromSafetensors(config: Qwen2Config, bytes: Uint8Array): Qwen2 {
+  return modelFromTensors(config, decodeSafetensors(bytes).tensors);
 }
 
 /** config.json bytes (UTF-8, indented) for a config. */
@@ -41,4 +53,17 @@ export function configToJSONBytes(config: Qwen2Config): Uint8Array {
 /** Parses and validates config.json bytes. @throws Error from validateQwen2Config or JSON.parse. */
 export function configFromJSONBytes(bytes: Uint8Array): Qwen2Config {
   return validateQwen2Config(JSON.parse(new TextDecoder().decode(bytes)));
+}
+
+/**
+ * Loads the model (weights converted to float32) and tokenizer of an HF Qwen2 folder (pretrained.ts layout).
+ * @throws PretrainedFolderError for a missing or invalid file; Error from modelFromTensors (missing weight,
+ *   shape mismatch) or decodeSafetensors (corrupt file)
+ */
+export function modelFromFolder(dir: string): { model: Qwen2; tokenizer: Tokenizer } {
+  const config = readPretrainedConfig(dir);
+  const tokenizer = readPretrainedTokenizer(dir);
+  const tensors: Record<string, SafeTensor> = {};
+  for (const file of weightFiles(dir)) Object.assign(tensors, decodeSafetensors(readFileSync(file)).tensors);
+  return { model: modelFromTensors(config, tensors), tokenizer };
 }

@@ -136,6 +136,14 @@ export async function readLatest(store: ObjectStore, runId: string): Promise<Lat
   return readPointer(store, latestKey(runId));
 }
 
+/**
+ * Reads `runs/<runId>/initial.json` (the run's step-0 checkpoint); null when it does not exist.
+ * @throws CorruptObjectError when it exists but is not a valid pointer.
+ */
+export async function readInitial(store: ObjectStore, runId: string): Promise<LatestPointer | null> {
+  return readPointer(store, initialKey(runId));
+}
+
 /** Reads a pointer object (latest.json, initial.json); null when missing. @throws CorruptObjectError for a bad shape. */
 async function readPointer(store: ObjectStore, key: string): Promise<LatestPointer | null> {
   let raw: unknown;

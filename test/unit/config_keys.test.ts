@@ -91,9 +91,9 @@ test('bad values name the key, the value and what is allowed', () => {
   for (const [patch, expected] of cases) assert.match(problemsOf({ ...minimal(), ...patch }), expected);
 });
 
-test('pretrain other than tiny points at issue 6', () => {
+test('pretrain other than tiny must be a local HF folder (a Hub id is not downloaded)', () => {
   assert.match(problemsOf({ ...minimal(), pretrain: 'Qwen/Qwen2.5-0.5B-Instruct' }),
-    /`pretrain`: only the built-in preset "tiny" is available; loading a Hugging Face model directory \(`pretrain: DIR`\) comes with issue 6 \(got "Qwen\/Qwen2\.5-0\.5B-Instruct"\)/);
+    /`pretrain`: Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder .*Hub model ids are not downloaded/);
 });
 
 test('async_generation_ratio > 0 is refused until issue 7', () => {

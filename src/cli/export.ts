@@ -1,0 +1,99 @@
+/**
+ * `starpo export <runId> [--step N] --to DIR`: an HF-format model folder (model/hf_folder.ts) from a
+ * checkpoint of a run, read and sha256-verified from the object store (default: the newest complete
+ * checkpoint, falling back as `resume` does). The files go to a temp folder next to DIR that is then
+ * renamed to DIR, so DIR is either complete or absent. `pretrain: DIR` loads the folder again.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { RunConfig } from '../config/schema';
+import { hfFolderFiles } from '../model/hf_folder';
+import { checkpointPrefix, checkpointsPrefix, MANIFEST_NAME, parseStep, runKey, validateRunId } from '../storage/keys';
+import { readCheckpoint, readInitial, readLatestComplete, type LoadedCheckpoint } from '../storage/manifest';
+import type { ObjectStore } from '../storage/object_store';
+import { BadInputError } from './exit_codes';
+
+/** What was exported: the folder, the checkpoint's step and manifest key, and each file's size in bytes. */
+export interface ExportResult {
+  dir: string;
+  step: number;
+  manifestKey: string;
+  files: Array<{ name: string; bytes: number }>;
+}
+
+/** @throws BadInputError when `dir` exists and is not an empty folder */
+function checkTarget(dir: string): void {
+  if (!existsSync(dir)) return;
+  if (!statSync(dir).isDirectory()) throw new BadInputError(`--to ${dir}: exists and is not a folder; allowed: a new or empty folder`);
+  if (readdirSync(dir).length > 0) throw new BadInputError(`--to ${dir}: the folder is not empty; allowed: a new or empty folder`);
+}
+
+/** The steps that have a checkpoint manifest under runs/<runId>/checkpoints/, ascending. */
+async function checkpointSteps(store: ObjectStore, runId: string): Promise<number[]> {
+  return (await store.list(checkpointsPrefix(runId)))
+    .filter((o) => o.key.endsWith(`/${MANIFEST_NAME}`))
+    .map((o) => parseStep(o.key))
+    .filter((s): s is number => s !== null)
+    .sort((a, b) => a - b);
+}
+
+/** The checkpoint to export, verified. @throws BadInputError when the run has no such checkpoint */
+async function pickCheckpoint(store: ObjectStore, runId: string, step: number | undefined, log: (line: string) => void): Promise<LoadedCheckpoint & { step: number }> {
+  if (step === undefined) {
+    const latest = await readLatestComplete(store, runId, log);
+    if (!latest) throw new BadInputError(`run ${runId} has no complete checkpoint to export`);
+    return latest;
+  }
+  if (step === 0) {
+    const initial = await readInitial(store, runId);
+    if (!initial) throw new BadInputError(`--step 0: run ${runId} has no runs/${runId}/initial.json (its step-0 checkpoint)`);
+    return { ...(await readCheckpoint(store, initial.manifest)), step: 0 };
+  }
+  const key = `${checkpointPrefix(runId, step)}${MANIFEST_NAME}`;
+  if (!(await store.exists(key))) {
+    const steps = [0, ...(await checkpointSteps(store, runId))];
+    throw new BadInputError(`--step ${step}: run ${runId} has no checkpoint at step ${step}; allowed: ${steps.join(', ')}`);
+  }
+  return { ...(await readCheckpoint(store, key)), step };
+}
+
+/** Writes `files` into a fresh temp folder next to `dir`, then renames it to `dir` (an empty `dir` is replaced). */
+function writeFolderAtomically(dir: string, files: Record<string, Uint8Array>): void {
+  mkdirSync(dirname(dir), { recursive: true });
+  const tmp = join(dirname(dir), `.${basename(dir)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  mkdirSync(tmp);
+  try {
+    for (const [name, bytes] of Object.entries(files)) writeFileSync(join(tmp, name), bytes);
+    renameSync(tmp, dir);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Exports a checkpoint of `runId` as an HF model folder at `to`.
+ * @param step the checkpoint's step (0 = the run's step-0 policy); default the newest complete one
+ * @throws BadInputError (exit 2) for a bad run id, an unknown run, a missing step or a non-empty `to`;
+ *   CorruptObjectError when the chosen checkpoint does not verify
+ */
+export async function exportCheckpoint(store: ObjectStore, runId: string, opts: { step?: number; to: string; log: (line: string) => void }): Promise<ExportResult> {
+  const dir = resolve(opts.to);
+  checkTarget(dir);
+  try {
+    validateRunId(runId);
+  } catch (err) {
+    throw new BadInputError((err as Error).message);
+  }
+  if (!(await store.exists(runKey(runId)))) throw new BadInputError(`run ${JSON.stringify(runId)} is unknown: the object store has no ${runKey(runId)}`);
+  const spec = (await store.getJson(runKey(runId))) as { config: RunConfig };
+  const checkpoint = await pickCheckpoint(store, runId, opts.step, opts.log);
+  const files = hfFolderFiles(checkpoint.files, spec.config.actor_infer.generating_args);
+  checkTarget(dir); // again: it may have been filled meanwhile
+  writeFolderAtomically(dir, files);
+  return {
+    dir, step: checkpoint.step, manifestKey: checkpoint.ref.key,
+    files: Object.entries(files).map(([name, bytes]) => ({ name, bytes: bytes.length })),
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * Help texts of the `starpo` command (commander `addHelpText('after', ...)`): examples for every
+ * command, and in the top-level help the exit codes, the `--verbose` flag and the server environment.
+ * Kept apart from the command registrations in main.ts; `applyHelp` runs once they are all registered.
+ */
+import type { Command } from 'commander';
+import { EXIT } from './exit_codes';
+
+/** Example command lines (after `$ `) by command path ("config check", "infra up", ...). */
+const EXAMPLES: Record<string, string[]> = {
+  train: [
+    'starpo train configs/frozen_lake.yaml',
+    'starpo train configs/starpo_s_frozen_lake.yaml max_steps=10 rollout_filter_ratio=0.5 --run-id my-run',
+    'starpo train configs/frozen_lake.yaml pretrain=exported/frozen-lake warmup.type=none',
+    'starpo train configs/frozen_lake.yaml --no-workers      # workers run elsewhere (starpo worker)',
+  ],
+  resume: ['starpo resume frozen_lake-20261129-231500', 'starpo resume my-run --rollout-workers 1'],
+  eval: [
+    'starpo eval frozen_lake-20261129-231500                # its latest checkpoint',
+    'starpo eval my-run --step 10 --episodes 64 --json',
+    'starpo eval runs/my-run/checkpoints/step-000030/manifest.json --config configs/frozen_lake.yaml',
+  ],
+  export: [
+    'starpo export frozen_lake-20261129-231500 --to exported/frozen-lake          # latest checkpoint',
+    'starpo export my-run --step 0 --to exported/warm-up                          # the step-0 policy',
+    'starpo train configs/frozen_lake.yaml pretrain=exported/frozen-lake warmup.type=none   # train on from it',
+  ],
+  report: ['starpo report frozen_lake-20261129-231500', 'starpo report my-run -o my-run.html'],
+  trajectories: ['starpo trajectories my-run --step 3', 'starpo trajectories my-run --step 3 --tag FrozenLake --group 2'],
+  worker: ['starpo worker --role all', 'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout'],
+  'run-json': [
+    'starpo run-json configs/frozen_lake.yaml -o run.json --run-id my-run',
+    'temporal workflow start --type starpoTraining --task-queue starpo --workflow-id my-run --input-file run.json',
+  ],
+  config: ['starpo config check configs/frozen_lake.yaml', 'starpo config print configs/examples/agent_val_frozen_lake.yaml seed=7'],
+  'config check': ['starpo config check configs/examples/agent_val_frozen_lake.yaml', 'starpo config check configs/frozen_lake.yaml max_steps=10 pretrain=exported/frozen-lake'],
+  'config print': ['starpo config print configs/frozen_lake.yaml', 'starpo config print configs/examples/agent_val_frozen_lake.yaml max_tokens_per_step=32 seed=7'],
+  status: ['starpo status frozen_lake-20261129-231500', 'starpo status my-run --json'],
+  pause: ['starpo pause my-run'],
+  unpause: ['starpo unpause my-run'],
+  stop: ['starpo stop my-run', 'starpo stop my-run --reason "enough for the demo"'],
+  list: ['starpo list', 'starpo list --query \'StarpoConfig = "frozen_lake" AND ExecutionStatus = "Running"\' --limit 10', 'starpo list --json'],
+  infra: ['starpo infra up', 'starpo infra status --json', 'starpo infra down'],
+  'infra up': ['starpo infra up', 'starpo infra up --json --state-dir /tmp/starpo-infra'],
+  'infra down': ['starpo infra down'],
+  'infra status': ['starpo infra status', 'starpo infra status --json'],
+};
+
+/** The exit codes, one line each (top-level help, README "Exit codes"). */
+export const EXIT_CODE_LINES = [
+  `${EXIT.ok}  ok`,
+  `${EXIT.runFailed}  the run failed (or an unexpected error)`,
+  `${EXIT.badInput}  bad input: config, arguments, an unknown run id, a request the run refuses`,
+  `${EXIT.infraUnavailable}  infra unavailable: Temporal or S3 unreachable, server binaries not installable, no control worker answering`,
+];
+
+const TOP_LEVEL = `
+Exit codes:
+${EXIT_CODE_LINES.map((l) => `  ${l}`).join('\n')}
+Errors print one message without a stack trace; add --verbose for stack traces.
+
+Servers: the local Temporal and S3 servers (\`starpo infra up\`, started by \`train\` when needed), or
+existing ones from TEMPORAL_ADDRESS, S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY (S3_BUCKET, TEMPORAL_NAMESPACE).
+
+Run \`starpo <command> --help\` for a command's options and examples.`;
+
+/** "train", "config check", ...: the command's names below the program. */
+function pathOf(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** Every command below `cmd`, depth first. */
+function commandsOf(cmd: Command): Command[] {
+  return cmd.commands.flatMap((c) => [c, ...commandsOf(c)]);
+}
+
+/** Adds the examples of every registered command and the top-level exit codes to `program`'s help. */
+export function applyHelp(program: Command): void {
+  program.addHelpText('after', TOP_LEVEL);
+  for (const cmd of commandsOf(program)) {
+    const examples = EXAMPLES[pathOf(cmd)];
+    if (examples) cmd.addHelpText('after', `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}`);
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * HF model folders (model/hf_folder.ts, hf_tokenizer.ts, pretrained.ts): the char tokenizer as an HF
+ * tokenizer.json encodes and decodes exactly as starpo's; a checkpoint's files written as an HF folder
+ * load back (pretrain: DIR) with identical tensors; bad folders are reported naming the file and key.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { charTokenizer, tokenizerFromJSON } from '../../src/model/tokenizer';
+import { hfTokenizer, toHfTokenizerJSON } from '../../src/model/hf_tokenizer';
+import { hfFolderFiles } from '../../src/model/hf_folder';
+import { pretrainedIdentity, pretrainedProblems } from '../../src/model/pretrained';
+import { tinyPreset } from '../../src/model/config';
+import { Qwen2 } from '../../src/model/qwen2';
+import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../src/model/weights_io';
+import { decodeSafetensors, encodeSafetensors } from '../../src/model/safetensors';
+import { firstTurnPrompt, laterTurnPrompt } from '../../src/rollout/chat';
+
+const TEXTS = [
+  firstTurnPrompt('You are a helpful agent.', 'FrozenLake: reach G.', 'Turn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer>'),
+  '<answer>Right</answer><|im_end|>' + laterTurnPrompt('Turn 2: ok', true),
+  'unknown characters é, ü and 中 map to <unk>; <|endoftext|> and <|im_end|><|im_end|> are single ids',
+  '', ' ', '\n\n', 'a  b   c',
+];
+
+test('the char tokenizer as an HF tokenizer.json encodes and decodes like starpo, specials and unknowns included', () => {
+  const char = charTokenizer();
+  const hf = hfTokenizer(JSON.parse(JSON.stringify(toHfTokenizerJSON(char.toJSON()))));
+  assert.equal(hf.vocabSize, char.vocabSize);
+  assert.equal(hf.padId, char.padId);
+  assert.deepEqual(hf.eosIds, char.eosIds);
+  assert.deepEqual(hf.specialTokens, char.specialTokens);
+  for (const text of TEXTS) {
+    const ids = char.encode(text);
+    assert.deepEqual(hf.encode(text), ids, JSON.stringify(text));
+    assert.equal(hf.decode(ids), char.decode(ids));
+    assert.equal(hf.decode(ids, true), char.decode(ids, true));
+  }
+  assert.throws(() => hf.decode([char.vocabSize]), RangeError);
+  // a checkpoint's tokenizer.json may hold either format
+  assert.deepEqual(tokenizerFromJSON(hf.toJSON()).encode(TEXTS[0] as string), char.encode(TEXTS[0] as string));
+});
+
+test('an HF tokenizer.json without the ChatML tokens is refused, naming them', () => {
+  const json = toHfTokenizerJSON(charTokenizer().toJSON());
+  const without = { ...json, added_tokens: json.added_tokens.filter((t) => t.content !== '<|im_start|>'), model: { ...json.model, vocab: Object.fromEntries(Object.entries(json.model.vocab as Record<string, number>).filter(([k]) => k !== '<|im_start|>')) } };
+  assert.throws(() => hfTokenizer(without), /"<\|im_start\|>" missing/);
+});
+
+/** A tiny model's checkpoint files as saveCheckpoint writes them. */
+async function checkpointFiles(seed = 3): Promise<{ files: Record<string, Uint8Array>; model: Qwen2 }> {
+  const tokenizer = charTokenizer();
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), seed);
+  return {
+    model,
+    files: {
+      'model.safetensors': await modelToSafetensors(model),
+      'config.json': configToJSONBytes(model.config),
+      'tokenizer.json': new TextEncoder().encode(JSON.stringify(tokenizer.toJSON())),
+    },
+  };
+}
+
+function writeFolder(files: Record<string, Uint8Array>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'starpo-hf-'));
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  return dir;
+}
+
+const readJSON = (dir: string, name: string) => JSON.parse(readFileSync(join(dir, name), 'utf8'));
+
+test('a checkpoint written as an HF folder has HF config keys and tokenizer files and loads back with identical tensors', async () => {
+  const { files, model } = await checkpointFiles();
+  const dir = writeFolder(hfFolderFiles(files, { max_new_tokens: 24, temperature: 0.95, top_p: 0.7, top_k: 50, do_sample: true, num_beams: 1, num_return_sequences: 1 }));
+  try {
+    const config = readJSON(dir, 'config.json');
+    assert.deepEqual(config.architectures, ['Qwen2ForCausalLM']);
+    assert.equal(config.model_type, 'qwen2');
+    assert.equal(config.torch_dtype, 'float32');
+    assert.equal(config.hidden_act, 'silu');
+    assert.equal(config.tie_word_embeddings, true);
+    for (const k of ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'max_position_embeddings', 'rope_theta', 'rms_norm_eps']) {
+      assert.equal(config[k], model.config[k], k);
+    }
+    assert.deepEqual([config.bos_token_id, config.eos_token_id], [0, 2]);
+    const tokConfig = readJSON(dir, 'tokenizer_config.json');
+    assert.equal(tokConfig.tokenizer_class, 'PreTrainedTokenizerFast');
+    assert.equal(tokConfig.eos_token, '<|im_end|>');
+    assert.equal(tokConfig.pad_token, '<|endoftext|>');
+    assert.match(tokConfig.chat_template, /<\|im_start\|>' \+ message\['role'\]/);
+    assert.deepEqual(readJSON(dir, 'special_tokens_map.json').additional_special_tokens, ['<|im_start|>']);
+    assert.deepEqual(readJSON(dir, 'generation_config.json'), { bos_token_id: 0, eos_token_id: [2, 0], pad_token_id: 0, do_sample: true, temperature: 0.95, top_p: 0.7, top_k: 50, max_new_tokens: 24 });
+    assert.equal(readJSON(dir, 'tokenizer.json').model.type, 'BPE');
+    assert.deepEqual(readFileSync(join(dir, 'model.safetensors')), Buffer.from(files['model.safetensors'] as Uint8Array), 'weights copied byte for byte');
+
+    assert.deepEqual(pretrainedProblems(dir, 400), []);
+    const loaded = modelFromFolder(dir);
+    try {
+      assert.deepEqual(await modelToSafetensors(loaded.model), files['model.safetensors'], 'the same tensors, names and bytes');
+      assert.deepEqual(loaded.tokenizer.encode(TEXTS[0] as string), charTokenizer().encode(TEXTS[0] as string));
+    } finally {
+      loaded.model.dispose();
+    }
+    assert.deepEqual(Object.keys(pretrainedIdentity(dir)).sort(), ['config.json', 'model.safetensors', 'tokenizer.json']);
+  } finally {
+    model.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('sharded weights (model.safetensors.index.json) load like a single file', async () => {
+  const { files, model } = await checkpointFiles(5);
+  const hf = hfFolderFiles(files);
+  const { tensors } = decodeSafetensors(hf['model.safetensors'] as Uint8Array);
+  const names = Object.keys(tensors).sort();
+  const half = Math.ceil(names.length / 2);
+  const shards = [names.slice(0, half), names.slice(half)];
+  const shardFiles = shards.map((_, i) => `model-0000${i + 1}-of-00002.safetensors`);
+  const { ['model.safetensors']: _single, ...rest } = hf;
+  const dir = writeFolder({
+    ...rest,
+    ...Object.fromEntries(shards.map((group, i) => [shardFiles[i], encodeSafetensors(Object.fromEntries(group.map((n) => [n, tensors[n]!])))])),
+    'model.safetensors.index.json': new TextEncoder().encode(JSON.stringify({ weight_map: Object.fromEntries(shards.flatMap((group, i) => group.map((n) => [n, shardFiles[i]]))) })),
+  });
+  try {
+    assert.deepEqual(pretrainedProblems(dir, 400), []);
+    const loaded = modelFromFolder(dir);
+    assert.deepEqual(await modelToSafetensors(loaded.model), files['model.safetensors']);
+    loaded.model.dispose();
+  } finally {
+    model.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('bad pretrained folders: every problem names the file and the key', async () => {
+  const { files, model } = await checkpointFiles();
+  model.dispose();
+  const hf = hfFolderFiles(files);
+  const edit = (name: string, patch: (j: Record<string, unknown>) => void) => {
+    const j = JSON.parse(new TextDecoder().decode(hf[name]));
+    patch(j);
+    return { ...hf, [name]: new TextEncoder().encode(JSON.stringify(j)) };
+  };
+  const cases: Array<[string, Record<string, Uint8Array>, number, RegExp]> = [
+    ['model_type', edit('config.json', (j) => (j.model_type = 'llama')), 400, /config\.json: model_type = "llama" is not supported; allowed: 'qwen2'/],
+    ['hidden_act', edit('config.json', (j) => (j.hidden_act = 'gelu')), 400, /config\.json: hidden_act = "gelu" is not supported/],
+    ['shapes', edit('config.json', (j) => (j.intermediate_size = 128)), 400, /model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[192,64\], .*config\.json needs \[128,64\]/],
+    ['sequence_length', hf, 4096, /sequence_length 4096 is more than .*config\.json max_position_embeddings \(2048\)/],
+    ['vocab', edit('config.json', (j) => (j.vocab_size = 50)), 400, /tokenizer\.json has ids up to 100, more than .*config\.json vocab_size \(50\)/],
+    ['tokenizer', { ...hf, 'tokenizer.json': new TextEncoder().encode('{"model": {"type": "BPE", "vocab": {}, "merges": []}, "added_tokens": [], "decoder": null, "normalizer": null, "pre_tokenizer": null, "post_processor": null}') }, 400, /tokenizer\.json: token\(s\) "<\|im_start\|>", "<\|im_end\|>", "<\|endoftext\|>" missing/],
+    ['no weights', Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'model.safetensors')), 400, /model\.safetensors does not exist/],
+    ['no config', Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'config.json')), 400, /config\.json does not exist/],
+    ['not JSON', { ...hf, 'config.json': new TextEncoder().encode('{oops') }, 400, /config\.json is not valid JSON/],
+  ];
+  for (const [name, folder, sequenceLength, expected] of cases) {
+    const dir = writeFolder(folder);
+    try {
+      const problems = pretrainedProblems(dir, sequenceLength);
+      assert.ok(problems.some((p) => expected.test(p) && p.includes(dir)), `${name}: ${JSON.stringify(problems)}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const missing = join(tmpdir(), `starpo-no-such-folder-${process.pid}`);
+  assert.match(pretrainedProblems(missing, 400)[0] ?? '', /is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder/);
+});
