@@ -9,12 +9,18 @@ export const ENV_HINT =
   'S3_ACCESS_KEY, S3_SECRET_KEY (optional: S3_BUCKET, default starpo; TEMPORAL_NAMESPACE, default default; S3_REGION). ' +
   'For MinIO, put a `minio` binary on PATH or set MINIO_BINARY=/path/to/minio.';
 
-/** Thrown when a server binary can be neither found in the cache nor installed (pip and go both failed). */
+/**
+ * Thrown when a server binary can be neither found in the cache nor installed (pip and go both failed),
+ * or the servers are unreachable. The CLI exits with code 3.
+ */
 export class InfraUnavailableError extends Error {
   override name = 'InfraUnavailableError';
-  /** @param message says which installs were tried, with each command and the tail of its stderr. */
-  constructor(message: string) {
-    super(`${message}\n${ENV_HINT}`);
+  /**
+   * @param message says what failed: the installs tried, with each command and the tail of its stderr, or
+   *   the server that did not answer. @param opts.hint append ENV_HINT on its own line (default true).
+   */
+  constructor(message: string, opts: { hint?: boolean } = {}) {
+    super(opts.hint === false ? message : `${message}\n${ENV_HINT}`);
   }
 }
 

@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ConfigError } from '../config/errors';
 import type { InfraEndpoints } from '../../infra/types';
+import { InfraUnavailableError } from '../../infra/errors';
 import type { StarpoRunInput } from '../activities/types';
 import type { RunConfig } from '../config/schema';
 import { ObjectStore } from '../storage/object_store';
@@ -32,9 +33,17 @@ export interface TrainOptions {
   log: (line: string) => void;
 }
 
-/** Temporal client for the endpoints. */
+/**
+ * Temporal client for the endpoints.
+ * @throws InfraUnavailableError (exit 3, one line naming the address) when the server does not answer
+ */
 export async function connectClient(e: InfraEndpoints): Promise<Client> {
-  const connection = await Connection.connect({ address: e.temporalAddress });
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address: e.temporalAddress });
+  } catch (err) {
+    throw new InfraUnavailableError(`cannot reach the Temporal server at ${e.temporalAddress} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS`, { hint: false });
+  }
   return new Client({ connection, namespace: e.temporalNamespace });
 }
 
