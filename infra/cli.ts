@@ -27,59 +27,45 @@ interface InfraCliOptions {
 
 /**
  * Adds `infra up`, `infra down` and `infra status` to `program`. Each accepts `--json` (machine-readable
- * output on stdout) and `--state-dir <dir>`; progress lines go to stderr. A failure prints the error
- * message and sets exit code 1.
+ * output on stdout) and `--state-dir <dir>`; progress lines go to stderr. Errors propagate to the
+ * starpo command's handler: exit code 3 (InfraUnavailableError, InfraStartError) or 2 (InfraConfigError).
  */
 export function registerInfraCommands(program: Command): void {
   const infra = program.command('infra').description('local Temporal dev server and S3 server on 127.0.0.1');
   const log = (line: string) => process.stderr.write(`[infra] ${line}\n`);
-  const guard = (fn: (o: InfraCliOptions) => Promise<void>) => async (o: InfraCliOptions) => {
-    try {
-      await fn(o);
-    } catch (err) {
-      process.stderr.write(`${(err as Error).message}\n`);
-      process.exitCode = 1;
-    }
-  };
   infra
     .command('up')
     .description('install (once) and start the servers, or reuse running ones; prints the endpoints')
     .option('--json', 'print endpoints as JSON')
     .option('--state-dir <dir>', 'state folder (default <repo>/.starpo/infra or STARPO_STATE_DIR)')
-    .action(
-      guard(async (o) => {
-        const t0 = Date.now();
-        const e = await infraUp({ stateDir: o.stateDir, log });
-        if (o.json) process.stdout.write(JSON.stringify(e, null, 2) + '\n');
-        else process.stdout.write(`${describe(e)}\nready in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-      }),
-    );
+    .action(async (o: InfraCliOptions) => {
+      const t0 = Date.now();
+      const e = await infraUp({ stateDir: o.stateDir, log });
+      if (o.json) process.stdout.write(JSON.stringify(e, null, 2) + '\n');
+      else process.stdout.write(`${describe(e)}\nready in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    });
   infra
     .command('down')
     .description('stop the servers infra up started (data is kept)')
     .option('--json', 'print {"stopped": true} as JSON')
     .option('--state-dir <dir>', 'state folder')
-    .action(
-      guard(async (o) => {
-        await infraDown({ stateDir: o.stateDir, log });
-        process.stdout.write(o.json ? '{"stopped":true}\n' : 'infra stopped\n');
-      }),
-    );
+    .action(async (o: InfraCliOptions) => {
+      await infraDown({ stateDir: o.stateDir, log });
+      process.stdout.write(o.json ? '{"stopped":true}\n' : 'infra stopped\n');
+    });
   infra
     .command('status')
     .description('show whether the servers run, with pids, ports and endpoints')
     .option('--json', 'print status as JSON')
     .option('--state-dir <dir>', 'state folder')
-    .action(
-      guard(async (o) => {
-        const s = await infraStatus({ stateDir: o.stateDir });
-        if (o.json) {
-          process.stdout.write(JSON.stringify(s, null, 2) + '\n');
-          return;
-        }
-        const rows = s.processes.map((p) => `  ${p.name.padEnd(10)} pid ${String(p.pid).padEnd(8)} port ${String(p.port).padEnd(6)} ${p.alive ? 'alive' : 'DEAD'}`);
-        process.stdout.write(`infra ${s.running ? 'running' : 'not running'}\n${rows.join('\n')}${rows.length ? '\n' : ''}`);
-        if (s.endpoints) process.stdout.write(`${describe(s.endpoints)}\n`);
-      }),
-    );
+    .action(async (o: InfraCliOptions) => {
+      const s = await infraStatus({ stateDir: o.stateDir });
+      if (o.json) {
+        process.stdout.write(JSON.stringify(s, null, 2) + '\n');
+        return;
+      }
+      const rows = s.processes.map((p) => `  ${p.name.padEnd(10)} pid ${String(p.pid).padEnd(8)} port ${String(p.port).padEnd(6)} ${p.alive ? 'alive' : 'DEAD'}`);
+      process.stdout.write(`infra ${s.running ? 'running' : 'not running'}\n${rows.join('\n')}${rows.length ? '\n' : ''}`);
+      if (s.endpoints) process.stdout.write(`${describe(s.endpoints)}\n`);
+    });
 }

@@ -17,7 +17,7 @@ export async function resolveEndpoints(opts: { start: boolean; log?: (line: stri
   if (opts.start) return infraUp({ log: opts.log });
   const status = await infraStatus();
   if (status.running && status.endpoints) return status.endpoints;
-  throw new InfraUnavailableError('no servers: local infra is not running (start it with `starpo infra up`)');
+  throw new InfraUnavailableError('no servers: the local infra is not running; start it with `starpo infra up`, or point at running servers with TEMPORAL_ADDRESS, S3_ENDPOINT, S3_ACCESS_KEY and S3_SECRET_KEY', { hint: false });
 }
 
 /** The environment variables that point a child process (a worker) at the same servers. */
