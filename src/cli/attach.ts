@@ -1,5 +1,7 @@
 /**
- * Follows a running workflow from the terminal: a progress bar fed by the `progress` query
+ * Follows a running workflow from the terminal: while the run prepares, a warm-up bar fed by the
+ * heartbeat details of the pending prepareRun activity (SFT step of total, loss; read from the
+ * workflow's describe, so no workflow change is needed); then a step bar fed by the `progress` query
  * (step, train success, mean episode score, seconds per step) until the run closes.
  */
 import { SingleBar, Presets } from 'cli-progress';
@@ -9,16 +11,28 @@ import { progressQuery, Progress } from '../workflows/api';
 import type { StarpoRunResult } from '../workflows';
 import { formatNumber } from '../workflows/format';
 
+/** Options shared by both bars: on a TTY redrawn in place; when piped (CI, logs) a line every 10 s. */
+const BAR_OPTIONS = { hideCursor: false, noTTYOutput: true, notTTYSchedule: 10_000 };
+
+/** The warm-up's SFT progress: steps done (1-based), steps in all, last loss (nats per response token). */
+interface WarmupProgress {
+  done: number;
+  total: number;
+  loss?: number;
+}
+
 /**
- * "warm-up step N, loss L" from the heartbeat details of the running prepareRun activity
- * (activities/prepare.ts heartbeats {warmupStep, loss}), else "preparing".
+ * The warm-up progress from the heartbeat details of the running prepareRun activity
+ * (activities/prepare.ts heartbeats {warmupStep, warmupSteps, loss} after every SFT step); null before
+ * its first heartbeat (demonstrations being played, or a stored warm-up being reused).
  */
-async function warmupPhase(handle: WorkflowHandle): Promise<string> {
+async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | null> {
   const pending = (await handle.describe()).raw.pendingActivities ?? [];
   const payload = pending.find((a) => a.activityType?.name === 'prepareRun')?.heartbeatDetails?.payloads?.[0];
-  if (!payload) return 'preparing';
-  const details = defaultPayloadConverter.fromPayload<{ warmupStep?: number; loss?: number }>(payload);
-  return details.warmupStep === undefined ? 'preparing' : `warm-up step ${details.warmupStep + 1}, loss ${formatNumber(details.loss)}`;
+  if (!payload) return null;
+  const details = defaultPayloadConverter.fromPayload<{ warmupStep?: number; warmupSteps?: number; loss?: number }>(payload);
+  if (details.warmupStep === undefined || details.warmupSteps === undefined) return null;
+  return { done: details.warmupStep + 1, total: details.warmupSteps, loss: details.loss };
 }
 
 /**
@@ -27,16 +41,13 @@ async function warmupPhase(handle: WorkflowHandle): Promise<string> {
  */
 export async function attach(client: Client, runId: string, pollSeconds = 2): Promise<StarpoRunResult> {
   const handle = client.workflow.getHandle(runId);
-  const bar = new SingleBar(
-    {
-      format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step',
-      hideCursor: false,
-      noTTYOutput: true, // when piped (CI, logs), print a line every notTTYSchedule ms instead
-      notTTYSchedule: 10_000,
-    },
+  const warmupBar = new SingleBar({ ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}' }, Presets.shades_classic);
+  const stepBar = new SingleBar(
+    { ...BAR_OPTIONS, format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step' },
     Presets.shades_classic,
   );
-  let started = false;
+  let warmup: 'none' | 'shown' | 'done' = 'none';
+  let steps = false;
   let finished = false;
   const result = handle.result().finally(() => {
     finished = true;
@@ -44,20 +55,31 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
   while (!finished) {
     try {
       const p: Progress = await handle.query(progressQuery);
-      const payload = {
-        phase: p.phase === 'preparing' ? await warmupPhase(handle) : p.phase, success: formatNumber(p.lastMetrics['env/success']), score: formatNumber(p.lastMetrics['env/score']),
-        sps: formatNumber(p.secondsPerStep, 1),
-      };
-      if (!started) {
-        bar.start(p.maxSteps, p.step, payload);
-        started = true;
-      } else bar.update(p.step, payload);
+      if (p.phase === 'preparing') {
+        const w = await warmupProgress(handle);
+        if (w && warmup === 'none') warmupBar.start(w.total, w.done, { loss: formatNumber(w.loss) });
+        else if (w) warmupBar.update(w.done, { loss: formatNumber(w.loss) });
+        if (w) warmup = 'shown';
+      } else {
+        if (warmup === 'shown') {
+          warmupBar.update(warmupBar.getTotal());
+          warmupBar.stop();
+          warmup = 'done';
+        }
+        const payload = {
+          phase: p.phase, success: formatNumber(p.lastMetrics['env/success']), score: formatNumber(p.lastMetrics['env/score']),
+          sps: formatNumber(p.secondsPerStep, 1),
+        };
+        if (!steps) stepBar.start(p.maxSteps, p.step, payload);
+        else stepBar.update(p.step, payload);
+        steps = true;
+      }
     } catch {
       // no worker has answered the query yet (starting up); keep waiting
     }
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollSeconds * 1000))]);
   }
-  if (started) bar.stop();
+  if (warmup === 'shown') warmupBar.stop();
+  if (steps) stepBar.stop();
   return result;
 }
-

@@ -23,6 +23,13 @@ import type { Role } from './roles';
 const SHUTDOWN_GRACE = '30 seconds';
 
 /**
+ * At most this long between heartbeats sent to the server (Worker maxHeartbeatThrottleInterval; the SDK
+ * default throttles to 80% of the 30 s heartbeat timeout), so the progress the CLI reads from pending
+ * activities' heartbeat details (the warm-up bar, cli/attach.ts) is at most 2 s old.
+ */
+const HEARTBEAT_THROTTLE = '2 seconds';
+
+/**
  * Runs `attempt` until it succeeds, waiting 1, 2, 4 .. 15 s between failures and logging each one,
  * for at most `seconds`. @throws the last error once the time is up.
  */
@@ -50,6 +57,7 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
   const workers: Worker[] = [];
   const wants = (r: Role) => role === 'all' || role === r;
   const shutdownGraceTime = SHUTDOWN_GRACE;
+  const maxHeartbeatThrottleInterval = HEARTBEAT_THROTTLE;
   if (wants('rollout') || wants('update')) {
     const backend = await initBackend();
     log(`tfjs backend: ${backend}`);
@@ -58,13 +66,13 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
     const activities = createActivities(store);
     if (wants('rollout')) {
       workers.push(await Worker.create({
-        connection, namespace, taskQueue: TASK_QUEUES.rollout, activities, shutdownGraceTime,
+        connection, namespace, taskQueue: TASK_QUEUES.rollout, activities, shutdownGraceTime, maxHeartbeatThrottleInterval,
         maxConcurrentActivityTaskExecutions: 1,
       }));
     }
     if (wants('update')) {
       workers.push(await Worker.create({
-        connection, namespace, taskQueue: TASK_QUEUES.update, activities, shutdownGraceTime,
+        connection, namespace, taskQueue: TASK_QUEUES.update, activities, shutdownGraceTime, maxHeartbeatThrottleInterval,
         maxConcurrentActivityTaskExecutions: 1,
       }));
     }
