@@ -22,19 +22,21 @@ export function displayCommand(cmd: string, args: readonly string[], env: Record
 
 /**
  * Runs `cmd args` with extra `env`, waiting at most `timeoutSeconds` (then SIGKILL); keeps the last
- * `maxChars` characters of output (default 4000).
+ * `maxChars` characters of output (default 4000) and passes every chunk of stdout/stderr to `onOutput`.
  * Never throws: failures are reported in the result.
  */
 export function runCommand(
   cmd: string,
   args: readonly string[],
-  opts: { env?: Record<string, string>; cwd?: string; timeoutSeconds?: number; maxChars?: number } = {},
+  opts: { env?: Record<string, string>; cwd?: string; timeoutSeconds?: number; maxChars?: number; onOutput?: (text: string) => void } = {},
 ): Promise<CommandResult> {
   const display = displayCommand(cmd, args, opts.env);
   return new Promise((resolve) => {
     let out = '';
     const keep = (chunk: Buffer) => {
-      out = (out + chunk.toString('utf8')).slice(-(opts.maxChars ?? 4000));
+      const text = chunk.toString('utf8');
+      out = (out + text).slice(-(opts.maxChars ?? 4000));
+      opts.onOutput?.(text);
     };
     let child;
     try {

