@@ -22,7 +22,7 @@
   function num(x) { return x === null || x === undefined ? '-' : x.toFixed(3); }
   function option(value, label) { var o = el('option', '', label); o.value = value; return o; }
   function current() { return steps[Number(stepSelect.value)]; }
-  function keptText(kept) { return kept === null ? 'scores not recorded' : kept ? 'kept by the filter' : 'filtered out (not trained on)'; }
+  function keptText(kept) { return kept === null ? 'no update scores' : kept ? 'kept by the filter' : 'filtered out (not trained on)'; }
   function successes(g) { return g.trajectories.filter(function (t) { return t.success; }).length + '/' + g.trajectories.length; }
 
   function turnElement(turn, i) {

@@ -34,7 +34,7 @@ function wrap(line: string, width: number): string[] {
 
 /** "kept by the filter" / "filtered out" / "not recorded". */
 function keptText(kept: boolean | null): string {
-  return kept === null ? 'scores not recorded' : kept ? 'kept by the filter' : 'filtered out (not trained on)';
+  return kept === null ? 'no update scores' : kept ? 'kept by the filter' : 'filtered out (not trained on)';
 }
 
 /** The lines of one trajectory: its scores, then each turn. */

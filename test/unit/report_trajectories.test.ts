@@ -101,5 +101,5 @@ test('narrow terminal: best group first, then the worst; --group shows one group
   assert.ok(!one.includes(shown.best));
   const unscored = formatStep(groupStep(3, trajectories, null), { header: 'h', width: 80 });
   assert.match(unscored, /normalised score - · advantage -/);
-  assert.match(unscored, /scores not recorded/);
+  assert.match(unscored, /no update scores/);
 });
