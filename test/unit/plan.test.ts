@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfigFile } from '../../src/config/load';
-import { envsPerGroup, generatingArgsOf, planShards, replacementGroup } from '../../src/rollout/plan';
+import { envsPerGroup, generatingArgsOf, planShards, replacementGroup, withValEpisodes } from '../../src/rollout/plan';
 import { deriveSeed } from '../../src/util/rng';
 
 /** The tiny fixture (seed 7) with overrides; train 4 groups x 4, val 8 groups x 1. */
@@ -81,4 +81,16 @@ test('validation samples with its own generating_args merged over actor_infer\'s
   assert.deepEqual(generatingArgsOf(config, 'train'), config.actor_infer.generating_args);
   assert.equal(generatingArgsOf(config, 'train').temperature, 1.0);
   assert.equal(generatingArgsOf(fixture(), 'val').do_sample, false, 'the fixture validates greedily');
+});
+
+test('withValEpisodes (starpo eval --episodes): val groups x group_size, the first groups unchanged', () => {
+  const config = fixture('val_env_manager.group_size=2', 'val_env_manager.num_env_groups=4', 'val_env_manager.num_groups_partition=[4]');
+  const more = withValEpisodes(config, 12);
+  assert.equal(more.val_batch_size, 12);
+  const groups = planShards(more, 'val', 2).flat();
+  assert.equal(groups.length, 6, '12 episodes = 6 groups of 2');
+  assert.deepEqual(groups.slice(0, 4), planShards(config, 'val', 2).flat(), 'the 4 groups of val_batch_size 8 come first');
+  for (const bad of [0, 3, -2, 2.5]) {
+    assert.throws(() => withValEpisodes(config, bad), (err: Error) => err.name === 'ConfigError' && err.message.includes(`--episodes: invalid config`) && err.message.includes(`${bad} is not a positive multiple of val_env_manager.group_size (2)`));
+  }
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatNumber, progressLine } from '../../src/workflows/format';
+import { currentDetails, formatNumber, progressLine } from '../../src/workflows/format';
 import type { Progress } from '../../src/workflows/api';
 
 const base: Progress = {
@@ -14,6 +14,13 @@ test('progressLine shows step, last train and val success, s/step and the pause/
   assert.match(progressLine({ ...base, paused: true, phase: 'paused' }), / · paused$/);
   assert.match(progressLine({ ...base, paused: true, phase: 'paused', stopRequested: 'stop requested' }), / · stopping$/);
   assert.equal(progressLine({ ...base, step: 0, lastMetrics: {}, validationCurve: [], secondsPerStep: null }), 'step 0/30 · train success - · val success - · - s/step');
+});
+
+test('currentDetails (the Temporal UI): the phase after the step, then the pause/stop request', () => {
+  assert.equal(currentDetails(base), 'step 12/30 · rollout · train success 0.312 · val success 0.305 (step 10) · 12.1 s/step');
+  assert.equal(currentDetails({ ...base, phase: 'paused', paused: true }), 'step 12/30 · paused · train success 0.312 · val success 0.305 (step 10) · 12.1 s/step');
+  assert.match(currentDetails({ ...base, phase: 'update', paused: true }), /^step 12\/30 · update · .* · pausing after this step$/);
+  assert.match(currentDetails({ ...base, phase: 'validation', stopRequested: 'stop: enough' }), /^step 12\/30 · validation · .* · stopping$/);
 });
 
 test('formatNumber: fixed decimals, "-" for missing values', () => {
