@@ -30,6 +30,7 @@ export interface ShownGroup {
   successRate: number;
   /** Whether the StarPO-S filter kept the group (null: not recorded). */
   kept: boolean | null;
+  /** Members, highest episode score first (ties: env id order). */
   trajectories: ShownTrajectory[];
 }
 
@@ -56,7 +57,7 @@ export function groupStep(step: number, trajectories: readonly Trajectory[], sco
   const byId = new Map<string, Trajectory[]>();
   for (const t of trajectories) byId.set(t.trajGroupId, [...(byId.get(t.trajGroupId) ?? []), t]);
   const groups = [...byId.entries()].map(([id, members]): ShownGroup => {
-    const shown = members.sort((a, b) => a.envId - b.envId).map((t): ShownTrajectory => ({
+    const shown = members.sort((a, b) => b.episodeScore - a.episodeScore || a.envId - b.envId).map((t): ShownTrajectory => ({
       trajId: t.trajId, envId: t.envId, episodeScore: t.episodeScore, success: t.success, truncated: t.truncated,
       score: scores?.trajectories[t.trajId] ?? null, turns: t.turns,
     }));
