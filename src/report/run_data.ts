@@ -14,6 +14,9 @@ import { readCheckpointFile } from '../storage/manifest';
 import type { ObjectStore } from '../storage/object_store';
 import { shardRecordSchema } from '../storage/shard_record';
 
+/** Metrics objects read at once. */
+const READS_IN_FLIGHT = 16;
+
 /** The stored run spec. */
 export interface RunSpec {
   runId: string;
@@ -51,7 +54,11 @@ export async function loadMetrics(store: ObjectStore, runId: string): Promise<St
     .map((o) => parseStep(o.key))
     .filter((s): s is number => s !== null)
     .sort((a, b) => a - b);
-  return Promise.all(steps.map((step) => store.getJson<StepMetrics>(metricsKey(runId, step))));
+  const out: StepMetrics[] = [];
+  for (let i = 0; i < steps.length; i += READS_IN_FLIGHT) {
+    out.push(...await Promise.all(steps.slice(i, i + READS_IN_FLIGHT).map((step) => store.getJson<StepMetrics>(metricsKey(runId, step)))));
+  }
+  return out;
 }
 
 /** The steps and shards that have a commit record, by split. */
