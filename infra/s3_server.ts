@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as Minio from 'minio';
+import type * as Minio from 'minio';
 import type { S3Endpoint } from './types';
 
 /** Internal ports of `weed server` that we always set, so nothing lands on a default port (TCP, 127.0.0.1). */
@@ -88,7 +88,8 @@ export function minioCommand(stateDir: string, ports: Record<string, number>, ac
 
 /** A `minio` client for an endpoint (region defaults to us-east-1). */
 export function s3Client(s3: S3Endpoint): Minio.Client {
-  return new Minio.Client({
+  const { Client } = require('minio') as typeof import('minio'); // lazy: every CLI start loads this file
+  return new Client({
     endPoint: s3.endPoint,
     port: s3.port,
     useSSL: s3.useSSL,

@@ -4,7 +4,7 @@
  */
 import * as path from 'node:path';
 import { runCommand } from './command';
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from './search_attributes';
 
 /** Ports of one dev server (TCP, all on 127.0.0.1). */
@@ -41,9 +41,10 @@ export function temporalArgs(stateDir: string, ports: TemporalPorts, namespace: 
  * in `namespace`. Resolves to null when healthy, else a one-line reason.
  */
 export async function probeTemporal(address: string, namespace: string): Promise<string | null> {
+  const { Connection: TemporalConnection } = require('@temporalio/client') as typeof import('@temporalio/client'); // lazy: every CLI start loads this file
   let conn: Connection | undefined;
   try {
-    conn = await Connection.connect({ address, connectTimeout: '3s' });
+    conn = await TemporalConnection.connect({ address, connectTimeout: '3s' });
     await conn.workflowService.getSystemInfo({});
     const res = await conn.operatorService.listSearchAttributes({ namespace });
     const have = res.customAttributes ?? {};

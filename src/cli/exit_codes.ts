@@ -1,5 +1,7 @@
-/** Exit codes of the `starpo` command (README, "Exit codes") and the CLI's own errors. */
-import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+/**
+ * Exit codes of the `starpo` command (README, "Exit codes") and the CLI's own errors. Errors are told
+ * apart by class name, so this file loads no SDK (every CLI start imports it).
+ */
 
 /** 0 ok, 1 run failed, 2 bad input, 3 infra unavailable. */
 export const EXIT = { ok: 0, runFailed: 1, badInput: 2, infraUnavailable: 3 } as const;
@@ -18,10 +20,20 @@ export class NoControlWorkerError extends Error {
 export function exitCodeOf(err: unknown): number {
   const name = err instanceof Error ? err.name : '';
   if (name === 'ConfigError' || name === 'InfraConfigError' || name === 'CommanderError' || name === 'BadInputError') return EXIT.badInput;
-  if (err instanceof WorkflowNotFoundError) return EXIT.badInput; // an unknown run id
+  if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)
   if (name === 'InfraUnavailableError' || name === 'InfraStartError' || name === 'NoControlWorkerError') return EXIT.infraUnavailable;
-  if (err instanceof WorkflowFailedError) return EXIT.runFailed;
+  if (name === 'WorkflowFailedError') return EXIT.runFailed;
   const code = (err as { code?: unknown } | null)?.code;
   if (code === 'ECONNREFUSED' || code === 14) return EXIT.infraUnavailable;
   return EXIT.runFailed;
+}
+
+/**
+ * The line(s) the CLI prints for an error without --verbose: its message, prefixed "server unreachable:"
+ * for a refused connection or gRPC UNAVAILABLE (which name only the address); no stack trace.
+ */
+export function errorMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ECONNREFUSED' || code === 14 ? `server unreachable: ${message}` : message;
 }

@@ -10,7 +10,7 @@ import { registerInfraCommands } from '../../infra/cli';
 import { registerReportCommands } from './report';
 import { acceptedNotes, loadConfigFile } from '../config/load';
 import { ROLES, Role } from '../workers/roles';
-import { exitCodeOf } from './exit_codes';
+import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';
 import { resolveEndpoints } from './endpoints';
 import { runInputFromFile } from './run_input';
@@ -187,6 +187,6 @@ applyHelp(program);
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2); // commander printed the message
   const verbose = program.opts().verbose === true;
-  console.error(verbose && err instanceof Error ? err.stack : `error: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(verbose && err instanceof Error ? err.stack : `error: ${errorMessage(err)}`);
   process.exit(exitCodeOf(err));
 });

@@ -1,0 +1,90 @@
+/**
+ * The `starpo` command's help and errors, through `node bin/starpo.js` as users run it: every command's
+ * help has examples, the top-level help lists the exit codes; bad input prints one line without a
+ * stack trace (unless --verbose) and exits with its code (2 bad input, 3 infra unavailable).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { freePort } from '../../infra/ports';
+
+/** `starpo <args>`: exit code, stdout, stderr. */
+function starpo(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(process.execPath, ['bin/starpo.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** `starpo <args>` without blocking, so several run at once (each start compiles the CLI with tsx). */
+function starpoAsync(args: string[]): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bin/starpo.js', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.on('close', (code) => resolve({ code, stdout }));
+  });
+}
+
+/** Command names of a help text's "Commands:" section (without `help`). */
+function commandsIn(help: string): string[] {
+  const section = help.split('\nCommands:\n')[1]?.split('\n\n')[0] ?? '';
+  return section.split('\n').map((l) => l.trim().split(/\s+/)[0] as string).filter((n) => n && n !== 'help');
+}
+
+const STACK = /^\s+at /m;
+
+test('starpo --help lists every command and the exit codes 0-3', () => {
+  const top = starpo(['--help']);
+  assert.equal(top.code, 0);
+  for (const line of [/^ {2}0 {2}ok$/m, /^ {2}1 {2}the run failed/m, /^ {2}2 {2}bad input/m, /^ {2}3 {2}infra unavailable/m, /--verbose for stack traces/]) {
+    assert.match(top.stdout, line);
+  }
+  for (const name of ['train', 'resume', 'export', 'status', 'list', 'config', 'infra']) assert.ok(commandsIn(top.stdout).includes(name), name);
+});
+
+test('every command and subcommand has a help text with examples of itself', async () => {
+  const names = commandsIn(starpo(['--help']).stdout);
+  const groups = await Promise.all(names.map((name) => starpoAsync([name, '--help'])));
+  const paths = names.flatMap((name, i) => [[name], ...commandsIn(groups[i]?.stdout ?? '').map((sub) => [name, sub])]);
+  assert.ok(paths.length >= 15, `found ${paths.map((p) => p.join(' ')).join(', ')}`);
+  const helps = await Promise.all(paths.map((path) => starpoAsync([...path, '--help'])));
+  paths.forEach((path, i) => {
+    const help = helps[i] as { code: number | null; stdout: string };
+    assert.equal(help.code, 0, path.join(' '));
+    const examples = help.stdout.split('\nExamples:\n')[1];
+    assert.ok(examples, `${path.join(' ')} --help has no Examples section`);
+    assert.match(examples, new RegExp(`^ {2}\\$ starpo ${path[0]}`, 'm'), `${path.join(' ')}: an example runs it`);
+  });
+});
+
+test('usage and config errors: exit 2, one line, no stack trace; --verbose adds the stack', () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['bogus'], /^error: unknown command 'bogus'\n$/],
+    [['list', '--limit', '0'], /^error: option '--limit <n>' argument '0' is invalid\. "0" is not a positive integer\n$/],
+    [['export', 'some-run'], /^error: required option '--to <dir>' not specified\n$/],
+    [['config', 'check', 'test/fixtures/tiny_frozen_lake.yaml', 'pretrain=/no/such/model'], /^ {2}- `pretrain`: \/no\/such\/model is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder/m],
+  ];
+  for (const [args, expected] of cases) {
+    const res = starpo(args);
+    assert.equal(res.code, 2, args.join(' '));
+    assert.match(res.stderr, expected, args.join(' '));
+    assert.doesNotMatch(res.stderr, STACK, args.join(' '));
+  }
+  const verbose = starpo(['--verbose', 'config', 'check', 'no/such/config.yaml']);
+  assert.equal(verbose.code, 2);
+  assert.match(verbose.stderr, /^ConfigError: no\/such\/config\.yaml: invalid config/);
+  assert.match(verbose.stderr, STACK);
+});
+
+test('bad server settings exit 2 and unreachable servers exit 3, each with one line and no stack trace', async () => {
+  const badEnv = starpo(['infra', 'up'], { S3_ENDPOINT: 'http://127.0.0.1:1' });
+  assert.equal(badEnv.code, 2);
+  assert.equal(badEnv.stderr, 'error: S3_ENDPOINT is set (http://127.0.0.1:1) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither\n');
+  const port = await freePort();
+  const dead = { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' };
+  const status = starpo(['status', 'some-run'], dead);
+  assert.equal(status.code, 3);
+  assert.match(status.stderr, new RegExp(`^error: cannot reach the Temporal server at 127\\.0\\.0\\.1:${port} \\(.+\\); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS\\n$`));
+  const exported = starpo(['export', 'some-run', '--to', `/tmp/starpo-never-written-${port}`], dead);
+  assert.equal(exported.code, 3);
+  assert.match(exported.stderr, new RegExp(`^error: server unreachable: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\n$`));
+});
