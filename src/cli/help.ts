@@ -26,7 +26,7 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo train configs/frozen_lake.yaml pretrain=exported/frozen-lake warmup.type=none   # train on from it',
   ],
   report: ['starpo report frozen_lake-20261129-231500', 'starpo report my-run -o my-run.html'],
-  trajectories: ['starpo trajectories my-run --step 3', 'starpo trajectories my-run --step 3 --tag FrozenLake --group 2'],
+  trajectories: ['starpo trajectories my-run --step 3', 'starpo trajectories my-run --step 3 --tag FrozenLake --group 2', 'starpo trajectories my-run --step 10 --split val'],
   worker: ['starpo worker --role all', 'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout'],
   'run-json': [
     'starpo run-json configs/frozen_lake.yaml -o run.json --run-id my-run',
