@@ -34,11 +34,28 @@ input.config.val_env_manager.max_env_num_per_worker = 4; // 8 val episodes in 2 
 const runId = input.runId;
 let training: Promise<StarpoRunResult> | null = null;
 
+/**
+ * Runs `fn` (train(), evaluate()) with the test servers in the environment, as `starpo` finds them,
+ * and restores it after (with them set, the stack's teardown would take the servers for external ones).
+ */
+async function onTestServers<T>(fn: () => Promise<T>): Promise<T> {
+  const env = endpointsToEnv(stack.servers.endpoints);
+  const saved = Object.keys(env).map((k) => [k, process.env[k]] as const);
+  Object.assign(process.env, env);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
 /** The run, trained once by the first test that needs it (the stack is up by then). */
 function trainedRun(): Promise<StarpoRunResult> {
   training ??= (async () => {
-    Object.assign(process.env, endpointsToEnv(stack.servers.endpoints)); // train() and evaluate() find the test servers
-    await train(input, { workers: false, rolloutWorkers: 1, log: quiet });
+    await onTestServers(() => train(input, { workers: false, rolloutWorkers: 1, log: quiet }));
     return stack.client.workflow.getHandle(runId).result();
   })();
   return training;
@@ -71,7 +88,7 @@ test('starpo eval of the final checkpoint reproduces the final validation on the
   assert.ok(last && last.step === 2, 'the run validated its final checkpoint');
   const before = await runObjects();
 
-  const out: EvalOutput = await evaluate({ target: runId }, { workers: false, rolloutWorkers: 1, log: quiet });
+  const out: EvalOutput = await onTestServers(() => evaluate({ target: runId }, { workers: false, rolloutWorkers: 1, log: quiet }));
   assert.equal(out.step, 2);
   assert.deepEqual(out.checkpoint, trained.finalCheckpoint, 'the default is the latest checkpoint');
   assert.deepEqual(out.metrics, last.metrics, 'every val/ metric equals the final validation');
@@ -111,7 +128,7 @@ test('starpo eval of the final checkpoint reproduces the final validation on the
 
 test('starpo eval --episodes plays more val groups: the first ones are the final validation\'s', async () => {
   await trainedRun();
-  const out = await evaluate({ target: runId, step: 2, episodes: 12 }, { workers: false, rolloutWorkers: 1, log: quiet });
+  const out = await onTestServers(() => evaluate({ target: runId, step: 2, episodes: 12 }, { workers: false, rolloutWorkers: 1, log: quiet }));
   assert.equal(out.episodes, 12);
   assert.equal(out.tags.FrozenLake.episodes, 12);
   const episodes = await valEpisodes(2, 3, out.name); // 12 groups of 1, 4 envs per shard
