@@ -78,13 +78,16 @@ function removeStaleTemps(binDir: string, name: string): void {
 async function pipInstall(python: string, args: string[], final: string, progress: InstallProgress): Promise<CommandResult> {
   const pipTmp = tempDir(final);
   let downloading = false;
+  let partial = '';
   const poll = setInterval(() => downloading && progress.downloaded(folderBytes(pipTmp)), 250);
   try {
     return await runCommand(python, args, {
       timeoutSeconds: 900,
       env: { TMPDIR: pipTmp },
       onOutput: (text) => {
-        for (const line of text.split('\n')) {
+        const lines = (partial + text).split('\n');
+        partial = lines.pop() ?? ''; // a line split across chunks waits for its end
+        for (const line of lines) {
           const download = parseDownloadLine(line);
           if (download) {
             downloading = true;
