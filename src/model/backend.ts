@@ -8,6 +8,7 @@
  * `tfjs-node-gpu` / `tfjs-node`) overrides the `prefer` argument.
  */
 import * as tf from '@tensorflow/tfjs';
+import { installZeroCopyIdentity } from './wasm_identity';
 
 let initialized: Promise<string> | null = null;
 let initializedFor: string | undefined;
@@ -55,6 +56,7 @@ async function trySet(name: string): Promise<boolean> {
       // Side-effect import registers the wasm backend.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       require('@tensorflow/tfjs-backend-wasm');
+      installZeroCopyIdentity();
       return await tf.setBackend('wasm');
     } catch {
       return false;

@@ -8,7 +8,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
-import { causalBias } from './attention';
+import { causalMask, disposeMask, type AttentionMask } from './attention';
 import type { LayerKV, Qwen2 } from './qwen2';
 import { SamplingOptions, sampleToken } from './sampling';
 
@@ -38,17 +38,17 @@ function disposeCache(c: LayerKV[] | undefined): void {
 
 /**
  * One model call for generation: the last position's logits copied to the host ([B*V] float32) and
- * the new KV cache. Disposes `ids` and `bias`; the caller disposes the previous cache.
+ * the new KV cache. Disposes `ids` and `mask`; the caller disposes the previous cache.
  */
-function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, bias: tf.Tensor4D, cache: LayerKV[] | undefined): { cache: LayerKV[] | undefined; logitsData: Float32Array } {
+function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, mask: AttentionMask, cache: LayerKV[] | undefined): { cache: LayerKV[] | undefined; logitsData: Float32Array } {
   try {
-    const out = model.run({ ids, positions, bias, cache, returnCache: true, lastOnly: cache === undefined });
+    const out = model.run({ ids, positions, mask, cache, returnCache: true, lastOnly: cache === undefined });
     const logitsData = out.logits.dataSync() as Float32Array;
     out.logits.dispose();
     return { cache: out.cache, logitsData };
   } finally {
     ids.dispose();
-    bias.dispose();
+    disposeMask(mask);
   }
 }
 
@@ -109,7 +109,7 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   });
   let cache: LayerKV[] | undefined;
   let logitsData: Float32Array;
-  ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalBias(keyMask.flat(), B, Lmax, Lmax, G), undefined));
+  ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalMask(keyMask.flat(), B, Lmax, Lmax, G), undefined));
 
   try {
     for (;;) {
@@ -147,7 +147,7 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
       const positions = Int32Array.from(nextPos);
       for (let b = 0; b < B; b++) nextPos[b]++;
       const previous = cache;
-      ({ cache, logitsData } = runStep(model, tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'), positions, causalBias(keyMask.flat(), B, 1, T, G), previous));
+      ({ cache, logitsData } = runStep(model, tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'), positions, causalMask(keyMask.flat(), B, 1, T, G), previous));
       disposeCache(previous);
     }
   } finally {

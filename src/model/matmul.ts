@@ -93,7 +93,10 @@ function ensureRegistered(): void {
       const d = dy as tf.Tensor3D;
       return {
         a: () => bmm(d, tf.transpose(b, [0, 2, 1])),
-        b: () => bmm(tf.transpose(a, [0, 2, 1]), d),
+        // db = a^T @ dy. When dy is the larger operand (attention scores: dy [G*Lq, Lk] vs a [G*Lq, D]), XNNPACK
+        // runs a^T @ dy at ~4.7 GFLOP/s (few output rows, a large right operand); (dy^T @ a)^T costs one transpose
+        // of dy and runs at ~12 (measured, [16,16,800] @ [16,800,400]: 35 ms vs 13 ms).
+        b: () => (d.size > a.size ? tf.transpose(bmm(tf.transpose(d, [0, 2, 1]), a), [0, 2, 1]) : bmm(tf.transpose(a, [0, 2, 1]), d)),
       };
     },
   });
@@ -129,7 +132,12 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tens
       const value = tf.tidy(() => tf.matMul(xi, tf.transpose(wi))) as tf.Tensor2D;
       const gradFunc = (dy: tf.Tensor2D, saved: tf.Tensor[]): tf.Tensor[] => {
         const [xs, ws] = saved as tf.Tensor2D[];
-        return [tf.matMul(dy, ws), tf.tidy(() => tf.matMul(tf.transpose(dy), xs))];
+        // dW [out, in] = dy^T @ x, or (x^T @ dy)^T when dy [N, out] is the smaller right operand: XNNPACK repacks
+        // its right operand on every call (measured, N = 3200: out 64, in 192: 8.2 ms vs 11.1 ms; out 192, in 64:
+        // dy^T @ x 7.6 ms vs 10.9 ms).
+        const [out, inDim] = ws.shape;
+        const dW = tf.tidy(() => (out < inDim ? tf.transpose(tf.matMul(tf.transpose(xs), dy)) : tf.matMul(tf.transpose(dy), xs)));
+        return [tf.matMul(dy, ws), dW];
       };
       return { value, gradFunc };
     });

@@ -9,7 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { Qwen2Config, headDim, validateQwen2Config, weightShapes } from './config';
-import { causalBias, groupedAttention } from './attention';
+import { causalMask, disposeMask, groupedAttention, type AttentionMask } from './attention';
 import { linear as linearT } from './matmul';
 import { applyRope, ropeCosSin } from './rope';
 
@@ -25,8 +25,8 @@ export interface RunInputs {
   ids: tf.Tensor2D;
   /** Row-major [B * Lq] position ids (RoPE positions). */
   positions: ArrayLike<number>;
-  /** float32 [B, 1, G*Lq, Lk] additive attention bias (attention.ts `causalBias`), Lk = cached T + Lq. */
-  bias: tf.Tensor4D;
+  /** The causal attention mask (attention.ts `causalMask`) for Lq queries over Lk = cached T + Lq keys. Not disposed by run. */
+  mask: AttentionMask;
   /** Per-layer cache of the previous T positions, or undefined for none. Not disposed by run. */
   cache?: LayerKV[];
   /** When true, return the new per-layer cache (concatenated keys/values); the caller disposes it. */
@@ -39,15 +39,33 @@ function hasKernel(name: string): boolean {
   return tf.getKernel(name, tf.getBackend()) !== undefined;
 }
 
+/** Largest one-hot matrix (N x V elements) `embedLookup` builds instead of a gather: 16 MB of float32. */
+const ONE_HOT_MAX = 4 * 1024 * 1024;
+
 /**
- * Embedding lookup W[ids] with a gradient on backends lacking UnsortedSegmentSum (gather's gradient), e.g.
- * wasm: the gradient is a host-side scatter-add of dy rows into a [V, E] buffer.
+ * Embedding lookup W[ids] with a gradient on backends lacking UnsortedSegmentSum (gather's gradient), e.g. wasm.
+ * There, a small table (N x V <= ONE_HOT_MAX, e.g. the char tokenizer's 101 ids) is looked up as one-hot(ids) @ W,
+ * exact in float32, with the gradient one-hot^T @ dy: two XNNPACK matmuls, where the wasm Gather and a host-side
+ * scatter-add took ~10 ms each for 3200 x 64 (bench/update_breakdown.ts). Larger tables use the gather with a
+ * host-side scatter-add of dy rows into a [V, E] buffer as the gradient.
  * @param w float32 [V, E]; ids int32 [N] -> float32 [N, E]
  */
 export function embedLookup(w: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
   if (hasKernel('UnsortedSegmentSum')) return tf.gather(w, ids);
-  const idArr = ids.dataSync();
   const [V, E] = w.shape;
+  if (ids.size * V <= ONE_HOT_MAX) {
+    const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+      // NB: oneHot with dtype 'float32' returns all zeros on the wasm backend (tfjs 4.22); build int32 and cast.
+      const oneHot = tf.cast(tf.oneHot(ids, V), 'float32') as tf.Tensor2D;
+      (args[1] as tf.GradSaveFunc)([oneHot]);
+      return {
+        value: tf.matMul(oneHot, args[0] as tf.Tensor2D) as tf.Tensor2D,
+        gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => tf.tidy(() => tf.matMul(tf.transpose(saved[0]), dy)),
+      };
+    });
+    return f(w) as tf.Tensor2D;
+  }
+  const idArr = ids.dataSync();
   const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const value = tf.gather(args[0] as tf.Tensor2D, ids);
     const gradFunc = (dy: tf.Tensor2D): tf.Tensor => {
@@ -199,11 +217,11 @@ export class Qwen2 {
     const positions = new Int32Array(B * L);
     for (let b = 0; b < B; b++) for (let t = 0; t < L; t++) positions[b * L + t] = t;
     const G = this.config.num_attention_heads / this.config.num_key_value_heads;
-    const bias = causalBias(attentionMask.dataSync(), B, L, L, G);
+    const mask = causalMask(attentionMask.dataSync(), B, L, L, G);
     try {
-      return f({ ids, positions, bias });
+      return f({ ids, positions, mask });
     } finally {
-      bias.dispose();
+      disposeMask(mask);
     }
   }
 
@@ -278,7 +296,7 @@ export class Qwen2 {
       const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
       const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
       if (inp.returnCache) cache.push({ k: tf.keep(k), v: tf.keep(v) });
-      const attn = groupedAttention(q, k, v, inp.bias);
+      const attn = groupedAttention(q, k, v, inp.mask);
       x = tf.add<tf.Tensor2D>(x, linear(tf.reshape(attn, [B * Lq, H * D]), this.w(`${p}self_attn.o_proj.weight`)));
       const h2 = rmsNorm(x, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
       const gate = linear(h2, this.w(`${p}mlp.gate_proj.weight`));

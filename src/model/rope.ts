@@ -5,7 +5,6 @@
  * (Su et al. 2021, "RoFormer".)
  */
 import * as tf from '@tensorflow/tfjs';
-import { linear } from './matmul';
 
 /**
  * cos/sin tables for explicit positions, computed in float64 on the host and returned as float32.
@@ -44,28 +43,42 @@ export function ropeCosSin(
   return { cos: tf.tensor4d(cos, [B, L, 1, headDimension]), sin: tf.tensor4d(sin, [B, L, 1, headDimension]) };
 }
 
-const rotCache = new Map<number, tf.Tensor2D>();
+const rotCache = new Map<number, { r: tf.Tensor2D; rT: tf.Tensor2D }>();
 
 /**
- * R^T for rotate_half as a matrix: rotate_half(x) = x @ R with R[i + D/2, i] = -1 and R[i - D/2, i] = 1.
- * Kept (not disposed) per head dimension.
+ * rotate_half as a matrix and its transpose: rotate_half(x) = x @ R with R[i + D/2, i] = -1 and R[i - D/2, i] = 1.
+ * Kept (not disposed) per head dimension, so XNNPACK also keeps their packed forms.
  */
-function rotateHalfWeight(D: number): tf.Tensor2D {
-  let w = rotCache.get(D);
-  if (!w) {
+function rotateHalfMatrices(D: number): { r: tf.Tensor2D; rT: tf.Tensor2D } {
+  let m = rotCache.get(D);
+  if (!m) {
     const half = D / 2;
-    const r = new Float32Array(D * D); // W = R^T in [out, in] layout: W[i, j] = R[j, i]
-    for (let i = 0; i < half; i++) r[i * D + (i + half)] = -1;
-    for (let i = half; i < D; i++) r[i * D + (i - half)] = 1;
-    w = tf.keep(tf.tensor2d(r, [D, D]));
-    rotCache.set(D, w);
+    const r = new Float32Array(D * D); // r[row, col] = R[row, col]
+    for (let i = 0; i < half; i++) r[(i + half) * D + i] = -1;
+    for (let i = half; i < D; i++) r[(i - half) * D + i] = 1;
+    const rTensor = tf.keep(tf.tensor2d(r, [D, D]));
+    m = { r: rTensor, rT: tf.keep(tf.transpose(rTensor)) };
+    rotCache.set(D, m);
   }
-  return w;
+  return m;
 }
 
 /**
- * Applies RoPE. Differentiable w.r.t. x. rotate_half is a product with a fixed signed permutation matrix (on wasm
- * a fast XNNPACK matmul, where split/concat on the last axis copy the whole tensor per piece).
+ * rotate_half(x) = x @ R for x float32 [N, D], differentiable w.r.t. x only (dx = dy @ R^T): plain matmuls with
+ * a constant right operand (on wasm fast XNNPACK products, where split/concat on the last axis copy the whole
+ * tensor per piece).
+ */
+function rotateHalf(x: tf.Tensor2D): tf.Tensor2D {
+  const { r, rT } = rotateHalfMatrices(x.shape[1]);
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => ({
+    value: tf.matMul(args[0] as tf.Tensor2D, r) as tf.Tensor2D,
+    gradFunc: (dy: tf.Tensor2D) => tf.matMul(dy, rT),
+  }));
+  return f(x) as tf.Tensor2D;
+}
+
+/**
+ * Applies RoPE. Differentiable w.r.t. x.
  * @param x float32 [B, L, H, D]
  * @param cos float32 [B, L, 1, D] from ropeCosSin
  * @param sin float32 [B, L, 1, D]
@@ -74,7 +87,7 @@ function rotateHalfWeight(D: number): tf.Tensor2D {
 export function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
   return tf.tidy(() => {
     const [B, L, H, D] = x.shape;
-    const rot = tf.reshape(linear(tf.reshape(x, [B * L * H, D]) as tf.Tensor2D, rotateHalfWeight(D)), [B, L, H, D]);
+    const rot = tf.reshape(rotateHalf(tf.reshape(x, [B * L * H, D]) as tf.Tensor2D), [B, L, H, D]);
     return tf.add(tf.mul(x, cos), tf.mul(rot, sin)) as tf.Tensor4D;
   });
 }
