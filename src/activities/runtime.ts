@@ -11,6 +11,8 @@ import type { RunConfig } from '../config/schema';
 import type { ObjectRef } from './types';
 import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
 import type { Qwen2 } from '../model/qwen2';
+import { reportProgress, setWatchdogLimit } from '../workers/watchdog';
+import { stallOnceIfArmed } from '../workers/stall_fault';
 
 /** The run spec stored at runs/<run>/run.json. */
 export interface StoredRun {
@@ -27,13 +29,15 @@ export class ActivityRuntime {
 
   constructor(readonly store: ObjectStore) {}
 
-  /** The stored run spec (read once per process). */
+  /** The stored run spec (read once per process); sets this process's watchdog limit to the run's watchdog_seconds. */
   async run(runId: string): Promise<StoredRun> {
     let run = this.runs.get(runId);
     if (!run) {
       run = (await this.store.getJson(runKey(runId))) as StoredRun;
       this.runs.set(runId, run);
     }
+    // Runs stored before the key existed have none: keep the default.
+    if (run.config.watchdog_seconds !== undefined) setWatchdogLimit(run.config.watchdog_seconds);
     return run;
   }
 
@@ -77,14 +81,17 @@ export class ActivityRuntime {
 }
 
 /**
- * Heartbeats (with optional details) and yields the event loop so the heartbeat is sent. Called between
- * generation turns and micro-batches, it is also where a cancelled activity stops: after the worker's
+ * Heartbeats (with optional details), counts as progress for the worker's watchdog (workers/watchdog.ts) and
+ * yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
+ * also where a cancelled activity stops: after the worker's
  * shutdownGraceTime (worker shutdown), or when the server no longer knows the activity (the run was
  * terminated or the attempt timed out).
  * @throws CancelledFailure once the activity is cancelled (the caller's finally/catch blocks clean up).
  */
 export async function heartbeat(details?: unknown): Promise<void> {
   const context = Context.current();
+  reportProgress();
+  stallOnceIfArmed(context.info.activityType);
   context.heartbeat(details);
   await new Promise((resolve) => setImmediate(resolve));
   if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { InfraEndpoints } from '../../infra/types';
 import { endpointsToEnv } from './endpoints';
 import type { Role } from '../workers/roles';
+import { WATCHDOG_SIGNAL } from '../workers/watchdog';
 
 /** The path of the `starpo` bin script. */
 export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');
@@ -45,12 +46,28 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
   });
 }
 
-/** Starts the given roles, each in its own process (a role listed twice gets two processes). */
+/**
+ * Starts the given roles, each in its own process (a role listed twice gets two processes). A process that
+ * the activity watchdog ended (signal WATCHDOG_SIGNAL, workers/watchdog.ts) is started again in its place,
+ * logging to the same file, until `stop`.
+ */
 export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string): WorkerProcesses {
-  const children = roles.map((role, i) => ({ role, child: spawnWorker(role, endpoints, logDir, roles.indexOf(role) === i ? '' : `-${i}`) }));
+  let stopping = false;
+  const start = (entry: { role: Role; child: ChildProcess }, suffix: string): void => {
+    entry.child = spawnWorker(entry.role, endpoints, logDir, suffix);
+    entry.child.once('exit', (_code, signal) => {
+      if (!stopping && signal === WATCHDOG_SIGNAL) start(entry, suffix);
+    });
+  };
+  const children = roles.map((role, i) => {
+    const entry = { role } as { role: Role; child: ChildProcess };
+    start(entry, roles.indexOf(role) === i ? '' : `-${i}`);
+    return entry;
+  });
   return {
     children,
     stop: async (graceSeconds = 40) => {
+      stopping = true;
       await Promise.all(children.map((c) => stopChild(c.child, graceSeconds)));
     },
   };

@@ -10,6 +10,8 @@
  * to finish (an update of the CPU quickstart takes ~6-11 s); one still running after that is cancelled
  * at its next heartbeat (activities/runtime.ts) and fails, so the server retries it (after the retry
  * backoff) on another worker instead of waiting for the heartbeat timeout.
+ * Rollout and update workers run the activity watchdog (watchdog.ts): an activity without progress for the
+ * run's watchdog_seconds ends the process (SIGALRM), its attempt fails by heartbeat timeout and is retried.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InfraEndpoints } from '../../infra/types';
@@ -18,6 +20,8 @@ import { ObjectStore } from '../storage/object_store';
 import { TASK_QUEUES } from '../workflows/api';
 import { initBackend } from '../model/backend';
 import type { Role } from './roles';
+import { startWatchdog } from './watchdog';
+import { WATCHDOG_DEFAULT_SECONDS } from '../config/schema';
 
 /** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */
 const SHUTDOWN_GRACE = '30 seconds';
@@ -64,16 +68,17 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
     const store = new ObjectStore(endpoints.s3);
     await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
     const activities = createActivities(store);
+    const interceptors = { activity: [startWatchdog(WATCHDOG_DEFAULT_SECONDS)] };
     if (wants('rollout')) {
       workers.push(await Worker.create({
         connection, namespace, taskQueue: TASK_QUEUES.rollout, activities, shutdownGraceTime, maxHeartbeatThrottleInterval,
-        maxConcurrentActivityTaskExecutions: 1,
+        maxConcurrentActivityTaskExecutions: 1, interceptors,
       }));
     }
     if (wants('update')) {
       workers.push(await Worker.create({
         connection, namespace, taskQueue: TASK_QUEUES.update, activities, shutdownGraceTime, maxHeartbeatThrottleInterval,
-        maxConcurrentActivityTaskExecutions: 1,
+        maxConcurrentActivityTaskExecutions: 1, interceptors,
       }));
     }
   }

@@ -1,0 +1,88 @@
+/**
+ * The activity watchdog of a worker process (issue 7 item 2): an activity that makes no progress for
+ * `watchdog_seconds` ends its worker process, so its attempt fails (heartbeat timeout) and Temporal retries
+ * it on a fresh process, instead of the run hanging.
+ *
+ * A hang can be a synchronous loop in the JS thread (a NaN in sampling, a wasm kernel that never returns),
+ * where no timer of that thread fires. So the watch runs in a worker thread: activities bump a progress
+ * counter in shared memory (`reportProgress`, called by every activity heartbeat, activities/runtime.ts), and
+ * the thread, seeing an activity running with an unchanged counter for the limit, writes one line to stderr
+ * and sends the process SIGALRM ("timer expired"; neither Node nor the Temporal SDK handles it, so the default
+ * action ends the process even while its JS thread spins). cli/spawn_workers.ts starts a process that died
+ * of SIGALRM again; a worker run by other means is restarted by its supervisor.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+
+/** The signal the watchdog ends its process with (cli/spawn_workers.ts restarts a worker that died of it). */
+export const WATCHDOG_SIGNAL = 'SIGALRM';
+
+/** Int32 slots of the shared state: progress counter, running activities, limit (ms; 0 = off). */
+const PROGRESS = 0;
+const ACTIVE = 1;
+const LIMIT_MS = 2;
+
+/** The watching thread: polls the shared state every `pollMs` (plain JS, run with eval). */
+const THREAD = `
+const { workerData } = require('node:worker_threads');
+const { writeSync } = require('node:fs');
+const state = new Int32Array(workerData.buffer);
+let seen = Atomics.load(state, ${PROGRESS});
+let since = Date.now();
+setInterval(() => {
+  const now = Date.now();
+  const progress = Atomics.load(state, ${PROGRESS});
+  if (progress !== seen || Atomics.load(state, ${ACTIVE}) === 0) { seen = progress; since = now; return; }
+  const limit = Atomics.load(state, ${LIMIT_MS});
+  if (limit > 0 && now - since >= limit) {
+    writeSync(2, 'starpo watchdog: no activity progress for ' + Math.round((now - since) / 1000) + ' s (watchdog_seconds ' +
+      limit / 1000 + '); ending worker process ' + process.pid + ' with ${WATCHDOG_SIGNAL} so Temporal retries the attempt on a fresh process\\n');
+    process.kill(process.pid, '${WATCHDOG_SIGNAL}');
+  }
+}, workerData.pollMs);
+`;
+
+let state: Int32Array | null = null;
+
+/** Counts one unit of progress of the running activity (a heartbeat, a micro-batch); a no-op without a watchdog. */
+export function reportProgress(): void {
+  if (state) Atomics.add(state, PROGRESS, 1);
+}
+
+/**
+ * Sets the stall limit for the activities of this process (the run config's watchdog_seconds, read when an
+ * activity loads its run; activities/runtime.ts). A no-op without a watchdog.
+ * @param seconds > 0, or 0 to switch the watch off
+ */
+export function setWatchdogLimit(seconds: number): void {
+  if (state) Atomics.store(state, LIMIT_MS, Math.round(seconds * 1000));
+}
+
+/**
+ * Starts the watching thread of this process (once; later calls return the same interceptor factory).
+ * @param defaultSeconds the limit until an activity sets its run's (0 = off)
+ * @param pollMs how often the thread looks (ms)
+ * @returns the activity interceptor factory that marks activities as running (Worker option interceptors.activity)
+ */
+export function startWatchdog(defaultSeconds: number, pollMs = 1000): ActivityInterceptorsFactory {
+  if (!state) {
+    state = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
+    setWatchdogLimit(defaultSeconds);
+    new Worker(THREAD, { eval: true, workerData: { buffer: state.buffer, pollMs } }).unref();
+  }
+  const shared = state;
+  return () => ({
+    inbound: {
+      async execute(input, next) {
+        Atomics.add(shared, PROGRESS, 1);
+        Atomics.add(shared, ACTIVE, 1);
+        try {
+          return await next(input);
+        } finally {
+          Atomics.sub(shared, ACTIVE, 1);
+          Atomics.add(shared, PROGRESS, 1);
+        }
+      },
+    },
+  });
+}
