@@ -1,11 +1,14 @@
 /**
  * Shared measuring sticks of the benches: this process's wasm/cpu matmul speed and the analytic
- * FLOP count of a Qwen2 forward pass.
+ * model FLOP count of a Qwen2 decoder.
  */
 import * as tf from '@tensorflow/tfjs';
 import { headDim, type Qwen2Config } from '../src/model/config';
 
-/** GFLOP/s of a 256 x 256 x 256 float32 matmul on the current backend (mean of 20 after one warm-up). */
+/**
+ * GFLOP/s of a 256 x 256 x 256 float32 matmul on the current backend (mean of 20 after one warm-up; the same
+ * operands every time, so XNNPACK reuses its packed right operand: the backend's best case).
+ */
 export function matmulGflops(): number {
   const a = tf.randomNormal([256, 256]);
   const b = tf.randomNormal([256, 256]);
@@ -22,17 +25,39 @@ export function matmulGflops(): number {
   return (2 * 256 ** 3) / ms / 1e6;
 }
 
-/**
- * FLOPs of one forward pass over B rows of L tokens, counted as computed: 2 * tokens * (matmul
- * parameters incl. lm_head) + per layer 4 * B * H * L^2 * D (scores and probs @ V over the full L x L).
- * A forward + backward pass is 3x this.
- */
-export function forwardFlops(cfg: Qwen2Config, B: number, L: number): number {
+/** Parameters in the matmuls of one token's forward: q/k/v/o and the MLP per layer, lm_head excluded. */
+function trunkMatParams(cfg: Qwen2Config): number {
   const E = cfg.hidden_size;
   const D = headDim(cfg);
-  const H = cfg.num_attention_heads;
   const KV = cfg.num_key_value_heads * D;
-  const perLayer = E * H * D + 2 * E * KV + H * D * E + 3 * E * cfg.intermediate_size;
-  const matParams = cfg.num_hidden_layers * perLayer + cfg.vocab_size * E;
-  return 2 * B * L * matParams + cfg.num_hidden_layers * 4 * B * H * L * L * D;
+  return cfg.num_hidden_layers * (E * cfg.num_attention_heads * D + 2 * E * KV + cfg.num_attention_heads * D * E + 3 * E * cfg.intermediate_size);
+}
+
+/**
+ * Model FLOPs of one forward over sequences of the given real lengths: the useful work only, no padding, causal
+ * attention over the lower triangle (a query at position t against t + 1 keys: 4 * H * D * (t + 1) FLOPs per
+ * layer for scores and probs @ V), 2 FLOPs per matmul parameter and token, lm_head for every token (training) or
+ * only the last one of each sequence (generation prefill). A forward + backward pass is 3x this.
+ */
+export function modelFlops(cfg: Qwen2Config, lengths: readonly number[], logits: 'all' | 'last' = 'all'): number {
+  const lmHead = 2 * cfg.vocab_size * cfg.hidden_size;
+  const attention = 2 * cfg.num_hidden_layers * cfg.num_attention_heads * headDim(cfg); // x L (L + 1)
+  return lengths.reduce((s, L) => s + 2 * trunkMatParams(cfg) * L + lmHead * (logits === 'all' ? L : 1) + attention * L * (L + 1), 0);
+}
+
+/** Model FLOPs of one cached decoding step: a new token at 0-based position p, attending p + 1 keys. */
+export function decodeFlops(cfg: Qwen2Config, p: number): number {
+  return 2 * trunkMatParams(cfg) + 2 * cfg.vocab_size * cfg.hidden_size + 4 * cfg.num_hidden_layers * cfg.num_attention_heads * headDim(cfg) * (p + 1);
+}
+
+/** Fraction of the tokens of length-bucketed micro-batches that are padding: 1 - real / sum(rows x longest). */
+export function paddingFraction(batches: readonly (readonly number[])[], lengths: readonly number[]): number {
+  let real = 0;
+  let padded = 0;
+  for (const idx of batches) {
+    const L = Math.max(...idx.map((i) => lengths[i]));
+    padded += idx.length * L;
+    real += idx.reduce((s, i) => s + lengths[i], 0);
+  }
+  return 1 - real / padded;
 }

@@ -3,7 +3,8 @@
  * preset (loss = -mean tokenLogProbs, as the trainer computes it), next to this process's 256^3 matmul GFLOP/s,
  * and KV-cache generation tokens/s for 64 rows. Run: `node --import tsx bench/model_flops.ts [B] [L]`.
  *
- * FLOPs counted analytically (bench/flops.ts forwardFlops); forward + backward = 3 x forward.
+ * FLOPs counted analytically (bench/flops.ts modelFlops: causal attention as the lower triangle); forward + backward
+ * = 3 x forward.
  */
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../src/model/backend';
@@ -13,7 +14,7 @@ import { tokenLogProbs } from '../src/model/logprobs';
 import { generate } from '../src/model/generate';
 import { charTokenizer } from '../src/model/tokenizer';
 import { Rng } from '../src/util/rng';
-import { forwardFlops, matmulGflops } from './flops';
+import { matmulGflops, modelFlops } from './flops';
 
 async function main(): Promise<void> {
   const backend = await initBackend();
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   const ids = tf.tensor2d(Int32Array.from({ length: B * L }, () => 4 + rng.int(tok.vocabSize - 4)), [B, L], 'int32');
   const mask = tf.ones([B, L]) as tf.Tensor2D;
 
-  const trainFlops = 3 * forwardFlops(cfg, B, L);
+  const trainFlops = 3 * modelFlops(cfg, new Array<number>(B).fill(L));
 
   const step = (): number => {
     const t0 = performance.now();

@@ -102,14 +102,18 @@ function ensureRegistered(): void {
   });
 }
 
+/** Fewest rows of `a` for which `bmm` uses XNNPACK on wasm (below, its ~0.1 ms per-slice setup costs more). */
+const BMM_MIN_ROWS = 8;
+
 /**
  * Batched matmul a @ b over a leading batch axis, differentiable (da = dy @ b^T, db = a^T @ dy).
- * On wasm, slices with at least 2048 outputs run through XNNPACK (StarpoBmm); smaller ones (e.g. one query row
- * per generation step) use the built-in batched kernel, which is cheaper for them.
+ * On wasm, slices with at least BMM_MIN_ROWS rows run through XNNPACK (StarpoBmm); fewer (e.g. the G query rows
+ * of a generation step) use the built-in batched kernel, which is cheaper for them (measured: 64 x [2,16]@[16,500]
+ * 3.7 ms built-in vs 7.0 ms XNNPACK; 16 x [100,200]@[200,16] 7.9 ms vs 1.3 ms).
  * @param a float32 [S, M, K]; b float32 [S, K, N] -> float32 [S, M, N]
  */
 export function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
-  if (tf.getBackend() !== 'wasm' || a.shape[1] * b.shape[2] < 2048) return tf.matMul(a, b);
+  if (tf.getBackend() !== 'wasm' || a.shape[1] < BMM_MIN_ROWS) return tf.matMul(a, b);
   ensureRegistered();
   return tf.engine().runKernel(BMM, { a, b } as unknown as tf.NamedTensorMap, {}) as tf.Tensor3D;
 }
@@ -118,8 +122,10 @@ export function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
  * Linear layer y = x @ W^T with W in HF layout [out, in] (+ bias), differentiable.
  * On wasm the gradients are dx = dy @ W and dW = transpose(dy) @ x, all plain (XNNPACK) matmuls.
  * @param x float32 [N, in]; w float32 [out, in]; b optional float32 [out] -> float32 [N, out]
+ * @param wT optional W^T [in, out] kept by the caller while W is unchanged (WeightTransposes): XNNPACK then
+ *   reuses its packed copy instead of packing a fresh transpose every call (most of a generation step's cost)
  */
-export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tensor2D {
+export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT?: tf.Tensor2D): tf.Tensor2D {
   let y: tf.Tensor2D;
   if (tf.getBackend() !== 'wasm') {
     y = tf.matMul(x, w, false, true);
@@ -129,7 +135,7 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tens
       const wi = args[1] as tf.Tensor2D;
       const save = args[2] as tf.GradSaveFunc;
       save([xi, wi]);
-      const value = tf.tidy(() => tf.matMul(xi, tf.transpose(wi))) as tf.Tensor2D;
+      const value = (wT ? tf.matMul(xi, wT) : tf.tidy(() => tf.matMul(xi, tf.transpose(wi)))) as tf.Tensor2D;
       const gradFunc = (dy: tf.Tensor2D, saved: tf.Tensor[]): tf.Tensor[] => {
         const [xs, ws] = saved as tf.Tensor2D[];
         // dW [out, in] = dy^T @ x, or (x^T @ dy)^T when dy [N, out] is the smaller right operand: XNNPACK repacks
@@ -144,4 +150,31 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tens
     y = f(x, w) as tf.Tensor2D;
   }
   return b ? tf.add<tf.Tensor2D>(y, b) : y;
+}
+
+/**
+ * Transposed weights kept across calls, one per weight name, rebuilt when the weight's data changes (a
+ * tf.Variable's assign swaps its data), so `linear` on an unchanged weight reuses the same W^T tensor (on wasm,
+ * XNNPACK keeps its packed form per tensor). Only used on wasm; `dispose` frees them.
+ */
+export class WeightTransposes {
+  private readonly cache = new Map<string, { data: object; wT: tf.Tensor2D }>();
+
+  /** W^T [in, out] of w [out, in] (owned by this cache), or undefined off wasm. */
+  of(name: string, w: tf.Tensor2D): tf.Tensor2D | undefined {
+    if (tf.getBackend() !== 'wasm') return undefined;
+    const data = w.dataId as object;
+    const hit = this.cache.get(name);
+    if (hit?.data === data) return hit.wT;
+    hit?.wT.dispose();
+    const wT = tf.keep(tf.transpose(w));
+    this.cache.set(name, { data, wT });
+    return wT;
+  }
+
+  /** Frees every kept transpose. */
+  dispose(): void {
+    for (const { wT } of this.cache.values()) wT.dispose();
+    this.cache.clear();
+  }
 }

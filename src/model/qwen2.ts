@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { Qwen2Config, headDim, validateQwen2Config, weightShapes } from './config';
 import { causalMask, disposeMask, groupedAttention, type AttentionMask } from './attention';
-import { linear as linearT } from './matmul';
+import { linear, WeightTransposes } from './matmul';
 import { applyRope, ropeCosSin } from './rope';
 
 /** Cached keys/values of one layer, after RoPE: float32 [B, KVH, T, D] each. */
@@ -91,14 +91,11 @@ export function rmsNorm<T extends tf.Tensor>(x: T, w: tf.Tensor1D, eps: number):
   return tf.tidy(() => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w) as T);
 }
 
-function linear(x: tf.Tensor2D, w: tf.Tensor, b?: tf.Tensor): tf.Tensor2D {
-  return linearT(x, w as tf.Tensor2D, b as tf.Tensor1D | undefined);
-}
-
 /** A Qwen2 decoder with tf.Variable weights keyed by HF names. */
 export class Qwen2 {
   readonly config: Qwen2Config;
   private readonly vars: Map<string, tf.Variable>;
+  private readonly transposes = new WeightTransposes();
   private disposed = false;
 
   private constructor(config: Qwen2Config, vars: Map<string, tf.Variable>) {
@@ -174,7 +171,14 @@ export class Qwen2 {
     if (this.disposed) return;
     for (const v of this.vars.values()) v.dispose();
     this.vars.clear();
+    this.transposes.dispose();
     this.disposed = true;
+  }
+
+  /** x @ W^T (+ b) for the linear layer `prefix` (weights `prefix.weight`, `prefix.bias`), with W^T kept while W is unchanged. */
+  private linear(x: tf.Tensor2D, prefix: string, withBias = false): tf.Tensor2D {
+    const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
+    return linear(x, w, withBias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, this.transposes.of(prefix, w));
   }
 
   private w(name: string): tf.Variable {
@@ -244,8 +248,8 @@ export class Qwen2 {
         xs = tf.reshape<tf.Rank.R2>(tf.slice(tf.reshape(xs, [B, Lq, E]), [0, Lq - 1, 0], [B, 1, E]), [B, E]);
         rows = 1;
       }
-      const head = cfg.tie_word_embeddings ? this.w('model.embed_tokens.weight') : this.w('lm_head.weight');
-      return tf.reshape(linear(this.finalNorm(xs), head), [B, rows, cfg.vocab_size]) as tf.Tensor3D;
+      const head = cfg.tie_word_embeddings ? 'model.embed_tokens' : 'lm_head';
+      return tf.reshape(this.linear(this.finalNorm(xs), head), [B, rows, cfg.vocab_size]) as tf.Tensor3D;
     });
     return inp.returnCache ? { logits, cache: newCache } : { logits };
   }
@@ -276,20 +280,20 @@ export class Qwen2 {
       const p = `model.layers.${l}.`;
       const hN = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
       const q = applyRope(
-        tf.reshape(linear(hN, this.w(`${p}self_attn.q_proj.weight`), this.w(`${p}self_attn.q_proj.bias`)), [B, Lq, H, D]),
+        tf.reshape(this.linear(hN, `${p}self_attn.q_proj`, true), [B, Lq, H, D]),
         cos,
         sin,
       );
       const kNew = tf.transpose(
         applyRope(
-          tf.reshape(linear(hN, this.w(`${p}self_attn.k_proj.weight`), this.w(`${p}self_attn.k_proj.bias`)), [B, Lq, KVH, D]),
+          tf.reshape(this.linear(hN, `${p}self_attn.k_proj`, true), [B, Lq, KVH, D]),
           cos,
           sin,
         ),
         [0, 2, 1, 3],
       ) as tf.Tensor4D;
       const vNew = tf.transpose(
-        tf.reshape(linear(hN, this.w(`${p}self_attn.v_proj.weight`), this.w(`${p}self_attn.v_proj.bias`)), [B, Lq, KVH, D]),
+        tf.reshape(this.linear(hN, `${p}self_attn.v_proj`, true), [B, Lq, KVH, D]),
         [0, 2, 1, 3],
       ) as tf.Tensor4D;
       const past = inp.cache?.[l];
@@ -297,12 +301,12 @@ export class Qwen2 {
       const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
       if (inp.returnCache) cache.push({ k: tf.keep(k), v: tf.keep(v) });
       const attn = groupedAttention(q, k, v, inp.mask);
-      x = tf.add<tf.Tensor2D>(x, linear(tf.reshape(attn, [B * Lq, H * D]), this.w(`${p}self_attn.o_proj.weight`)));
+      x = tf.add<tf.Tensor2D>(x, this.linear(tf.reshape(attn, [B * Lq, H * D]), `${p}self_attn.o_proj`));
       const h2 = rmsNorm(x, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
-      const gate = linear(h2, this.w(`${p}mlp.gate_proj.weight`));
-      const up = linear(h2, this.w(`${p}mlp.up_proj.weight`));
+      const gate = this.linear(h2, `${p}mlp.gate_proj`);
+      const up = this.linear(h2, `${p}mlp.up_proj`);
       const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
-      x = tf.add<tf.Tensor2D>(x, linear(act, this.w(`${p}mlp.down_proj.weight`)));
+      x = tf.add<tf.Tensor2D>(x, this.linear(act, `${p}mlp.down_proj`));
     }
     return { x, cache };
   }
