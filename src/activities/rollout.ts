@@ -11,8 +11,15 @@
  *
  * With `input.eval` (`starpo eval`) the config comes from the evaluation's eval.json and the shard and
  * its record are stored under runs/<run>/evals/<name>/ (storage/keys.ts rolloutKey).
+ *
+ * Asynchronous rollouts (`input.policyStep`, async_generation_ratio > 0; ROLL
+ * roll/distributed/scheduler/rollout_scheduler.py, where each group remembers the step it was created
+ * at): the shard of step N is played by the checkpoint of an earlier step; every trajectory records its
+ * `staleness` (N - policyStep) and the commit record the policy's step and the staleness. A damaged
+ * policy falls back to the newest complete checkpoint before policyStep.
  */
 import { log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { rolloutKey, rolloutRecordKey } from '../storage/keys';
 import { CorruptObjectError, isUnusable } from '../storage/errors';
 import { shardRecordSchema, type ShardRecord } from '../storage/shard_record';
@@ -59,9 +66,13 @@ export function rolloutActivity(rt: ActivityRuntime) {
     const { config } = input.eval === undefined ? await rt.run(input.runId) : await readEvalSpec(rt, input.runId, input.eval);
     const manager = input.split === 'train' ? config.train_env_manager : config.val_env_manager;
     const generating = generatingArgsOf(config, input.split);
-    const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy);
+    const staleness = input.policyStep === undefined ? null : input.step - input.policyStep;
+    if (staleness !== null && (!Number.isInteger(staleness) || staleness < 0)) {
+      throw ApplicationFailure.nonRetryable(`rollout step ${input.step}: policyStep ${input.policyStep} must be an integer in 0..${input.step}`, 'ConfigError');
+    }
+    const checkpoint = await takePolicy(rt, input.runId, input.policyStep ?? input.step, input.policy);
     try {
-      const { trajectories, stats, errors } = await runGroups(input.groups, {
+      const played = await runGroups(input.groups, {
         policy: modelPolicy(checkpoint.model, checkpoint.tokenizer, generating),
         tokenizer: checkpoint.tokenizer,
         customEnvs: config.custom_envs,
@@ -73,10 +84,14 @@ export function rolloutActivity(rt: ActivityRuntime) {
         redundancy: manager.group_size_redundancy,
         onTurn: (turn, active) => heartbeat({ turn, active }),
       });
+      const { stats, errors } = played;
+      const trajectories = staleness === null ? played.trajectories : played.trajectories.map((t) => ({ ...t, staleness }));
       for (const error of errors) log.warn(`${input.split} step ${input.step} shard ${input.shard}: env failure: ${error}`);
       const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard, input.eval), trajectories);
       const totals = { 'env/failed_episodes': stats.failedEpisodes, 'env/replaced_groups': stats.replacedGroups, 'env/dropped_groups': stats.droppedGroups };
-      const record: ShardRecord = { trajectories: ref, policy: input.policy.sha256, totals };
+      const record: ShardRecord = {
+        trajectories: ref, policy: input.policy.sha256, totals, ...(staleness === null ? {} : { policyStep: input.policyStep, staleness }),
+      };
       await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval), record);
       return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds() };
     } finally {

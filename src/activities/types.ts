@@ -52,6 +52,11 @@ export interface RolloutInput {
   shard: number;
   /** Manifest of the checkpoint whose weights sample the episodes. */
   policy: ObjectRef;
+  /**
+   * Asynchronous rollouts (async_generation_ratio > 0): the pipeline step of `policy`, at most `step`;
+   * the trajectories record `step - policyStep` as their staleness. Unset: `policy` is the step's own.
+   */
+  policyStep?: number;
   groups: RolloutGroup[];
   /**
    * Set by `starpo eval` (workflow starpoEvaluation): the evaluation's name. The config is then read

@@ -6,6 +6,9 @@
  * and, for gae, the critic's clipped value loss, each with its own AdamW step.
  * Source: ROLL roll/pipeline/agentic/agentic_pipeline.py, roll/pipeline/base_worker.py (actor loss),
  * roll/pipeline/rlvr/actor_worker.py and critic_worker.py; RAGEN (StarPO-S).
+ * Asynchronous rollouts (async_generation_ratio r > 0; staleness.ts, after ROLL's GroupQueue in
+ * roll/distributed/scheduler/rollout_scheduler.py): groups more than r policy versions behind the update
+ * are dropped first, and the old log-probs of stale trajectories are their sampling log-probs.
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError } from '../config/errors';
@@ -23,6 +26,7 @@ import { lengthBucketedMicroBatches, packBatch, paddedLength, shiftedArrays } fr
 import { optimizerStep, StepResult } from './grad_step';
 import { filterGroups } from './filter';
 import { prepass } from './prepass';
+import { dropStale, oldLogpRows, stalenessOf } from './staleness';
 import type { KlController } from './kl_controller';
 import { trajectoryScores, type TrajectoryScoresFile } from './trajectory_scores';
 
@@ -73,7 +77,10 @@ export function optimizerStepsPerUpdate(config: RunConfig): number {
 
 /** Result of ppoUpdate. */
 export interface PpoUpdateResult {
-  /** actor/*, critic/*, rollout/* (filtering), time/update/* (seconds); ROLL names (SPEC.md §6-7). */
+  /**
+   * actor/*, critic/*, rollout/* (filtering), time/update/* (seconds); ROLL names (SPEC.md §6-7). With
+   * async_generation_ratio > 0 also rollout/staleness/mean|max and rollout/discarded_stale (staleness.ts).
+   */
   metrics: Record<string, number>;
   /** Why no optimizer step ran (nothing survived the filter), or null. */
   skipReason: string | null;
@@ -105,28 +112,39 @@ export async function ppoUpdate(opts: {
   if (gae && !critic) throw new Error('ppoUpdate: adv_estimator gae needs a critic');
   if (needsReference(config) && !opts.reference) throw new Error('ppoUpdate: a KL term is on (use_kl_loss or add_token_level_kl) but no reference policy was given');
   const started = performance.now();
+  // Asynchronous rollouts: drop the groups older than the ratio allows (a no-op when r = 0, which adds no metrics).
+  const asyncRatio = config.async_generation_ratio;
+  const fresh = asyncRatio > 0 ? dropStale(opts.trajectories, opts.step, asyncRatio) : { kept: opts.trajectories, metrics: {} };
+  const received = fresh.kept;
+  const trajIds = received.map((t) => t.trajId);
+  const skip = (reason: string, metrics: Record<string, number>): PpoUpdateResult => ({
+    metrics: { ...metrics, ...fresh.metrics, 'actor/update_skipped': 1 }, skipReason: reason,
+    scores: trajectoryScores({ step: opts.step, trajIds, keep: [], normalizedScores: [], advantages: [], mask: [], skipReason: reason }),
+  });
+  if (received.length === 0) return skip(`all ${opts.trajectories.length} trajectories are more than async_generation_ratio (${asyncRatio}) policy versions old`, {});
   const filter = filterGroups({
-    scores: opts.trajectories.map((t) => t.episodeScore), groupKeys: opts.trajectories.map((t) => t.trajGroupId),
+    scores: received.map((t) => t.episodeScore), groupKeys: received.map((t) => t.trajGroupId),
     type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
   });
-  const trajIds = opts.trajectories.map((t) => t.trajId);
-  if (filter.skipReason) {
-    const scores = trajectoryScores({ step: opts.step, trajIds, keep: [], normalizedScores: [], advantages: [], mask: [], skipReason: filter.skipReason });
-    return { metrics: { ...filter.metrics, 'actor/update_skipped': 1 }, skipReason: filter.skipReason, scores };
-  }
-  const trajectories = filter.keep.map((i) => opts.trajectories[i]);
+  if (filter.skipReason) return skip(filter.skipReason, filter.metrics);
+  const trajectories = filter.keep.map((i) => received[i]);
   const B = trajectories.length;
   const args = config.actor_train.training_args;
   const microSize = args.per_device_train_batch_size;
   const miniSize = Math.ceil(B / minibatchesPerEpoch(config));
   const T = paddedLength(trajectories) - 1;
   const full = shiftedArrays(trajectories, T + 1);
-  const recomputeOld = config.ppo_epochs > 1 || Math.ceil(B / miniSize) > 1 || !!opts.reference;
+  // Stale trajectories (sampled by an older policy) take their sampling log-probs as old log-probs; the
+  // current policy's are computed for the others when the ratio can move off 1 during the update.
+  const stale = trajectories.map((t) => stalenessOf(t, opts.step) > 0);
+  const allStale = stale.every(Boolean);
+  const recomputeOld = (!allStale && (config.ppo_epochs > 1 || Math.ceil(B / miniSize) > 1 || stale.some(Boolean))) || !!opts.reference;
   const pre = await prepass({
     actor: actor.model, reference: opts.reference, critic: gae ? critic!.model : null, trajectories, T, padId: opts.padId,
     microSize, oldLogp: recomputeOld, klPenalty: config.kl_penalty, afterMicroBatch: opts.afterMicroBatch,
   });
   const prepassSeconds = (performance.now() - started) / 1000;
+  const oldLogp = stale.some(Boolean) ? oldLogpRows(stale, full.sampleLogprobs, pre.oldLogp) : pre.oldLogp;
   // The KL is measured whenever a reference is loaded; it enters the rewards only with add_token_level_kl.
   const klInRewards = config.add_token_level_kl && !!pre.tokenKl;
   const adv = computeAdvantages({
@@ -166,8 +184,8 @@ export async function ppoUpdate(opts: {
         const lossFns = micro.map((idx) => withBatch(idx, (ids, am, mask, pick) => {
           const { logp, entropy } = tokenLogProbs(actor.model, ids, am);
           // Without recomputed old log-probs this is the first and only minibatch: the detached current ones.
-          const oldLogp = pre.oldLogp ? pick(pre.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
-          const pg = ppoLoss({ logp, oldLogp, advantages: pick(adv.advantages), mask }, {
+          const old = oldLogp ? pick(oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
+          const pg = ppoLoss({ logp, oldLogp: old, advantages: pick(adv.advantages), mask }, {
             pgClip: config.pg_clip, usePgClipRange: config.use_pg_clip_range, pgClipLow: config.pg_clip_low,
             pgClipHigh: config.pg_clip_high, dualClip: config.dual_clip_loss, lossAggMode: config.loss_agg_mode,
           });
@@ -207,7 +225,7 @@ export async function ppoUpdate(opts: {
   }
   if (klInRewards) opts.klController.update(adv.metrics['critic/kl'], B);
 
-  const metrics: Record<string, number> = { ...filter.metrics, ...adv.metrics };
+  const metrics: Record<string, number> = { ...fresh.metrics, ...filter.metrics, ...adv.metrics };
   for (const [k, v] of Object.entries(sums)) metrics[k] = v / (k.startsWith('critic/') ? criticMicro : actorMicro);
   Object.assign(metrics, stepMetrics('actor', steps.actor, actor.lr(0)), gae ? stepMetrics('critic', steps.critic, critic!.lr(0)) : {});
   metrics['critic/kl_coef'] = opts.klController.value;

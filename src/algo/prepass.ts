@@ -2,7 +2,10 @@
  * The no-gradient pass before an update (ROLL agentic pipeline: compute_log_probs of the actor and
  * the reference, critic compute_values): old log-probs, reference log-probs, the token-level KL of
  * old vs reference under kl_penalty, and the critic's values, for every trajectory of the batch.
- * Each is computed only when the update needs it (SPEC.md §5.2-5.3, §6).
+ * Each is computed only when the update needs it (SPEC.md §5.2-5.3, §6). With asynchronous rollouts the
+ * old log-probs of stale trajectories are not computed here but taken from sampling (staleness.ts
+ * oldLogpRows; ROLL roll/utils/train_infer_corrections.py uses the inference log-probs the same way), so
+ * ppo_update.ts asks for `oldLogp` only when some trajectory was sampled by the policy being updated.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2 } from '../model/qwen2';

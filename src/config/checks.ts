@@ -1,8 +1,8 @@
 /**
  * Cross-key rules of SPEC.md §2-3 that a per-key schema cannot express: batch sizes against group
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
- * (checked by the env's own parser), `pretrain` and sequence_length against the model, and features that are not
- * implemented yet.
+ * (checked by the env's own parser), `pretrain` and sequence_length against the model, and
+ * async_generation_ratio's whole steps.
  */
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
@@ -98,8 +98,9 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
     problems.push(`\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`);
   }
   problems.push(...pretrainProblems(cfg));
-  if (cfg.async_generation_ratio > 0) {
-    problems.push(`\`async_generation_ratio\`: ${cfg.async_generation_ratio}: only 0 is supported until asynchronous rollouts land (issue 7)`);
+  if (!Number.isInteger(cfg.async_generation_ratio)) {
+    // ROLL: "currently only integer is supported" (roll/configs/base_config.py); r counts whole steps of policy lag.
+    problems.push(`\`async_generation_ratio\`: ${cfg.async_generation_ratio} is not a whole number of steps; allowed: 0 (synchronous) or an integer >= 1 (rollouts run that many steps ahead of the update)`);
   }
   return problems;
 }

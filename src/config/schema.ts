@@ -85,7 +85,7 @@ export const runConfigSchema = z
     value_clip: z.number().positive().nullable().default(0.5), // ROLL's critic value clipping (null = off)
 
     // Rollouts.
-    async_generation_ratio: z.number().nonnegative().default(0), // >0 (stale policies) comes with issue 7
+    async_generation_ratio: z.number().nonnegative().default(0), // ROLL's: rollouts run r steps ahead of the update (an integer; checks.ts)
     // StarPO-S variance filtering (SPEC.md §7, RAGEN names): keep the top fraction of whole groups by the
     // std of raw episode scores (std: highest, std_rev: lowest); top_p: the ratio is p, the fraction of
     // the total in-group variance to keep. 1 = keep everything.

@@ -32,8 +32,13 @@ export interface Trajectory {
   /** The env reset seed, equal for every member of a group. */
   seed: number;
   split: 'train' | 'val';
-  /** Pipeline step whose policy sampled it. */
+  /** Pipeline step it was played for (its seeds; the update that consumes it). */
   step: number;
+  /**
+   * Policy versions it lags behind `step`: it was sampled by the checkpoint of step `step - staleness`
+   * (asynchronous rollouts, async_generation_ratio > 0; src/algo/staleness.ts). Absent: 0, the step's own policy.
+   */
+  staleness?: number;
   /** Token ids of prompt_0 ++ response_0 ++ ... (length L, int). */
   inputIds: number[];
   /** 1 on sampled response tokens (stop token included), 0 on prompt tokens; length L. */

@@ -1,8 +1,8 @@
 /**
  * The commit record of a rollout shard (rolloutRecordKey, `runs/<run>/rollouts/step-N/<split>-shard-K.json`),
  * written after its trajectories: their reference (sha256, bytes), the sha256 of the policy manifest that
- * played them and the env pool's counts. Rollouts reuse a committed shard; readers find the verified
- * trajectories of a step through it.
+ * played them, the env pool's counts and, for asynchronous rollouts, the policy's step and staleness.
+ * Rollouts reuse a committed shard; readers find the verified trajectories of a step through it.
  */
 import { z } from 'zod';
 
@@ -11,6 +11,10 @@ export const shardRecordSchema = z.object({
   trajectories: z.object({ bucket: z.string(), key: z.string(), sha256: z.string(), bytes: z.number() }),
   policy: z.string(),
   totals: z.record(z.string(), z.number()),
+  /** Asynchronous rollouts (async_generation_ratio > 0): the pipeline step of the policy that played the shard. */
+  policyStep: z.number().int().nonnegative().optional(),
+  /** Asynchronous rollouts: the step of the shard minus policyStep (every trajectory's `staleness`). */
+  staleness: z.number().int().nonnegative().optional(),
 });
 
 /** A shard's commit record. */

@@ -7,6 +7,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
 import type { ObjectRef, StarpoRunInput } from '../activities/types';
 import type { RunConfig } from '../config/schema';
+import type { KnownPolicy } from './train_rollouts';
 
 /** Task queues (DESIGN.md): workflow, rollout activities, update activities. */
 export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', update: 'starpo-update' } as const;
@@ -37,6 +38,11 @@ export interface StarpoContinuation {
   paused: boolean;
   /** The validation curve so far, so the result of the last run covers the whole chain. */
   validationCurve: ValidationPoint[];
+  /**
+   * async_generation_ratio > 0 only: the checkpoints the next steps' rollouts play with (the newest and up
+   * to r older ones; train_rollouts.ts), so the continued run reuses the shards played ahead.
+   */
+  policies?: KnownPolicy[];
 }
 
 /** Input of workflow starpoTraining: a new (or restarted) run with its config, or a continued run. */

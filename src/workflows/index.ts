@@ -2,6 +2,8 @@
  * Workflow `starpoTraining` (task queue "starpo"): the StarPO loop of SPEC.md §1 as a durable
  * Temporal workflow. Per step: validation when due, rollout activities (one per shard of env groups)
  * on "starpo-rollout", then one update activity on "starpo-update" that writes the next checkpoint.
+ * With async_generation_ratio r > 0 the next r steps' rollouts run during the update, with the
+ * newest checkpoint (train_rollouts.ts).
  * Every STEPS_PER_RUN steps (or when the server suggests it) the run continues as new with only the
  * run id, the checkpoint and the loop's small state (api.ts StarpoContinuation). `pause`, `unpause`
  * and `stop` act between steps (control.ts).
@@ -21,7 +23,8 @@ import { checkCollapse } from './collapse_guard';
 import { RunControl } from './control';
 import { currentDetails } from './format';
 import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
-import { rollout, update } from './proxies';
+import { update } from './proxies';
+import { TrainRollouts } from './train_rollouts';
 import { playValidation } from './validation';
 
 export { starpoEvaluation } from './evaluation';
@@ -87,6 +90,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     progress.lastMetrics = warmupMetrics = prepared.metrics;
   }
   progress.latestCheckpoint = policy;
+  const rollouts = new TrainRollouts(runId, config, carried.policies ?? [{ step: progress.step, checkpoint: policy }]);
   show();
   /**
    * Plays the validation groups with `policy` (new states every evaluation unless
@@ -116,18 +120,19 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     control.inStep = true;
     const step = progress.step;
     const started = Date.now();
-    let valMetrics: Record<string, number>, outs: RolloutOutput[], updated: UpdateOutput;
+    let valMetrics: Record<string, number>, outs: RolloutOutput[], updated: UpdateOutput, rolloutWait = 0;
     try {
       valMetrics = evalDue(step) ? await validate(step) : {};
       enter('rollout');
-      const shards = planShards(config, 'train', step);
-      outs = await Promise.all(shards.map((groups, shard) => rollout.rollout.executeWithOptions(
-        { summary: `rollout step ${step} shard ${shard + 1}/${shards.length}` }, [{ runId, step, split: 'train', shard, policy, groups }],
-      )));
+      const waitFrom = Date.now();
+      outs = await rollouts.take(step);
+      rolloutWait = (Date.now() - waitFrom) / 1000;
       if (outs.every((o) => !o.metrics.counts['env/success'])) {
         // the env pool dropped every group (issue 4 item 6): a broken env, not something a retry fixes
         throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, 'EnvFailure');
       }
+      // r > 0: the next steps' rollouts play with this step's checkpoint while it is updated (none when pausing or stopping).
+      if (!progress.paused && control.stopReason === null) rollouts.launchAhead(step, config.max_steps);
       enter('update');
       updated = await update.update.executeWithOptions({ summary: `update step ${step} -> checkpoint step ${step + 1}` }, [{ runId, step, policy, trajectories: outs.map((o) => o.trajectories) }]);
     } catch (err) {
@@ -139,16 +144,20 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
       log.warn(`step ${step}: ${fallback.reason}; replaying the run from step ${fallback.step} (${fallback.checkpoint.key})`);
       Object.assign(progress, { step: fallback.step, latestCheckpoint: fallback.checkpoint });
       policy = fallback.checkpoint;
+      rollouts.reset(fallback.step, policy);
       control.inStep = false;
       continue;
     }
     const rolloutSeconds = Math.max(...outs.map((o) => o.seconds));
     policy = updated.checkpoint;
+    rollouts.addPolicy(step + 1, policy);
     if (updated.skipReason) log.warn(`step ${step}: update skipped: ${updated.skipReason}`);
     const seconds = (Date.now() - started) / 1000;
     const metrics: Record<string, number> = {
       ...warmupMetrics, ...meanMetrics(mergeSums(outs.map((o) => o.metrics))), ...updated.metrics, ...valMetrics,
       'time/rollout': rolloutSeconds, 'time/step': seconds,
+      // r > 0: how long the step waited for rollouts that were launched during the previous update
+      ...(rollouts.ratio > 0 ? { 'time/rollout_wait': rolloutWait } : {}),
     };
     warmupMetrics = {};
     if (metrics['env/failed_episodes'] > 0) log.warn(`step ${step}: ${metrics['env/failed_episodes']} env episodes failed (see the rollout worker log)`);
@@ -167,13 +176,17 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     show();
     const more = progress.step < config.max_steps && control.stopReason === null;
     if (more && (progress.step - firstStep >= STEPS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
+      // r > 0: the rollouts launched ahead finish (committed shards the next run reuses) and their checkpoints carry over.
+      await rollouts.settle();
       const next: StarpoContinuation = {
         runId, resumeFrom: { checkpoint: policy, step: progress.step }, collapseStreak, paused: progress.paused, validationCurve: progress.validationCurve,
+        ...(rollouts.ratio > 0 ? { policies: rollouts.known() } : {}),
       };
       await continueAsNew<typeof starpoTraining>(next);
     }
   }
   control.close();
+  await rollouts.settle(); // r > 0 and a stop: rollouts launched ahead end before the run does
   if (config.eval_steps > 0) {
     const valMetrics = await validate(progress.step);
     await update.writeMetrics.executeWithOptions({ summary: `metrics step ${progress.step} (final validation)` }, [{ runId, step: progress.step, metrics: valMetrics }]);

@@ -20,7 +20,7 @@ import type { ObjectRef, StarpoRunInput } from '../../src/activities/types';
 import type { RunConfig } from '../../src/config/schema';
 import type { StarpoRunResult } from '../../src/workflows';
 import {
-  configQuery, pauseUpdate, progressQuery, SEARCH_ATTRIBUTE_KEYS, STEPS_PER_RUN, TASK_QUEUES, WORKFLOW_TYPE,
+  configQuery, pauseUpdate, progressQuery, SEARCH_ATTRIBUTE_KEYS, STEPS_PER_RUN, stopUpdate, TASK_QUEUES, unpauseUpdate, WORKFLOW_TYPE,
 } from '../../src/workflows/api';
 
 let servers: TestServers;
@@ -235,4 +235,64 @@ test('stop finishes the step in flight, runs the final validation and completes 
   }
   assert.equal(listed.find((r) => r.runId === input.runId)?.step, 6);
   assert.equal(new Set(listed.map((r) => r.runId)).size, listed.length, 'one row per run, continued executions left out');
+});
+
+/** Inputs of the train rollouts a history scheduled, in order. */
+function trainRollouts(events: temporal.api.history.v1.IHistoryEvent[]): Array<{ step: number; policyStep?: number; policy: ObjectRef }> {
+  return events.flatMap((e) => {
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a?.activityType?.name !== 'rollout') return [];
+    const input = JSON.parse(Buffer.from(a.input?.payloads?.[0]?.data ?? []).toString('utf8'));
+    return input.split === 'train' ? [input] : [];
+  });
+}
+
+test('async_generation_ratio 1: continue-as-new carries the checkpoints the next rollouts play with; pause launches nothing ahead; stop completes', async () => {
+  const input = tinyRun('op-async', 2 * STEPS_PER_RUN + 10, 100);
+  input.config.async_generation_ratio = 1;
+  const held = gate(`rollout ${input.runId} train 60`);
+  const handle = await start(input);
+  await held.reached; // launched during step 59's update; step 60 then waits for it
+  await progressUntil(input.runId, (p) => p.step === 60 && p.phase === 'rollout');
+  assert.deepEqual(await handle.executeUpdate(pauseUpdate), { step: 60, takesEffectAtStep: 61, phase: 'rollout' });
+  held.open();
+  assert.equal((await progressUntil(input.runId, (p) => p.phase === 'paused')).step, 61);
+  assert.ok(!calls.includes(`rollout ${input.runId} train 61`), 'a pause requested before the update launches no rollout ahead');
+  await handle.executeUpdate(unpauseUpdate);
+
+  const result: StarpoRunResult = await handle.result();
+  assert.equal(result.steps, 2 * STEPS_PER_RUN + 10);
+  const chain = await chainHistories(input.runId, handle.firstExecutionRunId);
+  assert.equal(chain.length, 3);
+  const carried = chain.slice(1).map((r) => {
+    const data = r.events[0].workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    return (JSON.parse(Buffer.from(data ?? []).toString('utf8')) as { policies: Array<{ step: number; checkpoint: ObjectRef }> }).policies;
+  });
+  assert.deepEqual(carried.map((p) => p.map((k) => k.step)), [[99, 100], [199, 200]], 'the newest checkpoint and the one the next step plays with');
+  const perRun = chain.map((r) => trainRollouts(r.events));
+  for (const rollouts of perRun) {
+    for (const r of rollouts) {
+      const policyStep = Math.max(r.step - 1, 0);
+      assert.equal(r.policyStep, policyStep, `rollout step ${r.step}`);
+      assert.equal(r.policy.key, manifest(input.runId, policyStep).key);
+    }
+  }
+  // a run ends after the rollouts it launched ahead (step 100's), and the next launches them again with the
+  // same input: the real activity then reuses the committed shard
+  assert.equal(perRun[0].at(-1)?.step, STEPS_PER_RUN);
+  assert.deepEqual(perRun[1][0], perRun[0].at(-1));
+  assert.deepEqual(perRun.flat().map((r) => r.step).filter((s, i, all) => all.indexOf(s) !== i), [STEPS_PER_RUN, 2 * STEPS_PER_RUN]);
+
+  const stopped = tinyRun('op-async-stop', 50, 10);
+  stopped.config.async_generation_ratio = 1;
+  const inFlight = gate(`update ${stopped.runId} train 5`);
+  const stopHandle = await start(stopped);
+  await inFlight.reached;
+  await stopHandle.executeUpdate(stopUpdate, { args: ['enough'] });
+  inFlight.open();
+  const stopResult: StarpoRunResult = await stopHandle.result();
+  assert.equal(stopResult.steps, 6);
+  assert.equal(stopResult.lastValidation?.step, 6);
+  assert.ok(calls.includes(`rollout ${stopped.runId} train 6`), 'step 6 was launched with step 5\'s update, before the stop');
+  assert.ok(!calls.includes(`update ${stopped.runId} train 6`), 'no update after the stop');
 });

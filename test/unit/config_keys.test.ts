@@ -96,9 +96,10 @@ test('pretrain other than tiny must be a local HF folder (a Hub id is not downlo
     /`pretrain`: Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder .*Hub model ids are not downloaded/);
 });
 
-test('async_generation_ratio > 0 is refused until issue 7', () => {
-  assert.match(problemsOf({ ...minimal(), async_generation_ratio: 1 }),
-    /`async_generation_ratio`: 1: only 0 is supported until asynchronous rollouts land \(issue 7\)/);
+test('async_generation_ratio: whole steps (0 synchronous, 1, 2, ... ahead); a fraction names the key, value and what is allowed', () => {
+  for (const r of [0, 1, 3]) assert.equal(validateConfig({ ...minimal(), async_generation_ratio: r }, 'test.yaml').async_generation_ratio, r);
+  assert.match(problemsOf({ ...minimal(), async_generation_ratio: 0.5 }),
+    /`async_generation_ratio`: 0\.5 is not a whole number of steps; allowed: 0 \(synchronous\) or an integer >= 1/);
 });
 
 test('env_config is validated by the env parser at load time', () => {
