@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   step(); // warm-up
   const times = [step(), step(), step()];
   const ms = Math.min(...times);
-  const mm = matmulGflops();
+  const mm = matmulGflops().wall;
   console.log(`backend ${backend}; tiny preset ${vars.reduce((s, v) => s + v.size, 0)} params`);
   console.log(`256^3 matmul: ${mm.toFixed(1)} GFLOP/s`);
   console.log(

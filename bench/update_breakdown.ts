@@ -9,7 +9,9 @@
  * The batch is 128 format-demonstration episodes (random valid actions, as the warm-up plays them), in 16
  * groups of 8 with their real episode scores; the policy is a random init (its speed does not depend on its
  * weights). The config (default configs/frozen_lake.yaml, one optimizer step per update) picks the algorithm.
- * Model FLOPs (flops.ts modelFlops) count the real tokens only and causal attention as the lower triangle.
+ * Model FLOPs (flops.ts modelFlops) count the real tokens only and causal attention as the lower triangle. The
+ * table divides by wall time; the last line by this process's CPU time (tfjs wasm runs on one thread), which
+ * stays comparable while other processes load the machine.
  * Generation: 64 contexts cut from the episodes at the start of their third answer (or their last), as a rollout
  * generates one turn of its active episodes (left-padded into one prefill), 24 new tokens each, no stop ids
  * (every row decodes all 24).
@@ -29,7 +31,8 @@ import { klControllerFromConfig } from '../src/algo/kl_controller';
 import { loadConfigFile } from '../src/config/load';
 import { formatDemonstrations } from '../src/rollout/demonstrations';
 import { Rng } from '../src/util/rng';
-import { decodeFlops, matmulGflops, modelFlops, paddingFraction } from './flops';
+import { loadavg } from 'node:os';
+import { cpuSecondsSince, decodeFlops, matmulGflops, modelFlops, paddingFraction } from './flops';
 
 const BATCH = 128;
 const GROUP = 8;
@@ -63,7 +66,9 @@ async function main(): Promise<void> {
   });
   await run(); // warm-up: kernel compilation and first allocations
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
   const { metrics } = await run();
+  const updateCpu = cpuSecondsSince(cpu0);
   const wall = (performance.now() - started) / 1000;
 
   // The no-gradient pass over the whole batch (old log-probs), timed on its own: this config's update may skip it.
@@ -76,7 +81,9 @@ async function main(): Promise<void> {
   const genOpts = () => ({ maxNewTokens: GEN_TOKENS, temperature: 1, stopIds: [] as number[], rngs: contexts.map((_, i) => new Rng(2, i)) });
   generate(actor, contexts, genOpts()); // warm-up
   const g0 = performance.now();
+  const gc0 = process.cpuUsage();
   generate(actor, contexts, genOpts());
+  const genCpu = cpuSecondsSince(gc0);
   const genSeconds = (performance.now() - g0) / 1000;
   const mm = matmulGflops();
 
@@ -97,7 +104,7 @@ async function main(): Promise<void> {
 
   console.log(`backend ${backend}; config ${file} (${config.adv_estimator}${critic ? ' + critic' : ''}${reference ? ' + reference' : ''}); ` +
     `${BATCH} trajectories, ${tokens} tokens (mean ${(tokens / BATCH).toFixed(0)}, max ${Math.max(...lengths)}), micro-batches of ${micro}`);
-  console.log(`256^3 matmul: ${mm.toFixed(1)} GFLOP/s; update wall ${wall.toFixed(2)} s`);
+  console.log(`256^3 matmul: ${mm.wall.toFixed(1)} GFLOP/s (${mm.cpu.toFixed(1)} by CPU time); update wall ${wall.toFixed(2)} s, CPU ${updateCpu.toFixed(2)} s; load ${loadavg()[0].toFixed(1)}`);
   console.log(`padding of the micro-batches: ${(100 * bucketed).toFixed(1)}% length-bucketed (${(100 * unbucketed).toFixed(1)}% in shuffled order)`);
   const rows: Array<[string, number, number]> = [
     ['prepass (no grad)', prepassSeconds, modelFlops(cfg, lengths)],
@@ -111,8 +118,11 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|');
   for (const [name, s, f] of rows) {
     const rate = f / s / 1e9;
-    console.log(`| ${name} | ${s.toFixed(2)} | ${Number.isNaN(f) ? '-' : (f / 1e9).toFixed(1)} | ${Number.isNaN(f) ? '-' : rate.toFixed(2)} | ${Number.isNaN(f) ? '-' : (rate / mm).toFixed(2)} |`);
+    console.log(`| ${name} | ${s.toFixed(2)} | ${Number.isNaN(f) ? '-' : (f / 1e9).toFixed(1)} | ${Number.isNaN(f) ? '-' : rate.toFixed(2)} | ${Number.isNaN(f) ? '-' : (rate / mm.wall).toFixed(2)} |`);
   }
+  // By CPU time (robust to other processes on the machine): the whole update (incl. host work and AdamW) and generation.
+  const byCpu = (flops: number, s: number) => `${(flops / s / 1e9).toFixed(2)} GFLOP/s = ${(flops / s / 1e9 / mm.cpu).toFixed(2)} of the matmul's ${mm.cpu.toFixed(1)}`;
+  console.log(`by CPU time: update ${updateCpu.toFixed(2)} s, ${byCpu(3 * fwdFlops, updateCpu)}; generation ${genCpu.toFixed(2)} s, ${byCpu(genFlops, genCpu)}`);
   console.log(`generation: ${((GEN_ROWS * GEN_TOKENS) / genSeconds).toFixed(0)} new tokens/s (contexts ${Math.min(...contexts.map((c) => c.length))}-${Math.max(...contexts.map((c) => c.length))} tokens, one prefill + ${GEN_TOKENS - 1} cached steps)`);
   actor.dispose();
   critic?.dispose();
