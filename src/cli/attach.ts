@@ -5,7 +5,7 @@
  * (step, train success, mean episode score, seconds per step) until the run closes.
  */
 import { SingleBar, Presets } from 'cli-progress';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { progressQuery, Progress } from '../workflows/api';
 import type { StarpoRunResult } from '../workflows';
@@ -22,16 +22,27 @@ interface WarmupProgress {
 }
 
 /**
+ * The last heartbeat details of each pending activity of type `activityType` of a workflow (activities
+ * that have not heartbeated yet are left out), decoded with the default payload converter.
+ * @param description the workflow's describe() answer
+ */
+export function heartbeatDetails<T>(description: WorkflowExecutionDescription, activityType: string): T[] {
+  return (description.raw.pendingActivities ?? [])
+    .filter((a) => a.activityType?.name === activityType)
+    .flatMap((a) => {
+      const payload = a.heartbeatDetails?.payloads?.[0];
+      return payload ? [defaultPayloadConverter.fromPayload<T>(payload)] : [];
+    });
+}
+
+/**
  * The warm-up progress from the heartbeat details of the running prepareRun activity
  * (activities/prepare.ts heartbeats {warmupStep, warmupSteps, loss} after every SFT step); null before
  * its first heartbeat (demonstrations being played, or a stored warm-up being reused).
  */
 async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | null> {
-  const pending = (await handle.describe()).raw.pendingActivities ?? [];
-  const payload = pending.find((a) => a.activityType?.name === 'prepareRun')?.heartbeatDetails?.payloads?.[0];
-  if (!payload) return null;
-  const details = defaultPayloadConverter.fromPayload<{ warmupStep?: number; warmupSteps?: number; loss?: number }>(payload);
-  if (details.warmupStep === undefined || details.warmupSteps === undefined) return null;
+  const [details] = heartbeatDetails<{ warmupStep?: number; warmupSteps?: number; loss?: number }>(await handle.describe(), 'prepareRun');
+  if (details?.warmupStep === undefined || details.warmupSteps === undefined) return null;
   return { done: details.warmupStep + 1, total: details.warmupSteps, loss: details.loss };
 }
 

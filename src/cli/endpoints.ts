@@ -4,7 +4,7 @@
  */
 import { endpointsFromEnv } from '../../infra/env';
 import { infraStatus, infraUp } from '../../infra';
-import type { InfraEndpoints } from '../../infra/types';
+import type { InfraEndpoints, S3Endpoint } from '../../infra/types';
 import { InfraUnavailableError } from '../../infra/errors';
 
 /**
@@ -25,7 +25,7 @@ export function endpointsToEnv(e: InfraEndpoints): Record<string, string> {
   const env: Record<string, string> = {
     TEMPORAL_ADDRESS: e.temporalAddress,
     TEMPORAL_NAMESPACE: e.temporalNamespace,
-    S3_ENDPOINT: `${e.s3.useSSL ? 'https' : 'http'}://${e.s3.endPoint}:${e.s3.port}`,
+    S3_ENDPOINT: s3Url(e.s3),
     S3_ACCESS_KEY: e.s3.accessKey,
     S3_SECRET_KEY: e.s3.secretKey,
     S3_BUCKET: e.s3.bucket,
@@ -33,4 +33,9 @@ export function endpointsToEnv(e: InfraEndpoints): Record<string, string> {
   if (e.s3.region) env.S3_REGION = e.s3.region;
   if (e.temporalUiUrl) env.TEMPORAL_UI_URL = e.temporalUiUrl;
   return env;
+}
+
+/** The S3 endpoint as a URL, e.g. `http://127.0.0.1:9000` (the form S3_ENDPOINT takes). */
+export function s3Url(s3: S3Endpoint): string {
+  return `${s3.useSSL ? 'https' : 'http'}://${s3.endPoint}:${s3.port}`;
 }

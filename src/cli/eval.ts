@@ -3,7 +3,8 @@
  * only, for one checkpoint of a run, as workflow starpoEvaluation (task queue "starpo", visible in the
  * Temporal UI) whose rollouts run on the same rollout activities and workers as training validation.
  * Starts the servers when needed and spawns a control worker and the rollout workers (unless
- * `--no-workers`), shows a progress bar (shards done), prints per-tag success and score (or JSON).
+ * `--no-workers`), shows a progress bar (shards done, and the running shards' turn and episodes
+ * playing from their heartbeats), prints per-tag success and score (or JSON).
  * The result is stored at runs/<run>/evals/<name>/result.json; the run's training rollouts and
  * metrics are not touched.
  */
@@ -18,7 +19,8 @@ import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId } from '../workfl
 import { formatNumber } from '../workflows/format';
 import type { Role } from '../workers/roles';
 import { resolveEndpoints } from './endpoints';
-import { EvalArgs, EvalTarget, resolveEvalTarget } from './eval_target';
+import { heartbeatDetails } from './attach';
+import { EvalArgs, EvalTarget, parseTarget, resolveEvalTarget } from './eval_target';
 import { evalDetails, evalSummary, valStates } from './run_metadata';
 import { spawnWorkers } from './spawn_workers';
 import { connectClient, uiLink } from './train';
@@ -39,10 +41,33 @@ export interface EvalOutput extends EvalResult {
   workflowId: string;
 }
 
-/** Shows a progress bar of the evaluation's shards (on stderr) until it closes, then returns its result. */
+/** The heartbeat details of a running rollout activity (activities/rollout.ts: after each env reset and each turn). */
+interface RolloutHeartbeat {
+  /** Lockstep turn just played (0-based); -1 while the envs are being reset. */
+  turn: number;
+  /** Episodes that played that turn (envs reset so far, at turn -1). */
+  active: number;
+}
+
+/**
+ * What the running shard rollouts are doing, from their heartbeats: "shard rollouts starting" before
+ * any heartbeat, else per shard "resetting envs (K)" or "turn T: K episodes playing". The rollout
+ * heartbeats count the episodes still playing, not those done, so the bar counts shards and this text
+ * shows movement inside a shard.
+ */
+export function rolloutActivityText(heartbeats: ReadonlyArray<Partial<RolloutHeartbeat>>): string {
+  const known = heartbeats.filter((h): h is RolloutHeartbeat => typeof h.turn === 'number' && typeof h.active === 'number');
+  if (known.length === 0) return 'shard rollouts starting';
+  return known.map((h) => (h.turn < 0 ? `resetting envs (${h.active})` : `turn ${h.turn + 1}: ${h.active} episodes playing`)).join(', ');
+}
+
+/**
+ * Shows a progress bar of the evaluation (on stderr) until it closes, then returns its result: shards
+ * done of all shards, and what the running shards are doing (rolloutActivityText).
+ */
 async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResult> {
   const bar = new SingleBar(
-    { format: 'eval step {step} [{bar}] {value}/{total} shards | {phase} | {episodes} episodes', hideCursor: false, noTTYOutput: true, notTTYSchedule: 10_000 },
+    { format: 'eval step {step} [{bar}] {value}/{total} shards done | {phase} | {episodes} episodes | {inFlight}', hideCursor: false, noTTYOutput: true, notTTYSchedule: 10_000 },
     Presets.shades_classic,
   );
   let started = false;
@@ -54,7 +79,8 @@ async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResu
     const last = finished; // one more query once closed, so the bar ends at the final state
     try {
       const p = await handle.query(evalProgressQuery);
-      const payload = { step: p.step, phase: p.phase, episodes: p.episodes };
+      const inFlight = p.phase === 'validation' ? rolloutActivityText(heartbeatDetails<Partial<RolloutHeartbeat>>(await handle.describe(), 'rollout')) : '-';
+      const payload = { step: p.step, phase: p.phase, episodes: p.episodes, inFlight };
       if (!started) bar.start(Math.max(p.shards, 1), p.shardsDone, payload);
       else bar.setTotal(Math.max(p.shards, 1));
       bar.update(p.shardsDone, payload);
@@ -90,6 +116,7 @@ function startEvaluation(client: Client, t: EvalTarget): Promise<WorkflowHandle>
  *   (exit 1) when the evaluation fails; InfraUnavailableError (exit 3) when the servers cannot start
  */
 export async function evaluate(args: EvalArgs, opts: EvalOptions): Promise<EvalOutput> {
+  parseTarget(args); // a malformed target exits 2 before any server starts
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const target = await resolveEvalTarget(new ObjectStore(e.s3), args, opts.log);
   const { request } = target;

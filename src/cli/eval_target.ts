@@ -5,14 +5,14 @@
  */
 import { basename, extname } from 'node:path';
 import type { EvalRequest, ObjectRef } from '../activities/types';
-import type { StoredRun } from '../activities/runtime';
 import { loadConfigFile } from '../config/load';
 import type { RunConfig } from '../config/schema';
 import { withValEpisodes } from '../rollout/plan';
-import { checkpointPrefix, checkpointsPrefix, initialKey, InvalidKeyPartError, MANIFEST_NAME, parseStep, runKey, stepName, validateRunId } from '../storage/keys';
+import { checkpointPrefix, checkpointsPrefix, initialKey, InvalidKeyPartError, MANIFEST_NAME, parseStep, stepName, validateRunId } from '../storage/keys';
 import { readCheckpoint, readCompleteBefore, readLatestComplete } from '../storage/manifest';
 import { ObjectStore, sha256Hex } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
+import { loadRunSpec } from './known_run';
 
 /** A checkpoint manifest key of a run's training step. */
 const CHECKPOINT_KEY = /^runs\/([^/]+)\/checkpoints\/(step-\d{6})\/manifest\.json$/;
@@ -37,15 +37,25 @@ export interface EvalTarget {
   config: RunConfig;
 }
 
-/** Run id and step named by the target. @throws BadInputError for a malformed target or --step with a key */
-function parseTarget(args: EvalArgs): { runId: string; step?: number } {
+/** The run and checkpoint a target names; `label` names the checkpoint in messages (the key given, or `--step N`). */
+export interface ParsedTarget {
+  runId: string;
+  step?: number;
+  label: string;
+}
+
+/**
+ * Run id and step named by the target, checked without any server (so bad input exits 2 before
+ * servers or workers start). @throws BadInputError for a malformed target or --step with a key
+ */
+export function parseTarget(args: EvalArgs): ParsedTarget {
   const key = CHECKPOINT_KEY.exec(args.target);
   if (key) {
     if (args.step !== undefined) throw new BadInputError(`--step ${args.step}: ${args.target} already names a checkpoint; give either a run id with --step or a checkpoint key alone`);
-    return { runId: key[1], step: parseStep(key[2]) ?? undefined };
+    return { runId: validateRunId(key[1]), step: parseStep(key[2]) ?? undefined, label: args.target };
   }
   try {
-    return { runId: validateRunId(args.target), step: args.step };
+    return { runId: validateRunId(args.target), step: args.step, label: args.step === undefined ? 'latest checkpoint' : `--step ${args.step}` };
   } catch (err) {
     if (!(err instanceof InvalidKeyPartError)) throw err;
     throw new BadInputError(`${args.target}: not a run id or a checkpoint key; allowed: a run id (see starpo list) or runs/<runId>/checkpoints/step-NNNNNN/manifest.json`);
@@ -65,25 +75,25 @@ async function checkpointSteps(store: ObjectStore, runId: string): Promise<numbe
 /**
  * The verified checkpoint of `step` (step 0: the warm-up initial.json points at), or the run's latest
  * complete one when step is undefined.
- * @throws BadInputError (exit 2) naming the step and the run's checkpoint steps when there is none
+ * @throws BadInputError (exit 2) naming the checkpoint as given (label) and the run's checkpoint steps when there is none
  */
-async function resolveCheckpoint(store: ObjectStore, runId: string, step: number | undefined, log: (line: string) => void): Promise<{ ref: ObjectRef; step: number }> {
-  const missing = async (what: string) => {
+async function resolveCheckpoint(store: ObjectStore, { runId, step, label }: ParsedTarget, log: (line: string) => void): Promise<{ ref: ObjectRef; step: number }> {
+  const missing = async () => {
     const steps = await checkpointSteps(store, runId);
-    return new BadInputError(`${what}: run ${runId} has no such checkpoint; allowed steps: ${steps.join(', ') || 'none (the run has no checkpoint yet)'}`);
+    return new BadInputError(`${label}: run ${runId} has no such checkpoint; allowed steps: ${steps.join(', ') || 'none (the run has no checkpoint yet)'}`);
   };
   if (step === undefined) {
     const latest = await readLatestComplete(store, runId, log);
-    if (!latest) throw await missing('latest checkpoint');
+    if (!latest) throw await missing();
     return { ref: latest.ref, step: latest.step };
   }
   if (step === 0) {
     const initial = await readCompleteBefore(store, runId, 1, () => undefined);
-    if (!initial) throw await missing('--step 0');
+    if (!initial) throw await missing();
     return { ref: initial.ref, step: 0 };
   }
   const key = `${checkpointPrefix(runId, step)}${MANIFEST_NAME}`;
-  if (!(await store.exists(key))) throw await missing(`--step ${step}`);
+  if (!(await store.exists(key))) throw await missing();
   return { ref: (await readCheckpoint(store, key)).ref, step };
 }
 
@@ -100,16 +110,17 @@ export function evalName(step: number, configName: string, config: RunConfig, ch
 /**
  * Resolves the command's arguments against the store.
  * @throws BadInputError or ConfigError (exit 2): a malformed target, an unknown run, a missing step,
- *   a bad config file, episodes that are not a multiple of the val group_size
+ *   a bad config file, episodes that are not a multiple of the val group_size; InfraUnavailableError
+ *   (exit 3) when the S3 server does not answer
  */
 export async function resolveEvalTarget(store: ObjectStore, args: EvalArgs, log: (line: string) => void): Promise<EvalTarget> {
-  const { runId, step } = parseTarget(args);
-  if (!(await store.exists(runKey(runId)))) throw new BadInputError(`unknown run id ${JSON.stringify(runId)}: ${runKey(runId)} is not in the object store (see starpo list)`);
-  const run = (await store.getJson(runKey(runId))) as StoredRun;
+  const target = parseTarget(args);
+  const { runId } = target;
+  const run = await loadRunSpec(store, runId);
   const other = args.config === undefined ? undefined : { configName: basename(args.config, extname(args.config)), config: loadConfigFile(args.config).config };
   const { configName, config: base } = other ?? run;
   const config = args.episodes === undefined ? base : withValEpisodes(base, args.episodes);
-  const checkpoint = await resolveCheckpoint(store, runId, step, log);
+  const checkpoint = await resolveCheckpoint(store, target, log);
   const request: EvalRequest = {
     runId, name: evalName(checkpoint.step, configName, config, checkpoint.ref), checkpoint: checkpoint.ref, step: checkpoint.step,
     ...(other ? { config: other } : {}), ...(args.episodes === undefined ? {} : { episodes: args.episodes }),

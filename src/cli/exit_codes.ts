@@ -20,6 +20,7 @@ export class NoControlWorkerError extends Error {
 export function exitCodeOf(err: unknown): number {
   const name = err instanceof Error ? err.name : '';
   if (name === 'ConfigError' || name === 'InfraConfigError' || name === 'CommanderError' || name === 'BadInputError') return EXIT.badInput;
+  if (name === 'InvalidKeyPartError') return EXIT.badInput; // a run id, step or name outside the allowed key characters (storage/keys.ts)
   if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)
   if (name === 'InfraUnavailableError' || name === 'InfraStartError' || name === 'NoControlWorkerError') return EXIT.infraUnavailable;
   if (name === 'WorkflowFailedError') return EXIT.runFailed;

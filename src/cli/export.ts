@@ -7,12 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { RunConfig } from '../config/schema';
 import { hfFolderFiles } from '../model/hf_folder';
-import { checkpointPrefix, checkpointsPrefix, MANIFEST_NAME, parseStep, runKey, validateRunId } from '../storage/keys';
+import { checkpointPrefix, checkpointsPrefix, MANIFEST_NAME, parseStep } from '../storage/keys';
 import { readCheckpoint, readInitial, readLatestComplete, type LoadedCheckpoint } from '../storage/manifest';
 import type { ObjectStore } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
+import { loadRunSpec } from './known_run';
 
 /** What was exported: the folder, the checkpoint's step and manifest key, and each file's size in bytes. */
 export interface ExportResult {
@@ -75,19 +75,14 @@ function writeFolderAtomically(dir: string, files: Record<string, Uint8Array>): 
 /**
  * Exports a checkpoint of `runId` as an HF model folder at `to`.
  * @param step the checkpoint's step (0 = the run's step-0 policy); default the newest complete one
- * @throws BadInputError (exit 2) for a bad run id, an unknown run, a missing step or a non-empty `to`;
+ * @throws InvalidKeyPartError / BadInputError (exit 2) for a bad run id, an unknown run, a missing step
+ *   or a non-empty `to`; InfraUnavailableError (exit 3) when the S3 server does not answer;
  *   CorruptObjectError when the chosen checkpoint does not verify
  */
 export async function exportCheckpoint(store: ObjectStore, runId: string, opts: { step?: number; to: string; log: (line: string) => void }): Promise<ExportResult> {
   const dir = resolve(opts.to);
   checkTarget(dir);
-  try {
-    validateRunId(runId);
-  } catch (err) {
-    throw new BadInputError((err as Error).message);
-  }
-  if (!(await store.exists(runKey(runId)))) throw new BadInputError(`run ${JSON.stringify(runId)} is unknown: the object store has no ${runKey(runId)}`);
-  const spec = (await store.getJson(runKey(runId))) as { config: RunConfig };
+  const spec = await loadRunSpec(store, runId);
   const checkpoint = await pickCheckpoint(store, runId, opts.step, opts.log);
   const files = hfFolderFiles(checkpoint.files, spec.config.actor_infer.generating_args);
   checkTarget(dir); // again: it may have been filled meanwhile

@@ -14,6 +14,7 @@ import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';
 import { resolveEndpoints } from './endpoints';
 import { runInputFromFile } from './run_input';
+import { runIdArgument } from './known_run';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 
@@ -40,6 +41,7 @@ const program = new Command();
 program
   .name('starpo')
   .description('StarPO training runs on Temporal with an S3 object store')
+  .version((require('../../package.json') as { version: string }).version)
   .option('--verbose', 'print stack traces')
   .exitOverride(); // usage errors reach the handler below and exit 2
 
@@ -89,7 +91,7 @@ program
 program
   .command('export')
   .description('write an HF-format model folder (config.json, model.safetensors, tokenizer files) from a checkpoint of a run; load it with `pretrain: DIR`')
-  .argument('<runId>')
+  .argument('<runId>', 'run id (see starpo list)', runIdArgument)
   .option('--step <n>', 'checkpoint step (0 = the step-0 policy); default the newest complete checkpoint', nonNegativeInt)
   .requiredOption('--to <dir>', 'output folder: must not exist or be empty (written to a temp folder, then renamed)')
   .action(async (runId: string, opts: { step?: number; to: string }) => {

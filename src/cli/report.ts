@@ -2,12 +2,16 @@
  * `starpo report <runId> [-o file]` (one self-contained HTML file: learning curves, validation table,
  * collapse signals, trajectory browser; src/report/) and `starpo trajectories <runId> --step N`
  * (a step's best and worst env groups turn by turn in the terminal; trajectories.ts). Both read the
- * run from the object store only, so they work on running, finished and failed runs alike.
+ * run from the object store, so they work on running, finished and failed runs alike; the report's
+ * summary adds the run's state from Temporal when its server answers.
  */
-import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ObjectStore } from '../storage/object_store';
+import type { InfraEndpoints } from '../../infra/types';
 import { resolveEndpoints } from './endpoints';
+import { errorMessage } from './exit_codes';
+import { runIdArgument } from './known_run';
+import { checkOutputFile, writeFileAtomically } from './output_file';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
 const intAtLeast = (min: number) => (value: string): number => {
@@ -16,9 +20,32 @@ const intAtLeast = (min: number) => (value: string): number => {
   return n;
 };
 
-/** The object store of the servers in use (never starts them). @throws InfraUnavailableError (exit 3) */
-async function store(): Promise<ObjectStore> {
-  return new ObjectStore((await resolveEndpoints({ start: false, log: (line) => console.error(line) })).s3);
+/** The servers in use (never starts them). @throws InfraUnavailableError (exit 3) */
+function endpoints(): Promise<InfraEndpoints> {
+  return resolveEndpoints({ start: false, log: (line) => console.error(line) });
+}
+
+/**
+ * The run's state line for the report: its Temporal status and `progress` query (`starpo status`),
+ * or `unknown: ...` saying why when the Temporal server does not answer or has no such workflow.
+ */
+async function runState(e: InfraEndpoints, runId: string): Promise<string> {
+  const { connectClient } = require('./train') as typeof import('./train');
+  const { runStatus } = require('./operate') as typeof import('./operate');
+  const { runStateText } = require('../report/state') as typeof import('../report/state');
+  let client;
+  try {
+    client = await connectClient(e);
+  } catch (err) {
+    return runStateText(null, (err as Error).message);
+  }
+  try {
+    return runStateText(await runStatus(client, runId));
+  } catch (err) {
+    return runStateText(null, `Temporal: ${errorMessage(err)}`);
+  } finally {
+    await client.connection.close();
+  }
 }
 
 /** Adds `report` and `trajectories` to the program. */
@@ -26,21 +53,23 @@ export function registerReportCommands(program: Command): void {
   program
     .command('report')
     .description('write one self-contained HTML report of a run: learning curves, validation, collapse signals, trajectory browser')
-    .argument('<runId>')
-    .option('-o, --output <file>', 'output file (default report-<runId>.html)')
+    .argument('<runId>', 'run id (see starpo list)', runIdArgument)
+    .option('-o, --output <file>', 'output file (default report-<runId>.html; missing folders are created)')
     .option('--trajectory-steps <n>', 'at most this many train steps in the trajectory browser (evenly spaced, first and last included)', intAtLeast(1), 50)
     .action(async (runId: string, opts: { output?: string; trajectorySteps: number }) => {
-      const { buildReport } = require('../report/build') as typeof import('../report/build');
-      const html = await buildReport(await store(), runId, { trajectorySteps: opts.trajectorySteps, warn: (line) => console.error(line) });
       const output = opts.output ?? `report-${runId}.html`;
-      writeFileSync(output, html);
+      const file = checkOutputFile('-o', output);
+      const { buildReport } = require('../report/build') as typeof import('../report/build');
+      const e = await endpoints();
+      const html = await buildReport(new ObjectStore(e.s3), runId, { trajectorySteps: opts.trajectorySteps, state: await runState(e, runId), warn: (line) => console.error(line) });
+      writeFileAtomically(file, html);
       console.log(`wrote ${output} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB); open it in a browser, it needs no network`);
     });
 
   program
     .command('trajectories')
     .description("show a step's env groups in the terminal: the best and worst turn by turn (observation, response, action, reward, scores)")
-    .argument('<runId>')
+    .argument('<runId>', 'run id (see starpo list)', runIdArgument)
     .requiredOption('--step <n>', 'pipeline step whose rollouts to show', intAtLeast(0))
     .option('--tag <tag>', 'only groups of this env tag')
     .option('--group <group>', 'show this group only: its group id or trajGroupId')
@@ -49,6 +78,6 @@ export function registerReportCommands(program: Command): void {
     .action(async (runId: string, opts: { step: number; tag?: string; group?: string; split: 'train' | 'val'; width?: number }) => {
       const { trajectoriesText } = require('./trajectories') as typeof import('./trajectories');
       const width = opts.width ?? (process.stdout.columns || 160);
-      console.log(await trajectoriesText(await store(), runId, { ...opts, width, warn: (line) => console.error(line) }));
+      console.log(await trajectoriesText(new ObjectStore((await endpoints()).s3), runId, { ...opts, width, warn: (line) => console.error(line) }));
     });
 }

@@ -1,15 +1,18 @@
 /**
  * `starpo trajectories <runId> --step N [--tag T] [--group G] [--split train|val]`: a step's env groups
- * from the object store, the best and worst turn by turn in the terminal (src/report/text.ts).
+ * from the object store, the best and worst turn by turn in the terminal (src/report/text.ts), under
+ * a legend of the grid symbols (src/report/legend.ts).
  * A step, tag or group that the run does not have is bad input (exit 2) naming the value and the
  * available ones.
  */
 import { BadInputError } from './exit_codes';
 import type { ObjectStore } from '../storage/object_store';
 import { groupStep } from '../report/groups';
+import { gridLegends } from '../report/legend';
 import { integerRanges } from '../report/ranges';
-import { loadRunSpec, loadScores, loadTrajectories, rolloutIndex } from '../report/run_data';
+import { loadScores, loadTrajectories, rolloutIndex } from '../report/run_data';
 import { formatStep } from '../report/text';
+import { loadRunSpec } from './known_run';
 
 /** What to show. */
 export interface TrajectoriesOptions {
@@ -31,7 +34,7 @@ export interface TrajectoriesOptions {
  *   available ones); CorruptObjectError when a trajectory shard is damaged
  */
 export async function trajectoriesText(store: ObjectStore, runId: string, opts: TrajectoriesOptions): Promise<string> {
-  await loadRunSpec(store, runId);
+  const spec = await loadRunSpec(store, runId);
   const index = (await rolloutIndex(store, runId))[opts.split];
   const shards = index.get(opts.step);
   if (!shards) throw new BadInputError(`--step ${opts.step}: run ${runId} has no ${opts.split} rollouts at step ${opts.step}; available steps: ${integerRanges(index.keys())}`);
@@ -54,5 +57,6 @@ export async function trajectoriesText(store: ObjectStore, runId: string, opts: 
   }
   const header = `run ${runId} · step ${opts.step} · ${opts.split} · ${shown.groups.length} groups, ${trajectories.length} trajectories` +
     `${opts.tag ? ` · tag ${opts.tag}` : ''}${scores ? '' : opts.split === 'train' ? ' · update scores not recorded' : ''}`;
-  return formatStep(shown, { header, width: opts.width, group });
+  const legends = gridLegends(spec.config, shown.groups.map((g) => g.tag)).map((line) => `grid symbols: ${line}`);
+  return formatStep(shown, { header: [header, ...legends].join('\n'), width: opts.width, group });
 }

@@ -63,10 +63,12 @@ export function frozenLakeInstruction(slippery: boolean): string {
     ' Answer <answer>Left|Down|Right|Up</answer>.';
 }
 
-/**
- * Renders a map with the player: rows joined by "\n"; P player, _ frozen, O hole, G goal,
- * X player in a hole, √ player on the goal (SPEC.md §8, ROLL grid_lookup).
- */
+/** The symbols renderLake draws, [symbol, meaning] (SPEC.md §8, ROLL grid_lookup); shown as a legend by `starpo report`. */
+export const LAKE_SYMBOLS: ReadonlyArray<readonly [string, string]> = [
+  ['P', 'player'], ['_', 'frozen'], ['O', 'hole'], ['G', 'goal'], ['X', 'player in a hole'], ['√', 'player on the goal'],
+];
+
+/** Renders a map with the player: rows joined by "\n", one LAKE_SYMBOLS symbol per cell. */
 export function renderLake(map: LakeMap, player: Pos): string {
   const rows: string[] = [];
   for (let r = 0; r < map.size; r++) {

@@ -5,8 +5,10 @@
 import type { ObjectStore } from '../storage/object_store';
 import { chartsOf } from './charts';
 import { groupStep } from './groups';
+import { gridLegends } from './legend';
 import { reportHtml } from './html';
-import { loadMetrics, loadRunSpec, loadScores, loadTrajectories, rolloutIndex } from './run_data';
+import { loadRunSpec } from '../cli/known_run';
+import { loadMetrics, loadScores, loadTrajectories, rolloutIndex } from './run_data';
 import { chartSvg } from './svg';
 
 /** Default cap on the train steps whose trajectories the report embeds. */
@@ -28,10 +30,11 @@ export function spreadSteps(steps: readonly number[], cap: number): number[] {
 /**
  * The report of `runId` as one HTML document.
  * @param opts.trajectorySteps at most this many train steps in the trajectory browser (spreadSteps)
+ * @param opts.state the run's state line (state.ts runStateText)
  * @param opts.warn where notes about unusable objects go
  * @throws BadInputError for an unknown run; CorruptObjectError / ObjectNotFoundError for a damaged shard
  */
-export async function buildReport(store: ObjectStore, runId: string, opts: { trajectorySteps: number; warn: (line: string) => void }): Promise<string> {
+export async function buildReport(store: ObjectStore, runId: string, opts: { trajectorySteps: number; state: string; warn: (line: string) => void }): Promise<string> {
   const spec = await loadRunSpec(store, runId);
   const metrics = await loadMetrics(store, runId);
   const charts = [];
@@ -45,6 +48,7 @@ export async function buildReport(store: ObjectStore, runId: string, opts: { tra
     if (trajectories.length > 0) steps.push(groupStep(step, trajectories, await loadScores(store, runId, step, opts.warn)));
   }
   return reportHtml({
-    spec, metrics, charts, steps, omittedSteps: all.filter((s) => !shown.includes(s)), generatedAt: new Date().toISOString(),
+    spec, metrics, charts, steps, omittedSteps: all.filter((s) => !shown.includes(s)), generatedAt: new Date().toISOString(), state: opts.state,
+    legends: gridLegends(spec.config, [...spec.config.train_env_manager.tags, ...spec.config.val_env_manager.tags]),
   });
 }

@@ -46,9 +46,21 @@ function points(metrics: readonly StepMetrics[], value: (m: Record<string, numbe
   });
 }
 
-/** Series of the given [name, key] pairs, dropping the ones with no points. */
+/**
+ * Series of the given [name, key] pairs, dropping the ones with no points. A series with exactly the
+ * points of an earlier one (e.g. kept groups = all groups with rollout_filter_ratio 1) would be drawn
+ * hidden under it: it is merged into that one, named "earlier = later".
+ */
 function seriesOf(metrics: readonly StepMetrics[], pairs: ReadonlyArray<readonly [string, string]>): Series[] {
-  return pairs.map(([name, key]) => ({ name, points: points(metrics, (m) => m[key]) })).filter((s) => s.points.length > 0);
+  const out: Series[] = [];
+  for (const [name, key] of pairs) {
+    const pts = points(metrics, (m) => m[key]);
+    if (pts.length === 0) continue;
+    const same = out.find((s) => s.points.length === pts.length && s.points.every((p, i) => p.step === pts[i].step && p.value === pts[i].value));
+    if (same) same.name = `${same.name} = ${name}`;
+    else out.push({ name, points: pts });
+  }
+  return out;
 }
 
 /**

@@ -11,12 +11,13 @@ import { join } from 'node:path';
 import type { RunConfig } from '../config/schema';
 import type { Chart } from './charts';
 import type { ShownStep } from './groups';
-import type { RunSpec, StepMetrics } from './run_data';
+import type { StoredRun } from '../activities/runtime';
+import type { StepMetrics } from './run_data';
 import { fmt } from './text';
 
 /** Everything the page shows. */
 export interface ReportContent {
-  spec: RunSpec;
+  spec: StoredRun;
   metrics: StepMetrics[];
   /** Charts with their SVG, or null when a chart has no points in this run. */
   charts: Array<{ chart: Chart; svg: string | null }>;
@@ -26,6 +27,10 @@ export interface ReportContent {
   omittedSteps: number[];
   /** ISO time the report was made. */
   generatedAt: string;
+  /** The run's state when the report was made (state.ts runStateText). */
+  state: string;
+  /** Legend lines of the grid observations (legend.ts gridLegends); empty when no env draws a grid. */
+  legends: string[];
 }
 
 /** Escapes text for HTML element content and attribute values. */
@@ -56,6 +61,7 @@ function summary(c: ReportContent): string {
   const val = last(c.metrics, 'val/env/success');
   const rows: Array<[string, string]> = [
     ['run', c.spec.runId],
+    ['state', c.state],
     ['config', c.spec.configName],
     ['model', String(config.pretrain)],
     ['env tags', [...new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags])].join(', ')],
@@ -67,9 +73,14 @@ function summary(c: ReportContent): string {
   return `<section data-section="summary"><table class="summary">${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table></section>`;
 }
 
+/** What an empty section says: the run has no step yet (running, in warm-up), or the metric is absent. */
+function emptyText(c: ReportContent, absent: string): string {
+  return c.metrics.length === 0 ? 'no step completed yet' : absent;
+}
+
 function charts(c: ReportContent): string {
   const figures = c.charts.map(({ chart, svg }) => {
-    const body = svg ?? `<p class="empty">not recorded in this run</p>`;
+    const body = svg ?? `<p class="empty">${emptyText(c, 'not recorded in this run')}</p>`;
     const floor = chart.floor ? `<figcaption class="note">dashed grey: ${escapeHtml(chart.floor.label)} ${chart.floor.value}</figcaption>` : '';
     const marks = chart.marks.length > 0 ? `<figcaption class="note alert">red: collapse_guard fired at step ${chart.marks.join(', ')}</figcaption>` : '';
     return `<figure class="chart" data-chart="${escapeHtml(chart.id)}"><figcaption>${escapeHtml(chart.title)}</figcaption>${body}${floor}${marks}</figure>`;
@@ -80,7 +91,7 @@ function charts(c: ReportContent): string {
 /** The validation table: one row per evaluation, success and score overall and per tag. */
 function validation(c: ReportContent): string {
   const evals = c.metrics.filter((m) => m.metrics['val/env/success'] !== undefined);
-  if (evals.length === 0) return `<section data-section="validation"><h2>Validation</h2><p class="empty">no evaluation in this run (eval_steps ${c.spec.config.eval_steps})</p></section>`;
+  if (evals.length === 0) return `<section data-section="validation"><h2>Validation</h2><p class="empty">${emptyText(c, `no evaluation in this run (eval_steps ${c.spec.config.eval_steps})`)}</p></section>`;
   const tags = [...new Set(evals.flatMap((m) => Object.keys(m.metrics).flatMap((k) => /^val\/env\/([^/]+)\/success$/.exec(k)?.[1] ?? [])))];
   const cols: Array<[string, string]> = [['success', 'val/env/success'], ['score', 'val/score'],
     ...tags.flatMap((t): Array<[string, string]> => [[`${t} success`, `val/env/${t}/success`], [`${t} score`, `val/${t}/score`]])];
@@ -93,6 +104,7 @@ function validation(c: ReportContent): string {
 /** The collapse signals: per step in-group std and entropy, cells below the guard's floors highlighted. */
 function collapse(c: ReportContent, guard: RunConfig['collapse_guard']): string {
   const steps = c.metrics.filter((m) => m.metrics['rollout/in_group_std'] !== undefined);
+  if (steps.length === 0) return `<section data-section="collapse"><h2>Collapse signals</h2><p class="empty">${emptyText(c, 'no in-group reward std recorded in this run')}</p></section>`;
   const fired = steps.filter((m) => m.metrics['collapse/fired'] === 1).map((m) => m.step);
   const verdict = fired.length > 0
     ? `<p class="alert" data-collapse="fired">collapse_guard fired at step ${fired.join(', ')}</p>`
@@ -110,6 +122,7 @@ function trajectories(c: ReportContent): string {
   const omitted = c.omittedSteps.length > 0 ? `<p class="note">${c.omittedSteps.length} other steps left out (see --trajectory-steps)</p>` : '';
   return `<section data-section="trajectories" id="trajectories"><h2>Trajectories</h2>${omitted}` +
     `<p class="note">Train episodes of a step by env group; normalised score and advantage (mean over the response tokens, after whitening and advantage_clip) are what the update used.</p>` +
+    c.legends.map((line) => `<p class="note legend">grid symbols: ${escapeHtml(line)}</p>`).join('') +
     `<div class="controls"><label>step <select id="step-select"></select></label> <label>group <select id="group-select"></select></label></div>` +
     `<div id="group-table"></div><div id="trajectory-view"></div>` +
     `<script type="application/json" id="trajectory-data">${scriptJson(c.steps)}</script></section>`;

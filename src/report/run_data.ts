@@ -1,28 +1,19 @@
 /**
- * What `starpo report` and `starpo trajectories` read from the object store: the run spec
- * (runs/<run>/run.json), every step's metrics (runs/<run>/metrics/step-N.json), the rollout shards of a
+ * What `starpo report` and `starpo trajectories` read from the object store besides the run spec
+ * (cli/known_run.ts): every step's metrics (runs/<run>/metrics/step-N.json), the rollout shards of a
  * step through their commit records (sha256-verified trajectories) and the update's per-trajectory
  * scores (trajectory_scores.json of checkpoint step N+1, verified against its manifest).
  */
-import { BadInputError } from '../cli/exit_codes';
-import type { RunConfig } from '../config/schema';
 import type { TrajectoryScoresFile } from '../algo/trajectory_scores';
 import type { Trajectory } from '../rollout/types';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
-import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
+import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import { readCheckpointFile } from '../storage/manifest';
 import type { ObjectStore } from '../storage/object_store';
 import { shardRecordSchema } from '../storage/shard_record';
 
 /** Metrics objects read at once. */
 const READS_IN_FLIGHT = 16;
-
-/** The stored run spec. */
-export interface RunSpec {
-  runId: string;
-  configName: string;
-  config: RunConfig;
-}
 
 /** One step's scalars as the workflow stored them. */
 export interface StepMetrics {
@@ -32,21 +23,6 @@ export interface StepMetrics {
 
 /** Rollout shards of a run: for each split, step -> shard numbers, from the shard commit records. */
 export type RolloutIndex = Record<'train' | 'val', Map<number, number[]>>;
-
-/**
- * The run spec. @throws BadInputError naming the run id when the store has no run.json for it
- * (an unknown run), errors of the store otherwise.
- */
-export async function loadRunSpec(store: ObjectStore, runId: string): Promise<RunSpec> {
-  try {
-    return await store.getJson<RunSpec>(runKey(runId));
-  } catch (err) {
-    if (err instanceof ObjectNotFoundError) {
-      throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${runKey(runId)} in bucket ${store.bucket} (see \`starpo list\`)`);
-    }
-    throw err;
-  }
-}
 
 /** Every stored step's metrics, ascending by step (the final validation is a step of its own, val/ keys only). */
 export async function loadMetrics(store: ObjectStore, runId: string): Promise<StepMetrics[]> {

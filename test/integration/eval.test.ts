@@ -140,15 +140,20 @@ test('starpo eval --episodes plays more val groups: the first ones are the final
   assert.match(text.stdout, /12 episodes = 12 groups x group_size 1, the validation states of step 2/);
 });
 
-test('starpo eval: an unknown run, a missing step, bad --episodes and a malformed target exit 2 naming the value', async () => {
+test('starpo eval: an unknown run, a missing step or checkpoint key, bad --episodes and a malformed target exit 2 naming the value', async () => {
   const trained = await trainedRun();
   const unknown = await starpo('eval', 'no-such-run', '--no-workers');
   assert.equal(unknown.code, 2);
-  assert.match(unknown.stderr, /unknown run id "no-such-run": runs\/no-such-run\/run.json is not in the object store/);
+  assert.match(unknown.stderr, /^error: run "no-such-run" not found: no runs\/no-such-run\/run.json in bucket \S+ \(see `starpo list`\)\n$/);
+  assert.doesNotMatch(unknown.stderr, /workers:/, 'no worker started');
 
   const step = await starpo('eval', runId, '--step', '7', '--no-workers');
   assert.equal(step.code, 2);
   assert.match(step.stderr, new RegExp(`--step 7: run ${runId} has no such checkpoint; allowed steps: 0, 1, 2`));
+  const key = `runs/${runId}/checkpoints/step-000099/manifest.json`;
+  const missingKey = await starpo('eval', key, '--no-workers');
+  assert.equal(missingKey.code, 2);
+  assert.match(missingKey.stderr, new RegExp(`^error: ${key}: run ${runId} has no such checkpoint; allowed steps: 0, 1, 2$`, 'm'));
 
   const zero = await starpo('eval', runId, '--episodes', '0', '--no-workers');
   assert.equal(zero.code, 2);

@@ -84,7 +84,7 @@ test('starpo export writes an HF folder and a run with pretrain: <that folder> s
     assert.match(full.stderr, new RegExp(`^error: --to ${dir}: the folder is not empty; allowed: a new or empty folder\\n$`));
     const unknown = starpo('export', 'no-such-run', '--to', join(work, 'x'));
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /run "no-such-run" is unknown: the object store has no runs\/no-such-run\/run.json/);
+    assert.match(unknown.stderr, /^error: run "no-such-run" not found: no runs\/no-such-run\/run.json in bucket \S+ \(see `starpo list`\)\n$/);
     const missingStep = starpo('export', first.runId, '--step', '7', '--to', join(work, 'x'));
     assert.equal(missingStep.code, 2);
     assert.match(missingStep.stderr, /--step 7: run .* has no checkpoint at step 7; allowed: 0, 1/);

@@ -7,7 +7,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
@@ -47,10 +47,13 @@ after(async () => {
 
 test('the report opens offline in Chromium: success and entropy charts, trajectories with turns, no request', async (t) => {
   await trainedRun();
-  const file = join(out, 'report.html');
+  const file = join(out, 'new-folder', 'report.html'); // missing folders are created
   const made = starpo('report', runId, '-o', file);
   assert.equal(made.code, 0, made.stderr);
   assert.match(made.stdout, new RegExp(`wrote ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(\\d+ KiB\\)`));
+  const html = readFileSync(file, 'utf8');
+  assert.ok(html.includes('<tr><th>state</th><td>COMPLETED after 2 steps</td></tr>'), 'the run state from Temporal');
+  assert.ok(html.includes('grid symbols: FrozenLake: P player, _ frozen, O hole, G goal'), 'the grid legend');
 
   browser = await chromium.launchPersistentContext(join(out, 'chromium-profile'), {
     executablePath: '/usr/bin/chromium', headless: true, viewport: { width: 1280, height: 900 },
@@ -101,6 +104,7 @@ test('starpo trajectories prints a step\'s grids turn by turn; a step, tag or gr
   const shown = starpo('trajectories', runId, '--step', '1', '--width', '160');
   assert.equal(shown.code, 0, shown.stderr);
   assert.match(shown.stdout, new RegExp(`^run ${runId} · step 1 · train · 4 groups, 16 trajectories$`, 'm'));
+  assert.match(shown.stdout, /^grid symbols: FrozenLake: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal$/m);
   assert.match(shown.stdout, /^turn 1 · reward -?\d\.\d{3} · .* │ turn 1 · reward/m);
   assert.match(shown.stdout, /^ {2}[_PGO]{4} +│ {3}[_PGO]{4}$/m, 'grid rows side by side');
   assert.match(shown.stdout, /^ {2}response: ".*" +│ {3}response: /m);

@@ -1,11 +1,16 @@
 /**
  * The `starpo` command's help and errors, through `node bin/starpo.js` as users run it: every command's
  * help has examples, the top-level help lists the exit codes; bad input prints one line without a
- * stack trace (unless --verbose) and exits with its code (2 bad input, 3 infra unavailable).
+ * stack trace (unless --verbose) and exits with its code (2 bad input, 3 infra unavailable): bad run
+ * ids, eval targets and report paths before any server is contacted, unreachable servers named with
+ * the remedy; --version.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort } from '../../infra/ports';
 
 /** `starpo <args>`: exit code, stdout, stderr. */
@@ -15,13 +20,21 @@ function starpo(args: string[], env: Record<string, string> = {}): { code: numbe
 }
 
 /** `starpo <args>` without blocking, so several run at once (each start compiles the CLI with tsx). */
-function starpoAsync(args: string[]): Promise<{ code: number | null; stdout: string }> {
+function starpoAsync(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/starpo.js', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['bin/starpo.js', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.on('close', (code) => resolve({ code, stdout }));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Environment pointing at servers that do not run (a free port), so any connection is refused. */
+async function deadServers(): Promise<{ port: number; env: Record<string, string> }> {
+  const port = await freePort();
+  return { port, env: { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' } };
 }
 
 /** Command names of a help text's "Commands:" section (without `help`). */
@@ -79,12 +92,50 @@ test('bad server settings exit 2 and unreachable servers exit 3, each with one l
   const badEnv = starpo(['infra', 'up'], { S3_ENDPOINT: 'http://127.0.0.1:1' });
   assert.equal(badEnv.code, 2);
   assert.equal(badEnv.stderr, 'error: S3_ENDPOINT is set (http://127.0.0.1:1) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither\n');
-  const port = await freePort();
-  const dead = { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' };
+  const { port, env: dead } = await deadServers();
   const status = starpo(['status', 'some-run'], dead);
   assert.equal(status.code, 3);
   assert.match(status.stderr, new RegExp(`^error: cannot reach the Temporal server at 127\\.0\\.0\\.1:${port} \\(.+\\); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS\\n$`));
-  const exported = starpo(['export', 'some-run', '--to', `/tmp/starpo-never-written-${port}`], dead);
-  assert.equal(exported.code, 3);
-  assert.match(exported.stderr, new RegExp(`^error: server unreachable: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\n$`));
+  const out = mkdtempSync(join(tmpdir(), 'starpo-dead-'));
+  const s3 = await Promise.all([
+    ['export', 'some-run', '--to', join(out, 'exported')],
+    ['report', 'some-run', '-o', join(out, 'new', 'r.html')],
+    ['trajectories', 'some-run', '--step', '0'],
+    ['eval', 'some-run', '--no-workers'],
+  ].map((args) => starpoAsync(args, dead)));
+  for (const res of s3) {
+    assert.equal(res.code, 3, res.stderr);
+    assert.match(res.stderr, new RegExp(`^error: cannot reach the S3 server at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\); start the local servers with \`starpo infra up\` or set S3_ENDPOINT\\n$`));
+  }
+  assert.deepEqual(readdirSync(out), [], 'nothing written');
+});
+
+test('a bad run id, eval target or -o exits 2 naming it, before any server is contacted', async () => {
+  const { env: dead } = await deadServers();
+  const out = mkdtempSync(join(tmpdir(), 'starpo-bad-'));
+  writeFileSync(join(out, 'plain'), '');
+  const cases: Array<[string[], RegExp]> = [
+    [['report', '../etc'], /^error: command-argument value '\.\.\/etc' is invalid for argument 'runId'\. runId "\.\.\/etc" is invalid; allowed: 1-128 characters/],
+    [['report', 'a/b'], /argument 'runId'\. runId "a\/b" is invalid/],
+    [['report', ''], /argument 'runId'\. runId "" is invalid/],
+    [['trajectories', '../etc', '--step', '1'], /argument 'runId'\. runId "\.\.\/etc" is invalid/],
+    [['export', '../etc', '--to', join(out, 'x')], /argument 'runId'\. runId "\.\.\/etc" is invalid/],
+    [['eval', '../etc'], /^error: \.\.\/etc: not a run id or a checkpoint key; allowed: a run id/],
+    [['eval', 'runs/../checkpoints/step-000001/manifest.json'], /^error: runId "\.\." is invalid/],
+    [['report', 'some-run', '-o', out], new RegExp(`^error: -o ${out}: is a folder; allowed: a file path`)],
+    [['report', 'some-run', '-o', join(out, 'plain', 'r.html')], new RegExp(`^error: -o ${out}/plain/r\\.html: ${out}/plain is a file, not a folder`)],
+  ];
+  const results = await Promise.all(cases.map(([args]) => starpoAsync(args, dead)));
+  cases.forEach(([args, expected], i) => {
+    const res = results[i] as { code: number | null; stderr: string };
+    assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
+    assert.match(res.stderr, expected, args.join(' '));
+    assert.equal(res.stderr.split('\n').length, 2, `one line: ${res.stderr}`);
+  });
+});
+
+test('starpo --version prints the package version', () => {
+  const res = starpo(['--version']);
+  assert.equal(res.code, 0);
+  assert.equal(res.stdout, `${(JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version}\n`);
 });

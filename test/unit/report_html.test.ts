@@ -1,7 +1,8 @@
 /**
  * The `starpo report` page pieces without servers: which metrics each chart plots (per tag, floors,
- * collapse marks), the Vega SVG, the page's stable hooks and its self-containment (nothing external,
- * trajectory text cannot close the script element), and the step spreading of the browser.
+ * collapse marks, coinciding series merged), the Vega SVG, the page's stable hooks and its
+ * self-containment (nothing external, trajectory text cannot close the script element), the run's
+ * state line and a run with no step yet, the grid legends, and the step spreading of the browser.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,11 +12,14 @@ import { validateConfig } from '../../src/config/load';
 import { chartsOf } from '../../src/report/charts';
 import { chartSvg, yExtent } from '../../src/report/svg';
 import { reportHtml } from '../../src/report/html';
+import { gridLegends } from '../../src/report/legend';
+import { runStateText } from '../../src/report/state';
 import { groupStep } from '../../src/report/groups';
 import { spreadSteps } from '../../src/report/build';
 import { integerRanges } from '../../src/report/ranges';
 import type { StepMetrics } from '../../src/report/run_data';
 import type { Trajectory } from '../../src/rollout/types';
+import type { Progress } from '../../src/workflows/api';
 
 const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
 const config = validateConfig({ ...raw, collapse_guard: { enabled: true, patience: 1 } }, 'fixture');
@@ -65,6 +69,7 @@ test('the page: stable hooks, validation and collapse sections, and trajectory t
     spec: { runId: 'r1', configName: 'tiny', config }, metrics,
     charts: chartsOf(config, metrics).map((chart) => ({ chart, svg: chart.series.length > 0 ? '<svg></svg>' : null })),
     steps: [groupStep(2, [t], null)], omittedSteps: [], generatedAt: '2026-01-01T00:00:00Z',
+    state: 'COMPLETED after 2 steps', legends: gridLegends(config, ['FrozenLake']),
   });
   for (const id of ['success', 'entropy', 'time', 'kl']) assert.ok(html.includes(`<figure class="chart" data-chart="${id}">`), id);
   assert.match(html, /data-chart="kl"><figcaption>KL<\/figcaption><p class="empty">not recorded in this run/);
@@ -75,6 +80,53 @@ test('the page: stable hooks, validation and collapse sections, and trajectory t
   assert.equal(html.split('</script>').length - 1, 2);
   assert.ok(html.includes('\\u003c/script>\\u003cscript>alert(1)\\u003c/script>'));
   assert.doesNotMatch(html, /<(link|img|iframe)\b|\bsrc=|https?:\/\//);
+  assert.match(html, /<tr><th>state<\/th><td>COMPLETED after 2 steps<\/td><\/tr>/);
+  assert.match(html, /<p class="note legend">grid symbols: FrozenLake: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal<\/p>/);
+});
+
+test('a run with no step yet: the summary says its state, empty sections say no step completed yet', () => {
+  const html = reportHtml({
+    spec: { runId: 'r0', configName: 'tiny', config }, metrics: [], charts: chartsOf(config, []).map((chart) => ({ chart, svg: null })),
+    steps: [], omittedSteps: [], generatedAt: '2026-01-01T00:00:00Z', state: 'RUNNING: in warm-up (preparing the step-0 policy), step 0 of 6 done', legends: [],
+  });
+  assert.match(html, /<tr><th>state<\/th><td>RUNNING: in warm-up \(preparing the step-0 policy\), step 0 of 6 done<\/td>/);
+  assert.doesNotMatch(html, /not recorded in this run|no evaluation in this run/);
+  for (const section of ['charts', 'validation', 'collapse']) {
+    assert.match(html, new RegExp(`data-section="${section}">.*?<p class="empty">no step completed yet</p>`), section);
+  }
+});
+
+test('the state line: running phases, closed runs, and unknown when Temporal was not asked', () => {
+  const progress: Progress = { runId: 'r', step: 3, maxSteps: 6, phase: 'update', paused: false, stopRequested: null, lastMetrics: {}, lastValidation: null, validationCurve: [], latestCheckpoint: null, secondsPerStep: 4 };
+  const base = { runId: 'r', config: 'tiny', step: 3, valSuccess: null };
+  assert.equal(runStateText({ ...base, status: 'RUNNING', progress: { ...progress, step: 0, phase: 'preparing' } }), 'RUNNING: in warm-up (preparing the step-0 policy), step 0 of 6 done');
+  assert.equal(runStateText({ ...base, status: 'RUNNING', progress }), 'RUNNING: update, step 3 of 6 done');
+  assert.equal(runStateText({ ...base, status: 'RUNNING', note: 'no control worker answered within 5 s' }), 'RUNNING, step 3 done (no control worker answered within 5 s)');
+  assert.equal(runStateText({ ...base, status: 'FAILED', failure: 'boom' }), 'FAILED: boom');
+  assert.equal(runStateText(null, 'cannot reach the Temporal server at 127.0.0.1:1'), 'unknown: cannot reach the Temporal server at 127.0.0.1:1');
+});
+
+test('chart series with identical points are drawn once, under both names', () => {
+  const same = [0, 1].map((step) => ({ step, metrics: { 'rollout/in_group_std': 0.4 + step, 'rollout/chosen_in_group_std': 0.4 + step, 'actor/grad_norm': 1, 'actor/grad_norm_max': 2 } }));
+  const byId = Object.fromEntries(chartsOf(config, same).map((c) => [c.id, c]));
+  assert.deepEqual(byId.in_group_std.series.map((s) => s.name), ['all groups = kept groups']);
+  assert.deepEqual(byId.grad_norm.series.map((s) => s.name), ['actor mean', 'actor max'], 'different series stay apart');
+});
+
+test('grid legends come from the envs: FrozenLake symbols, a Sokoban tag\'s own vocabulary, none for text envs', () => {
+  const mixed = validateConfig({
+    ...raw,
+    custom_envs: {
+      FrozenLake: { env_type: 'frozen_lake' }, Lake8: { env_type: 'frozen_lake', env_config: { size: 8 } },
+      Box: { env_type: 'sokoban', env_config: { grid_lookup: { 0: 'W', 1: '.', 2: 'G', 3: 'C', 4: 'B', 5: 'A', 6: '@' } } },
+      Arms: { env_type: 'bandit' },
+    },
+    train_env_manager: { ...(raw.train_env_manager as object), tags: ['FrozenLake', 'Lake8', 'Box', 'Arms'], num_groups_partition: [1, 1, 1, 1] },
+  }, 'mixed');
+  assert.deepEqual(gridLegends(mixed, ['FrozenLake', 'Lake8', 'Box', 'Arms', 'FrozenLake']), [
+    'FrozenLake, Lake8: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal',
+    'Box: W wall, . empty, G target, C box on target, B box, A player, @ player on target',
+  ]);
 });
 
 test('the browser spreads its steps evenly, first and last included; messages list steps as ranges', () => {

@@ -1,0 +1,51 @@
+/**
+ * The run a command names, for every command that reads a run from the object store (report,
+ * trajectories, eval, export): the run id checked as a command argument before anything connects,
+ * and the run spec loaded with one message for an unknown run (exit 2) and one for an unreachable
+ * S3 server (exit 3).
+ */
+import { InvalidArgumentError } from 'commander';
+import type { StoredRun } from '../activities/runtime';
+import { InfraUnavailableError } from '../../infra/errors';
+import { ObjectNotFoundError } from '../storage/errors';
+import { InvalidKeyPartError, runKey, validateRunId } from '../storage/keys';
+import type { ObjectStore } from '../storage/object_store';
+import { s3Url } from './endpoints';
+import { BadInputError } from './exit_codes';
+
+/** Network error codes meaning the S3 server did not answer at all. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN']);
+
+/**
+ * Commander parser of a `<runId>` argument, so a bad id is a usage error (exit 2) before any server
+ * is contacted. @returns the id unchanged. @throws InvalidArgumentError with validateRunId's message
+ */
+export function runIdArgument(value: string): string {
+  try {
+    return validateRunId(value);
+  } catch (err) {
+    if (err instanceof InvalidKeyPartError) throw new InvalidArgumentError(err.message);
+    throw err;
+  }
+}
+
+/**
+ * The run spec of `runId`.
+ * @throws InvalidKeyPartError (exit 2) for an invalid run id; BadInputError (exit 2) for an unknown
+ *   one: `run "x" not found: no runs/x/run.json in bucket starpo (see \`starpo list\`)`;
+ *   InfraUnavailableError (exit 3) naming the S3 server and the remedy when it does not answer;
+ *   other errors of the store as they are
+ */
+export async function loadRunSpec(store: ObjectStore, runId: string): Promise<StoredRun> {
+  const key = runKey(runId);
+  try {
+    return await store.getJson<StoredRun>(key);
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError) throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${key} in bucket ${store.bucket} (see \`starpo list\`)`);
+    const code = (err as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && UNREACHABLE.has(code)) {
+      throw new InfraUnavailableError(`cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`, { hint: false });
+    }
+    throw err;
+  }
+}
