@@ -134,7 +134,7 @@ export const customEnvSchema = z
   .strict();
 
 /** The Trajectory fields (rollout/types.ts) holding a scalar: what a trajectory can be grouped by. */
-type ScalarField = { [K in keyof Trajectory]: Trajectory[K] extends string | number | boolean ? K : never }[keyof Trajectory];
+type ScalarField = { [K in keyof Trajectory]-?: Trajectory[K] extends string | number | boolean ? K : never }[keyof Trajectory];
 
 /** reward_normalization.grouping by a trajectory field (ppo_update.ts groupKeyOf reads it). */
 export const TRAJECTORY_GROUP_FIELDS = [
