@@ -152,17 +152,21 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT?: tf.
   return b ? tf.add<tf.Tensor2D>(y, b) : y;
 }
 
+/** Largest weight (elements) whose transpose `WeightTransposes` keeps: 16 MB of float32, so a large model's copies stay small. */
+const KEEP_TRANSPOSE_MAX = 4 * 1024 * 1024;
+
 /**
  * Transposed weights kept across calls, one per weight name, rebuilt when the weight's data changes (a
  * tf.Variable's assign swaps its data), so `linear` on an unchanged weight reuses the same W^T tensor (on wasm,
- * XNNPACK keeps its packed form per tensor). Only used on wasm; `dispose` frees them.
+ * XNNPACK keeps its packed form per tensor). Only on wasm and for weights up to KEEP_TRANSPOSE_MAX elements
+ * (wasm memory is at most 4 GB); `dispose` frees them.
  */
 export class WeightTransposes {
   private readonly cache = new Map<string, { data: object; wT: tf.Tensor2D }>();
 
-  /** W^T [in, out] of w [out, in] (owned by this cache), or undefined off wasm. */
+  /** W^T [in, out] of w [out, in] (owned by this cache), or undefined off wasm or for a larger weight. */
   of(name: string, w: tf.Tensor2D): tf.Tensor2D | undefined {
-    if (tf.getBackend() !== 'wasm') return undefined;
+    if (tf.getBackend() !== 'wasm' || w.size > KEEP_TRANSPOSE_MAX) return undefined;
     const data = w.dataId as object;
     const hit = this.cache.get(name);
     if (hit?.data === data) return hit.wT;
