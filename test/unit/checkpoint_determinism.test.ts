@@ -7,8 +7,6 @@
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
@@ -17,17 +15,16 @@ import { modelFromSafetensors, modelToSafetensors } from '../../src/model/weight
 import { AdamW } from '../../src/algo/adamw';
 import { ppoUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
-import { validateConfig } from '../../src/config/load';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
 import { sha256Hex } from '../../src/storage/object_store';
+import { fixtureConfig } from '../helpers/fixture';
 
 const tokenizer = charTokenizer();
 // Two epochs of two minibatches: seeded shuffles (seed, step, epoch) and four optimizer steps per update.
-const config = validateConfig({
-  ...(parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>),
+const config = fixtureConfig({
   ppo_epochs: 2, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 1, learning_rate: 1e-3 } },
-}, 'fixture');
+});
 let batch: Trajectory[] = [];
 
 before(async () => {

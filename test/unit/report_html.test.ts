@@ -6,9 +6,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
-import { validateConfig } from '../../src/config/load';
 import { chartsOf } from '../../src/report/charts';
 import { chartSvg, yExtent } from '../../src/report/svg';
 import { reportHtml } from '../../src/report/html';
@@ -20,9 +17,9 @@ import { integerRanges } from '../../src/report/ranges';
 import type { StepMetrics } from '../../src/report/run_data';
 import type { Trajectory } from '../../src/rollout/types';
 import type { Progress } from '../../src/workflows/api';
+import { fixtureConfig } from '../helpers/fixture';
 
-const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
-const config = validateConfig({ ...raw, collapse_guard: { enabled: true, patience: 1 } }, 'fixture');
+const config = fixtureConfig({ collapse_guard: { enabled: true, patience: 1 } });
 
 /** Three steps of two tags; step 2's guard fired; step 3 is the final validation only. */
 const metrics: StepMetrics[] = [0, 1, 2].map((step) => ({
@@ -114,15 +111,14 @@ test('chart series with identical points are drawn once, under both names', () =
 });
 
 test('grid legends come from the envs: FrozenLake symbols, a Sokoban tag\'s own vocabulary, none for text envs', () => {
-  const mixed = validateConfig({
-    ...raw,
+  const mixed = fixtureConfig({
     custom_envs: {
       FrozenLake: { env_type: 'frozen_lake' }, Lake8: { env_type: 'frozen_lake', env_config: { size: 8 } },
       Box: { env_type: 'sokoban', env_config: { grid_lookup: { 0: 'W', 1: '.', 2: 'G', 3: 'C', 4: 'B', 5: 'A', 6: '@' } } },
       Arms: { env_type: 'bandit' },
     },
-    train_env_manager: { ...(raw.train_env_manager as object), tags: ['FrozenLake', 'Lake8', 'Box', 'Arms'], num_groups_partition: [1, 1, 1, 1] },
-  }, 'mixed');
+    train_env_manager: { ...config.train_env_manager, tags: ['FrozenLake', 'Lake8', 'Box', 'Arms'], num_groups_partition: [1, 1, 1, 1] },
+  });
   assert.deepEqual(gridLegends(mixed, ['FrozenLake', 'Lake8', 'Box', 'Arms', 'FrozenLake']), [
     'FrozenLake, Lake8: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal',
     'Box: W wall, . empty, G target, C box on target, B box, A player, @ player on target',

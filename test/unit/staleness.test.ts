@@ -5,8 +5,6 @@
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
@@ -18,18 +16,15 @@ import { packBatch } from '../../src/algo/batch';
 import { ppoUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
 import { dropStale, oldLogpRows, stalenessOf } from '../../src/algo/staleness';
-import { validateConfig } from '../../src/config/load';
 import type { RunConfig } from '../../src/config/schema';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
+import { fixtureConfig } from '../helpers/fixture';
 
 const tokenizer = charTokenizer();
 let demos: Trajectory[] = [];
 
-function configWith(patch: Record<string, unknown>): RunConfig {
-  const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
-  return validateConfig({ ...raw, ...patch }, 'fixture');
-}
+const configWith = fixtureConfig;
 
 before(async () => {
   await initBackend('wasm');

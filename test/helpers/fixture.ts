@@ -1,0 +1,14 @@
+/**
+ * The tiny FrozenLake test config (test/fixtures/tiny_frozen_lake.yaml) with top-level keys replaced,
+ * validated like a user's file: what unit tests train and roll out with.
+ */
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { validateConfig } from '../../src/config/load';
+import type { RunConfig } from '../../src/config/schema';
+
+/** The fixture config with `patch`'s top-level keys replacing the file's. @throws ConfigError on a bad patch. */
+export function fixtureConfig(patch: Record<string, unknown> = {}): RunConfig {
+  const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
+  return validateConfig({ ...raw, ...patch }, 'fixture');
+}
