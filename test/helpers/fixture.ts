@@ -6,9 +6,23 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { validateConfig } from '../../src/config/load';
 import type { RunConfig } from '../../src/config/schema';
+import { initBackend } from '../../src/model/backend';
+import { charTokenizer } from '../../src/model/tokenizer';
+import { formatDemonstrations } from '../../src/rollout/demonstrations';
+import type { Trajectory } from '../../src/rollout/types';
 
 /** The fixture config with `patch`'s top-level keys replacing the file's. @throws ConfigError on a bad patch. */
 export function fixtureConfig(patch: Record<string, unknown> = {}): RunConfig {
   const raw = parse(readFileSync('test/fixtures/tiny_frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
   return validateConfig({ ...raw, ...patch }, 'fixture');
+}
+
+/**
+ * Format warm-up episodes (uniformly random valid actions, src/rollout/demonstrations.ts) of the fixture
+ * config, after initialising the wasm backend: real packed trajectories to update on.
+ * @param numEpisodes how many (warmup.num_episodes)
+ */
+export async function fixtureDemos(numEpisodes: number): Promise<Trajectory[]> {
+  await initBackend('wasm');
+  return formatDemonstrations(fixtureConfig({ warmup: { type: 'format', num_episodes: numEpisodes } }), charTokenizer());
 }

@@ -1,7 +1,6 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
@@ -9,18 +8,14 @@ import { ValueModel } from '../../src/model/value_model';
 import { AdamW } from '../../src/algo/adamw';
 import { ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
-import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
-import { fixtureConfig } from '../helpers/fixture';
+import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
 
 const tokenizer = charTokenizer();
 let demos: Trajectory[] = [];
 
-const configWith = fixtureConfig;
-
 before(async () => {
-  await initBackend('wasm');
-  demos = await formatDemonstrations(configWith({ warmup: { type: 'format', num_episodes: 16 } }), tokenizer);
+  demos = await fixtureDemos(16);
 });
 
 /** 16 format episodes as 4 groups of 4 with the given scores (group g = trajectories 4g..4g+3). */
@@ -33,7 +28,7 @@ const snapshot = (m: Qwen2) => Array.from((m.trainableVariables().get('model.nor
 const trainee = <M>(model: M) => ({ model, optimizer: new AdamW({}), lr: () => 1e-3 });
 
 test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, weights move', async () => {
-  const config = configWith({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
+  const config = fixtureConfig({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 5);
   const before = snapshot(model);
   const { metrics, skipReason } = await ppoUpdate({
@@ -54,12 +49,12 @@ test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, 
 
 test('the lr schedule counts optimizer steps: ppo_epochs x minibatches per epoch (ROLL)', () => {
   // 16 trajectories / (4 per micro-batch x 2 accumulation) = 2 minibatches per epoch; x 3 epochs = 6
-  const config = configWith({ ppo_epochs: 3, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 2 } } });
+  const config = fixtureConfig({ ppo_epochs: 3, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 2 } } });
   assert.equal(optimizerStepsPerUpdate(config), 6);
 });
 
 test('gae: the critic trains from the policy; during critic_warmup the actor does not move', async () => {
-  const config = configWith({ adv_estimator: 'gae', critic_warmup: 1, critic: { training_args: { learning_rate: 1e-3 } } });
+  const config = fixtureConfig({ adv_estimator: 'gae', critic_warmup: 1, critic: { training_args: { learning_rate: 1e-3 } } });
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 6);
   const critic = ValueModel.fromPolicy(model);
   const before = snapshot(model);
@@ -83,7 +78,7 @@ test('gae: the critic trains from the policy; during critic_warmup the actor doe
 });
 
 test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after an epoch; epoch 2 ratio != 1', async () => {
-  const config = configWith({ use_kl_loss: true, kl_loss_coef: 0.1, init_kl_coef: 0, ppo_epochs: 2 });
+  const config = fixtureConfig({ use_kl_loss: true, kl_loss_coef: 0.1, init_kl_coef: 0, ppo_epochs: 2 });
   assert.equal(needsReference(config), true);
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 7);
   const reference = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
@@ -102,7 +97,7 @@ test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after 
 });
 
 test('token-level KL penalty: beta * kl enters the rewards and the adaptive controller moves beta', async () => {
-  const config = configWith({ add_token_level_kl: true, init_kl_coef: 0.2, target_kl: 0.001, kl_horizon: 100, kl_penalty: 'k3' });
+  const config = fixtureConfig({ add_token_level_kl: true, init_kl_coef: 0.2, target_kl: 0.001, kl_horizon: 100, kl_penalty: 'k3' });
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 8);
   const reference = Qwen2.random(tinyPreset(tokenizer.vocabSize), 9);
   const klController = klControllerFromConfig(config);
@@ -123,7 +118,7 @@ test('the "full" estimator sums the KL over the whole vocabulary in the no-gradi
   const reference = Qwen2.random(tinyPreset(tokenizer.vocabSize), 9);
   const kls: Record<string, number> = {};
   for (const kind of ['k3', 'full'] as const) {
-    const config = configWith({ add_token_level_kl: true, init_kl_coef: 0.1, kl_penalty: kind });
+    const config = fixtureConfig({ add_token_level_kl: true, init_kl_coef: 0.1, kl_penalty: kind });
     const copy = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
     const { metrics } = await ppoUpdate({
       actor: trainee(copy), reference, klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
@@ -143,7 +138,7 @@ test('the "full" estimator sums the KL over the whole vocabulary in the no-gradi
 test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch of flat groups', async () => {
   // group std: g0 flat (0), g1 0.5, g2 small, g3 large
   const scores = [0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0.1, 0, 2, 0, 2];
-  const config = configWith({ rollout_filter_ratio: 0.5, rollout_filter_type: 'std' });
+  const config = fixtureConfig({ rollout_filter_ratio: 0.5, rollout_filter_type: 'std' });
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 10);
   const trajectories = batch(scores);
   const { metrics, scores: stored } = await ppoUpdate({
@@ -164,7 +159,7 @@ test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch
     assert.ok(Math.abs(s.normalizedScore! - expected) < 1e-5, `${t.trajId}: ${s.normalizedScore}`);
     assert.ok(Math.abs(s.advantage! - s.normalizedScore!) < 1e-6, `${t.trajId}: advantage ${s.advantage}`);
   });
-  const flat = configWith({ rollout_filter_ratio: 0.9, rollout_filter_type: 'top_p' });
+  const flat = fixtureConfig({ rollout_filter_ratio: 0.9, rollout_filter_type: 'top_p' });
   const before = snapshot(model);
   const r = await ppoUpdate({
     actor: trainee(model), klController: klControllerFromConfig(flat), trajectories: batch(new Array(16).fill(1)), config: flat, step: 0, padId: tokenizer.padId,

@@ -6,7 +6,6 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
@@ -17,18 +16,14 @@ import { ppoUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
 import { dropStale, oldLogpRows, stalenessOf } from '../../src/algo/staleness';
 import type { RunConfig } from '../../src/config/schema';
-import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
-import { fixtureConfig } from '../helpers/fixture';
+import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
 
 const tokenizer = charTokenizer();
 let demos: Trajectory[] = [];
 
-const configWith = fixtureConfig;
-
 before(async () => {
-  await initBackend('wasm');
-  demos = await formatDemonstrations(configWith({ warmup: { type: 'format', num_episodes: 16 } }), tokenizer);
+  demos = await fixtureDemos(16);
 });
 
 /** A trajectory of group `group` played for `step`, `staleness` versions behind it. */
@@ -82,7 +77,7 @@ async function update(config: RunConfig, trajectories: (model: Qwen2) => Traject
 
 test('ppoUpdate: stale trajectories use their sampling log-probs as old log-probs; on-policy ones the current policy', async () => {
   // one minibatch, one epoch: before the optimizer step logp is the current policy, so policykl = mean(old - logp) is the shift used
-  const config = configWith({ async_generation_ratio: 1, actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
+  const config = fixtureConfig({ async_generation_ratio: 1, actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
   const stale = await update(config, (m) => withSampleLogprobs(m, 4, 1, 0.3), 11);
   assert.equal(stale.skipReason, null);
   assert.ok(Math.abs(stale.metrics['actor/policykl'] - 0.3) < 1e-3, `policykl ${stale.metrics['actor/policykl']}`);
@@ -103,7 +98,7 @@ test('ppoUpdate: stale trajectories use their sampling log-probs as old log-prob
 });
 
 test('ppoUpdate: groups older than async_generation_ratio are discarded; when none is left the update is skipped', async () => {
-  const config = configWith({ async_generation_ratio: 1, actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
+  const config = fixtureConfig({ async_generation_ratio: 1, actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
   const partly = await update(config, (m) => withSampleLogprobs(m, 4, 1, 0).map((t, i) => (i < 4 ? { ...t, staleness: 2 } : t)), 12);
   assert.equal(partly.skipReason, null);
   assert.equal(partly.metrics['rollout/discarded_stale'], 4);
@@ -117,7 +112,7 @@ test('ppoUpdate: groups older than async_generation_ratio are discarded; when no
 });
 
 test('synchronous runs (r = 0) report no staleness metrics', async () => {
-  const config = configWith({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
+  const config = fixtureConfig({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
   const out = await update(config, (m) => withSampleLogprobs(m, 4, undefined, 0), 13);
   assert.ok(!('rollout/staleness/mean' in out.metrics));
   assert.ok(Math.abs(out.metrics['actor/ratio_mean'] - 1) < 1e-6);
