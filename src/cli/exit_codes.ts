@@ -16,6 +16,15 @@ export class NoControlWorkerError extends Error {
   override name = 'NoControlWorkerError';
 }
 
+/** Network error codes meaning a server did not answer at all. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN']);
+
+/** true for an error of a connection that no server answered: a network error code or gRPC UNAVAILABLE (14). */
+export function isUnreachable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 14 || (typeof code === 'string' && UNREACHABLE_CODES.has(code));
+}
+
 /** Maps an error to its exit code by its class name (errors come from several modules). */
 export function exitCodeOf(err: unknown): number {
   const name = err instanceof Error ? err.name : '';
@@ -24,17 +33,14 @@ export function exitCodeOf(err: unknown): number {
   if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)
   if (name === 'InfraUnavailableError' || name === 'InfraStartError' || name === 'NoControlWorkerError') return EXIT.infraUnavailable;
   if (name === 'WorkflowFailedError') return EXIT.runFailed;
-  const code = (err as { code?: unknown } | null)?.code;
-  if (code === 'ECONNREFUSED' || code === 14) return EXIT.infraUnavailable;
-  return EXIT.runFailed;
+  return isUnreachable(err) ? EXIT.infraUnavailable : EXIT.runFailed;
 }
 
 /**
  * The line(s) the CLI prints for an error without --verbose: its message, prefixed "server unreachable:"
- * for a refused connection or gRPC UNAVAILABLE (which name only the address); no stack trace.
+ * when the server did not answer (isUnreachable: such messages name only the address); no stack trace.
  */
 export function errorMessage(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'ECONNREFUSED' || code === 14 ? `server unreachable: ${message}` : message;
+  return isUnreachable(err) ? `server unreachable: ${message}` : message;
 }

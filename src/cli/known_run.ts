@@ -11,10 +11,7 @@ import { ObjectNotFoundError } from '../storage/errors';
 import { InvalidKeyPartError, runKey, validateRunId } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { s3Url } from './endpoints';
-import { BadInputError } from './exit_codes';
-
-/** Network error codes meaning the S3 server did not answer at all. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN']);
+import { BadInputError, isUnreachable } from './exit_codes';
 
 /**
  * Commander parser of a `<runId>` argument, so a bad id is a usage error (exit 2) before any server
@@ -42,8 +39,7 @@ export async function loadRunSpec(store: ObjectStore, runId: string): Promise<St
     return await store.getJson<StoredRun>(key);
   } catch (err) {
     if (err instanceof ObjectNotFoundError) throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${key} in bucket ${store.bucket} (see \`starpo list\`)`);
-    const code = (err as { code?: unknown } | null)?.code;
-    if (typeof code === 'string' && UNREACHABLE.has(code)) {
+    if (isUnreachable(err)) {
       throw new InfraUnavailableError(`cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`, { hint: false });
     }
     throw err;
