@@ -19,26 +19,10 @@
  * queues in `default`, cannot take their activities; the object store (and its warm-up cache) is shared.
  */
 import { cpus, loadavg } from 'node:os';
-import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
-import { msToTs } from '@temporalio/common/lib/time';
-import { SEARCH_ATTRIBUTES } from '../infra/search_attributes';
-import type { InfraEndpoints } from '../infra/types';
 import { runInputFromFile } from '../src/cli/run_input';
-import { endpointsToEnv, resolveEndpoints } from '../src/cli/endpoints';
 import { train } from '../src/cli/train';
 import { ObjectStore } from '../src/storage/object_store';
-import { metricsKey } from '../src/storage/keys';
-
-/** Per-step metrics of a finished run (runs/<run>/metrics/step-N.json, N = 0..steps-1) and its final validation. */
-async function stepMetrics(store: ObjectStore, runId: string, steps: number): Promise<Array<Record<string, number>>> {
-  const out: Array<Record<string, number>> = [];
-  for (let step = 0; step <= steps; step++) {
-    const key = metricsKey(runId, step);
-    out.push(await store.exists(key) ? ((await store.getJson(key)) as { metrics: Record<string, number> }).metrics : {});
-  }
-  return out;
-}
+import { BENCH_NAMESPACE as NAMESPACE, stepMetrics, useBenchNamespace } from './lib/bench_run';
 
 interface Summary {
   runId: string;
@@ -63,37 +47,13 @@ function summarise(runId: string, m: Array<Record<string, number>>, steps: numbe
   };
 }
 
-const NAMESPACE = 'starpo-bench';
-
-/** Registers `namespace` with starpo's search attributes on the server when missing and waits until it serves. */
-async function ensureNamespace(e: InfraEndpoints, namespace: string): Promise<void> {
-  const conn = await Connection.connect({ address: e.temporalAddress });
-  try {
-    const exists = await conn.workflowService.describeNamespace({ namespace }).then(() => true, () => false);
-    if (!exists) await conn.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
-    const types = temporal.api.enums.v1.IndexedValueType;
-    const typeOf = { Keyword: types.INDEXED_VALUE_TYPE_KEYWORD, Int: types.INDEXED_VALUE_TYPE_INT, Double: types.INDEXED_VALUE_TYPE_DOUBLE, Text: types.INDEXED_VALUE_TYPE_TEXT, Bool: types.INDEXED_VALUE_TYPE_BOOL, Datetime: types.INDEXED_VALUE_TYPE_DATETIME };
-    for (;;) {
-      const listed = await conn.operatorService.listSearchAttributes({ namespace }).catch(() => null);
-      const missing = Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (listed?.customAttributes ?? {})));
-      if (listed && missing.length === 0) return;
-      if (listed) await conn.operatorService.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(missing.map(([n, t]) => [n, typeOf[t]])) });
-      await new Promise((r) => setTimeout(r, 1000)); // a new namespace reaches the server's cache within seconds
-    }
-  } finally {
-    await conn.close();
-  }
-}
-
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const config = args[0] && !args[0].includes('=') ? args.shift()! : 'configs/frozen_lake.yaml';
   const overrides = args.length > 0 ? args : ['max_steps=10', 'eval_steps=5'];
   const stamp = new Date().toISOString().replace(/[-:]/g, '').slice(0, 15);
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const local = await resolveEndpoints({ start: true, log });
-  await ensureNamespace(local, NAMESPACE);
-  Object.assign(process.env, endpointsToEnv({ ...local, temporalNamespace: NAMESPACE })); // train() and its workers use these
+  const local = await useBenchNamespace(log);
   const load = [loadavg()[0]];
   const runs: Array<{ ratio: number; runId: string }> = [];
   for (const ratio of [0, 1]) {
