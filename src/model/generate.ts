@@ -5,10 +5,13 @@
  * first real token and pad keys are masked, so a row's logits equal those of an unpadded forward. Each step
  * feeds one token per active row; finished rows are dropped from the batch (their cache rows are gathered out),
  * so they stop costing compute. Sampling happens on the host (sampling.ts) from each row's own Rng.
+ * With a KvSession, finished rows' caches are kept for the next turn instead of dropped, and the next
+ * call feeds each row only its new tokens (kv_session.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
 import { causalMask, disposeMask, type AttentionMask } from './attention';
+import type { KvRows, KvSession } from './kv_session';
 import type { LayerKV, Qwen2 } from './qwen2';
 import { SamplingOptions, sampleToken } from './sampling';
 
@@ -20,6 +23,14 @@ export interface GenerateOptions extends SamplingOptions {
   stopIds: readonly number[];
   /** One seeded stream per row (required when sampling); only row i's draws come from rngs[i]. */
   rngs?: Rng[];
+  /**
+   * Keeps each row's KV cache for the next call (kv_session.ts): with `rowIds`, a row whose cache the
+   * session holds feeds only the part of its context past the cached prefix, and every row's cache is
+   * stored back when it finishes. Without it (or without rowIds) every call prefills whole contexts.
+   */
+  session?: KvSession;
+  /** [R] ids naming each row's episode across calls (with `session`). */
+  rowIds?: number[];
 }
 
 /** Output of `generate`: per row, the new token ids and their raw log-probs (nats, temperature 1, no top-k/p). */
@@ -42,7 +53,7 @@ function disposeCache(c: LayerKV[] | undefined): void {
  */
 function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, mask: AttentionMask, cache: LayerKV[] | undefined): { cache: LayerKV[] | undefined; logitsData: Float32Array } {
   try {
-    const out = model.run({ ids, positions, mask, cache, returnCache: true, lastOnly: cache === undefined });
+    const out = model.run({ ids, positions, mask, cache, returnCache: true, lastOnly: true });
     const logitsData = out.logits.dataSync() as Float32Array;
     out.logits.dispose();
     return { cache: out.cache, logitsData };
@@ -58,7 +69,7 @@ function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, mask: At
  * @returns tokens[i] (<= maxNewTokens[i] ids, ending with a stop id if one was emitted) and logprobs[i] (same length),
  *   where logprobs[i][j] = log p(tokens[i][j] | context, tokens[i][<j]) under the raw model distribution; equal to
  *   tokenLogProbs on the concatenation within float32 rounding.
- * @throws RangeError on an empty context, a negative/non-integer budget, a rngs/maxNewTokens length != rows,
+ * @throws RangeError on an empty context, a negative/non-integer budget, a rngs/maxNewTokens/rowIds length != rows,
  *   or context + budget > max_position_embeddings; Error when sampling without rngs.
  */
 export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptions): GenerateResult {
@@ -66,6 +77,7 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   const R = contexts.length;
   const budgets = typeof opts.maxNewTokens === 'number' ? new Array<number>(R).fill(opts.maxNewTokens) : opts.maxNewTokens;
   if (budgets.length !== R) throw new RangeError(`generate: maxNewTokens has ${budgets.length} entries for ${R} rows`);
+  if (opts.rowIds && opts.rowIds.length !== R) throw new RangeError(`generate: rowIds has ${opts.rowIds.length} entries for ${R} rows`);
   const sampling = opts.doSample !== false && (opts.temperature ?? 1) > 0;
   if (sampling && (!opts.rngs || opts.rngs.length !== R)) {
     throw new RangeError(`generate: rngs must have one Rng per row when sampling (got ${opts.rngs?.length ?? 0} for ${R} rows)`);
@@ -88,8 +100,12 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
 
   const G = cfg.num_attention_heads / cfg.num_key_value_heads;
   const V = cfg.vocab_size;
-  // Prefill, left-padded.
-  const Lmax = Math.max(...active.map((i) => contexts[i].length));
+  const session = opts.rowIds ? opts.session : undefined;
+  const resumed = session?.resume(active.map((i) => opts.rowIds![i]), active.map((i) => contexts[i])) ?? null;
+  if (session && !resumed) session.clear();
+  // Prefill: each row's context past its cached prefix (all of it without a cache), left-padded to the longest.
+  const done = resumed ? resumed.fed.map((f) => f.length) : active.map(() => 0);
+  const Lmax = Math.max(...active.map((row, b) => contexts[row].length - done[b]));
   let B = active.length;
   const ids = new Int32Array(B * Lmax);
   const pos = new Int32Array(B * Lmax);
@@ -97,35 +113,57 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   const nextPos: number[] = [];
   active.forEach((row, b) => {
     const c = contexts[row];
-    const pad = Lmax - c.length;
+    const pad = Lmax - (c.length - done[b]);
     const m = new Array<number>(Lmax).fill(0);
-    for (let j = 0; j < c.length; j++) {
-      ids[b * Lmax + pad + j] = c[j];
-      pos[b * Lmax + pad + j] = j;
-      m[pad + j] = 1;
+    for (let j = done[b]; j < c.length; j++) {
+      const at = b * Lmax + pad + j - done[b];
+      ids[at] = c[j];
+      pos[at] = j;
+      m[pad + j - done[b]] = 1;
     }
-    keyMask.push(m);
+    keyMask.push(resumed ? [...resumed.keyMask[b], ...m] : m);
     nextPos.push(c.length);
   });
+  const Lk = keyMask[0].length;
   let cache: LayerKV[] | undefined;
   let logitsData: Float32Array;
-  ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalMask(keyMask.flat(), B, Lmax, Lmax, G), undefined));
+  try {
+    ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalMask(keyMask.flat(), B, Lmax, Lk, G), resumed?.cache));
+  } finally {
+    disposeCache(resumed?.cache);
+  }
+  // With a session: the rows taken out of the batch as they finish, kept for the next call.
+  const finished: KvRows[] = [];
+  const takeRows = (bs: number[]): void => {
+    if (!session || bs.length === 0) return;
+    const idx = tf.tensor1d(bs, 'int32');
+    finished.push({
+      cache: cache!.map((l) => ({ k: tf.gather(l.k, idx) as tf.Tensor4D, v: tf.gather(l.v, idx) as tf.Tensor4D })),
+      keyMask: bs.map((b) => keyMask[b].slice()),
+      // Fed so far: the context and every sampled token but the last (sampled, not yet fed).
+      fed: bs.map((b) => [...contexts[active[b]], ...tokens[active[b]].slice(0, -1)]),
+      rowIds: bs.map((b) => opts.rowIds![active[b]]),
+    });
+    idx.dispose();
+  };
 
   try {
     for (;;) {
       // Sample one token per active row.
       const stepTokens: number[] = [];
       const keep: number[] = [];
+      const stopped: number[] = [];
       active.forEach((row, b) => {
         const { token, logprob } = sampleToken(logitsData, b * V, V, opts, opts.rngs?.[row]);
         tokens[row].push(token);
         logprobs[row].push(logprob);
-        const done = stop.has(token) || tokens[row].length >= budgets[row];
-        if (!done) {
+        if (stop.has(token) || tokens[row].length >= budgets[row]) stopped.push(b);
+        else {
           keep.push(b);
           stepTokens.push(token);
         }
       });
+      takeRows(stopped);
       if (keep.length === 0) break;
       // Drop finished rows from the batch.
       if (keep.length < B) {
@@ -150,8 +188,10 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
       ({ cache, logitsData } = runStep(model, tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'), positions, causalMask(keyMask.flat(), B, 1, T, G), previous));
       disposeCache(previous);
     }
+    session?.store(finished.splice(0));
   } finally {
     disposeCache(cache);
+    for (const f of finished) disposeCache(f.cache);
   }
   return { tokens, logprobs };
 }

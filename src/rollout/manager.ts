@@ -168,33 +168,38 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
   }
   settleGroups(groups, keepPerGroup, -1);
 
-  for (let turn = 0; ; turn++) {
-    const active = lives.filter((l) => l.status === null);
-    if (active.length === 0) break;
-    const budgets = active.map((l) => {
-      const room = opts.sequenceLength - l.ids.length - l.pending.length;
-      const want = Math.min(l.cfg.max_tokens_per_step, opts.maxNewTokens);
-      if (turn === 0 && room < want) {
-        throw new ConfigError('sequence_length', [
-          `${opts.sequenceLength} leaves no room for the first turn of tag ${l.spec.tag}: its prompt is ${l.pending.length} tokens ` +
-            `and a reply may take ${want}; allowed: >= ${l.pending.length + want} (a few turns more for multi-turn envs)`,
-        ]);
-      }
-      return Math.min(want, room);
-    });
-    const rows = active.filter((_, i) => budgets[i] > 0);
-    for (const l of active) if (!rows.includes(l)) truncate(l, turn);
-    if (rows.length > 0) {
-      const out = await opts.policy.generate({
-        contexts: rows.map((l) => [...l.ids, ...l.pending]),
-        maxNewTokens: budgets.filter((b) => b > 0),
-        rngs: rows.map((l) => l.rng),
-        envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
+  try {
+    for (let turn = 0; ; turn++) {
+      const active = lives.filter((l) => l.status === null);
+      if (active.length === 0) break;
+      const budgets = active.map((l) => {
+        const room = opts.sequenceLength - l.ids.length - l.pending.length;
+        const want = Math.min(l.cfg.max_tokens_per_step, opts.maxNewTokens);
+        if (turn === 0 && room < want) {
+          throw new ConfigError('sequence_length', [
+            `${opts.sequenceLength} leaves no room for the first turn of tag ${l.spec.tag}: its prompt is ${l.pending.length} tokens ` +
+              `and a reply may take ${want}; allowed: >= ${l.pending.length + want} (a few turns more for multi-turn envs)`,
+          ]);
+        }
+        return Math.min(want, room);
       });
-      rows.forEach((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], turn, opts, stopIds));
+      const rows = active.filter((_, i) => budgets[i] > 0);
+      for (const l of active) if (!rows.includes(l)) truncate(l, turn);
+      if (rows.length > 0) {
+        const out = await opts.policy.generate({
+          contexts: rows.map((l) => [...l.ids, ...l.pending]),
+          maxNewTokens: budgets.filter((b) => b > 0),
+          rngs: rows.map((l) => l.rng),
+          envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
+          rowIds: rows.map((l) => lives.indexOf(l)),
+        });
+        rows.forEach((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], turn, opts, stopIds));
+      }
+      settleGroups(groups, keepPerGroup, turn);
+      if (opts.onTurn && rows.length > 0) await opts.onTurn(turn, rows.length);
     }
-    settleGroups(groups, keepPerGroup, turn);
-    if (opts.onTurn && rows.length > 0) await opts.onTurn(turn, rows.length);
+  } finally {
+    opts.policy.endEpisodes?.(); // the model policy's KV caches of these episodes
   }
 
   return lives.map((l) => ({

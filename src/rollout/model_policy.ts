@@ -1,15 +1,18 @@
 /**
  * The policy backed by the Qwen2 decoder: batched KV-cache generation with generating_args
- * (temperature, top_p, top_k, do_sample) from each row's seeded stream (SPEC.md §4.3).
+ * (temperature, top_p, top_k, do_sample) from each row's seeded stream (SPEC.md §4.3). Requests with
+ * rowIds reuse each episode's KV cache from its previous turn (kv_session.ts) until endEpisodes.
  */
 import type { GeneratingArgs } from '../config/schema';
 import type { Qwen2 } from '../model/qwen2';
 import type { Tokenizer } from '../model/tokenizer';
 import { generate } from '../model/generate';
+import { KvSession } from '../model/kv_session';
 import type { Policy, PolicyRequest, PolicyResponse } from './policy';
 
 /** Wraps a model as a Policy; generation stops at the tokenizer's eos ids (kept in the response). */
 export function modelPolicy(model: Qwen2, tokenizer: Tokenizer, args: GeneratingArgs): Policy {
+  const session = new KvSession();
   return {
     async generate(request: PolicyRequest): Promise<PolicyResponse> {
       return generate(model, request.contexts, {
@@ -20,7 +23,12 @@ export function modelPolicy(model: Qwen2, tokenizer: Tokenizer, args: Generating
         doSample: args.do_sample,
         stopIds: [...tokenizer.eosIds],
         rngs: request.rngs,
+        session,
+        rowIds: request.rowIds,
       });
+    },
+    endEpisodes(): void {
+      session.clear();
     },
   };
 }

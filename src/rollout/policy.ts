@@ -25,6 +25,11 @@ export interface PolicyRequest {
   rngs: Rng[];
   /** The env of each row (used only by scripted policies). */
   envs: readonly RowEnv[];
+  /**
+   * Per row, an id naming its episode that stays fixed across the turns of one batch of episodes, so a
+   * policy may keep per-episode state (the model policy keeps KV caches) until `endEpisodes`.
+   */
+  rowIds?: number[];
 }
 
 /** Output: sampled tokens per row (stop token included when reached) and their log-probs (nats). */
@@ -36,4 +41,6 @@ export interface PolicyResponse {
 /** A batched policy. May be async so long generations can yield to heartbeats. */
 export interface Policy {
   generate(request: PolicyRequest): Promise<PolicyResponse>;
+  /** Frees what the policy kept for the episodes of the batch that just ended (called once per batch). */
+  endEpisodes?(): void;
 }
