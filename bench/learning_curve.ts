@@ -5,6 +5,8 @@
  * training so far (the warm-up's `warmup/seconds` plus the sum of `time/step`, validations included), train
  * success and the held-out validation success, and a summary: held-out success after the warm start (the
  * step-0 validation), at the last validation within the budget, and the gain of RL over the warm start.
+ * When the budget's wall time has passed since the run started, the bench sends the run `starpo stop`
+ * (the workflow's `stop` update): the step in flight finishes and the final validation runs.
  *
  *   npx tsx bench/learning_curve.ts <config.yaml> [--budget-minutes 30] [key=value ...]
  *
@@ -13,8 +15,10 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { runInputFromFile } from '../src/cli/run_input';
-import { train } from '../src/cli/train';
+import { connectClient, train } from '../src/cli/train';
+import { sendControl } from '../src/cli/operate';
 import { ObjectStore } from '../src/storage/object_store';
+import { metricsKey } from '../src/storage/keys';
 import { stepMetrics, useBenchNamespace } from './lib/bench_run';
 
 async function main(): Promise<void> {
@@ -29,12 +33,19 @@ async function main(): Promise<void> {
   const { input } = runInputFromFile(config, `curve-${input0Name(config)}-${stamp}`, args);
   const load = [loadavg()[0]];
   const started = performance.now();
+  const budgetTimer = setTimeout(() => {
+    log(`--- ${budget} min since the start: stopping run ${input.runId} (the step in flight and the final validation finish)`);
+    void connectClient(local).then((client) => sendControl(client, input.runId, 'stop', `the ${budget}-minute budget of bench/learning_curve.ts`)).catch((err: unknown) => log(`stop failed: ${String(err)}`));
+  }, budget * 60_000);
   await train(input, { workers: true, rolloutWorkers: cpus().length, log });
+  clearTimeout(budgetTimer);
   const wall = (performance.now() - started) / 1000;
   load.push(loadavg()[0]);
 
-  const steps = input.config.max_steps;
-  const m = await stepMetrics(new ObjectStore(local.s3), input.runId, steps);
+  const store = new ObjectStore(local.s3);
+  let steps = input.config.max_steps;
+  while (steps > 0 && !(await store.exists(metricsKey(input.runId, steps)))) steps--; // stopped early: the last step with metrics
+  const m = await stepMetrics(store, input.runId, steps);
   const reused = m[0]['warmup/reused'] === 1;
   const warmup = reused ? 0 : m[0]['warmup/seconds'] ?? 0;
   const f = (x: number | undefined, d = 3) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));

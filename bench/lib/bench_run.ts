@@ -51,6 +51,7 @@ export async function ensureNamespace(e: InfraEndpoints, namespace: string): Pro
 export async function useBenchNamespace(log: (line: string) => void): Promise<InfraEndpoints> {
   const local = await resolveEndpoints({ start: true, log });
   await ensureNamespace(local, BENCH_NAMESPACE);
-  Object.assign(process.env, endpointsToEnv({ ...local, temporalNamespace: BENCH_NAMESPACE }));
-  return local;
+  const bench = { ...local, temporalNamespace: BENCH_NAMESPACE };
+  Object.assign(process.env, endpointsToEnv(bench));
+  return bench;
 }
