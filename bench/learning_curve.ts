@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').slice(0, 15);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const local = await useBenchNamespace(log);
-  const { input } = runInputFromFile(config, `curve-${input0Name(config)}-${stamp}`, args);
+  const { input } = runInputFromFile(config, `curve-${configName(config)}-${stamp}`, args);
   const load = [loadavg()[0]];
   const started = performance.now();
   const budgetTimer = setTimeout(() => {
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
 }
 
 /** The config's file name without folder and extension (the run id prefix). */
-function input0Name(path: string): string {
+function configName(path: string): string {
   return path.replace(/^.*\//, '').replace(/\.ya?ml$/, '');
 }
 
