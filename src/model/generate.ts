@@ -11,7 +11,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
 import { causalMask, disposeMask, type AttentionMask } from './attention';
-import type { KvRows, KvSession } from './kv_session';
+import { disposeLayers, type KvRows, type KvSession } from './kv_session';
 import type { LayerKV, Qwen2 } from './qwen2';
 import { SamplingOptions, sampleToken } from './sampling';
 
@@ -37,14 +37,6 @@ export interface GenerateOptions extends SamplingOptions {
 export interface GenerateResult {
   tokens: number[][];
   logprobs: number[][];
-}
-
-function disposeCache(c: LayerKV[] | undefined): void {
-  if (!c) return;
-  for (const l of c) {
-    l.k.dispose();
-    l.v.dispose();
-  }
 }
 
 /**
@@ -130,7 +122,7 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   try {
     ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalMask(keyMask.flat(), B, Lmax, Lk, G), resumed?.cache));
   } finally {
-    disposeCache(resumed?.cache);
+    disposeLayers(resumed?.cache);
   }
   // With a session: the rows taken out of the batch as they finish, kept for the next call.
   const finished: KvRows[] = [];
@@ -170,7 +162,7 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
         const idx = tf.tensor1d(keep, 'int32');
         const old = cache!;
         cache = old.map((l) => ({ k: tf.gather(l.k, idx) as tf.Tensor4D, v: tf.gather(l.v, idx) as tf.Tensor4D }));
-        disposeCache(old);
+        disposeLayers(old);
         idx.dispose();
         active = keep.map((b) => active[b]);
         keyMask = keep.map((b) => keyMask[b]);
@@ -186,12 +178,12 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
       for (let b = 0; b < B; b++) nextPos[b]++;
       const previous = cache;
       ({ cache, logitsData } = runStep(model, tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'), positions, causalMask(keyMask.flat(), B, 1, T, G), previous));
-      disposeCache(previous);
+      disposeLayers(previous);
     }
     session?.store(finished.splice(0));
   } finally {
-    disposeCache(cache);
-    for (const f of finished) disposeCache(f.cache);
+    disposeLayers(cache);
+    for (const f of finished) disposeLayers(f.cache);
   }
   return { tokens, logprobs };
 }

@@ -31,7 +31,9 @@ export interface ResumedRows {
   fed: number[][];
 }
 
-function disposeLayers(c: LayerKV[]): void {
+/** Frees per-layer cache tensors (none for undefined). */
+export function disposeLayers(c: LayerKV[] | undefined): void {
+  if (!c) return;
   for (const l of c) {
     l.k.dispose();
     l.v.dispose();
@@ -84,15 +86,14 @@ export class KvSession {
   }
 
   /**
-   * Replaces what the session holds by `blocks` (rows taken out of one generation call as they
-   * finished), padded to a common T and stacked; takes ownership of their tensors.
+   * Replaces what the session holds by `blocks` (non-empty blocks of rows taken out of one generation
+   * call as they finished), padded to a common T and stacked; takes ownership of their tensors.
    */
   store(blocks: KvRows[]): void {
     this.clear();
-    const kept = blocks.filter((b) => b.rowIds.length > 0);
-    if (kept.length === 0) return;
-    const T = Math.max(...kept.map((b) => b.keyMask[0].length));
-    const padded = kept.map((b) => padTo(b, T));
+    if (blocks.length === 0) return;
+    const T = Math.max(...blocks.map((b) => b.keyMask[0].length));
+    const padded = blocks.map((b) => padTo(b, T));
     const layers = padded[0].cache.length;
     const cache = Array.from({ length: layers }, (_, l) => ({
       k: padded.length === 1 ? padded[0].cache[l].k : (tf.concat(padded.map((b) => b.cache[l].k), 0) as tf.Tensor4D),
