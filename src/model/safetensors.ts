@@ -1,8 +1,9 @@
 /**
  * The safetensors format (HF, https://huggingface.co/docs/safetensors): 8-byte little-endian header length N,
  * an N-byte UTF-8 JSON header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}},
- * then the raw little-endian data. Written here with names sorted, each tensor's data 8-byte aligned (header
- * padded with spaces to a multiple of 8), as the Python writer does.
+ * then the raw little-endian data. Written as the Python `safetensors` writer does, byte for byte: tensors
+ * contiguous (readers reject gaps between them), wider element types first and then by name (so every
+ * tensor stays aligned to its element size), the header padded with spaces to a multiple of 8.
  */
 
 /** Supported element types. F16/BF16 data are raw Uint16Array bit patterns. */
@@ -26,39 +27,36 @@ function checkTensor(name: string, t: SafeTensor): void {
   if (!(t.data instanceof want)) throw new Error(`safetensors: tensor ${name} dtype ${t.dtype} needs a ${want.name}, got ${t.data.constructor.name}`);
 }
 
+/** Data order of the Python writer: element types in its Dtype enum order, descending (F32 > I32 > BF16 > F16). */
+const WRITE_RANK: Record<SafeDtype, number> = { F32: 3, I32: 2, BF16: 1, F16: 0 };
+
 /**
- * Serializes tensors (names sorted) with optional string metadata.
+ * Serializes tensors with optional string metadata, laid out as the Python writer lays them out.
  * @returns the file bytes
  * @throws Error on an unsupported dtype, a data/shape size mismatch, or a wrong typed-array kind.
  */
 export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?: Record<string, string>): Uint8Array {
-  const names = Object.keys(tensors).sort();
-  const header: Record<string, unknown> = {};
-  if (metadata && Object.keys(metadata).length > 0) header.__metadata__ = metadata;
+  for (const [name, t] of Object.entries(tensors)) checkTensor(name, t);
+  const names = Object.keys(tensors).sort((a, b) => WRITE_RANK[tensors[b].dtype] - WRITE_RANK[tensors[a].dtype] || (a < b ? -1 : a > b ? 1 : 0));
+  // Built entry by entry: a JS object would move integer-like tensor names ahead of the others.
+  const entries: string[] = [];
+  if (metadata && Object.keys(metadata).length > 0) entries.push(`"__metadata__":${JSON.stringify(metadata)}`);
   let offset = 0;
   const offsets: number[] = [];
   for (const name of names) {
     const t = tensors[name];
-    checkTensor(name, t);
-    offset = Math.ceil(offset / 8) * 8;
-    offsets.push(offset);
     const nbytes = t.data.length * BYTES[t.dtype];
-    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + nbytes] };
+    offsets.push(offset);
+    entries.push(`${JSON.stringify(name)}:${JSON.stringify({ dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + nbytes] })}`);
     offset += nbytes;
   }
-  let headerText = JSON.stringify(header);
-  const enc = new TextEncoder();
-  let hbytes = enc.encode(headerText);
-  const padLen = (8 - (hbytes.length % 8)) % 8;
-  if (padLen) {
-    headerText += ' '.repeat(padLen);
-    hbytes = enc.encode(headerText);
-  }
-  const out = new Uint8Array(8 + hbytes.length + offset);
-  const dv = new DataView(out.buffer);
-  dv.setBigUint64(0, BigInt(hbytes.length), true);
-  out.set(hbytes, 8);
-  const base = 8 + hbytes.length;
+  const unpadded = new TextEncoder().encode(`{${entries.join(',')}}`);
+  const headerLength = Math.ceil(unpadded.length / 8) * 8;
+  const out = new Uint8Array(8 + headerLength + offset);
+  new DataView(out.buffer).setBigUint64(0, BigInt(headerLength), true);
+  out.set(unpadded, 8);
+  out.fill(0x20, 8 + unpadded.length, 8 + headerLength); // spaces: the header stays valid JSON
+  const base = 8 + headerLength;
   names.forEach((name, i) => {
     const t = tensors[name];
     // Typed arrays are little-endian on every platform Node runs on.

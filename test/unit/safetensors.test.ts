@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { decodeSafetensors, encodeSafetensors, toFloat32 } from '../../src/model/safetensors';
 
-test('round trip F32, I32, F16, BF16 with metadata, names sorted, data 8-byte aligned', () => {
+test('round trip F32, I32, F16, BF16 with metadata: wider types first, then by name, contiguous, header padded to 8', () => {
   const bytes = encodeSafetensors(
     {
       'b.w': { dtype: 'F32', shape: [2, 2], data: new Float32Array([1, 2, 3, 4]) },
@@ -15,8 +16,13 @@ test('round trip F32, I32, F16, BF16 with metadata, names sorted, data 8-byte al
   const hlen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
   assert.equal(hlen % 8, 0);
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)));
-  assert.deepEqual(Object.keys(header).filter((k) => k !== '__metadata__'), ['a.i', 'b.w', 'c.h', 'd.bf']);
-  for (const k of ['a.i', 'b.w', 'c.h', 'd.bf']) assert.equal(header[k].data_offsets[0] % 8, 0);
+  assert.deepEqual(Object.keys(header), ['__metadata__', 'b.w', 'a.i', 'd.bf', 'c.h']);
+  let end = 0;
+  for (const k of ['b.w', 'a.i', 'd.bf', 'c.h']) {
+    assert.equal(header[k].data_offsets[0], end, `${k} starts where the previous tensor ends`);
+    end = header[k].data_offsets[1];
+  }
+  assert.equal(bytes.length, 8 + hlen + end, 'no bytes after the last tensor');
   const { tensors, metadata } = decodeSafetensors(bytes);
   assert.deepEqual(metadata, { format: 'pt' });
   assert.deepEqual(Array.from(tensors['b.w'].data), [1, 2, 3, 4]);
@@ -48,4 +54,26 @@ test('errors name the problem', () => {
     () => encodeSafetensors({ w: { dtype: 'F32', shape: [3], data: new Float32Array(2) } }),
     /w has 2 elements, shape \[3\] needs 3/,
   );
+});
+
+test("Python's safetensors file (odd-sized BF16 and F16 tensors) reads back and is written again byte for byte", () => {
+  // test/fixtures/hf/odd_safetensors.py wrote it with safetensors.torch.save_file.
+  const python = new Uint8Array(readFileSync('test/fixtures/hf/odd.safetensors'));
+  const { tensors, metadata } = decodeSafetensors(python);
+  assert.deepEqual(metadata, { format: 'pt' });
+  assert.deepEqual(Array.from(toFloat32(tensors['odd.bf16'])), [1, -2, 0.5]);
+  assert.deepEqual(tensors['odd.bf16'].shape, [3]);
+  assert.deepEqual(Array.from(toFloat32(tensors['one.f16'])), [-1.5]);
+  assert.deepEqual(Array.from(tensors['w.f32'].data), [1.5, -2.25, 3, 0.125]);
+  assert.deepEqual(tensors['w.f32'].shape, [2, 2]);
+  assert.deepEqual(Array.from(tensors['ids.i32'].data), [3, -4, 5]);
+  assert.deepEqual(Array.from(toFloat32(tensors['b.bf16'])), [0.25, 4]);
+  assert.deepEqual(encodeSafetensors(tensors, metadata), python);
+});
+
+test('an integer-like tensor name keeps its data order in the header', () => {
+  const bytes = encodeSafetensors({ a: { dtype: 'F32', shape: [1], data: new Float32Array([1]) }, 7: { dtype: 'BF16', shape: [1], data: new Uint16Array([0x4000]) } });
+  const hlen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
+  assert.match(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)), /^\{"a":\{[^}]*"data_offsets":\[0,4\]\},"7":\{[^}]*"data_offsets":\[4,6\]\}\}/);
+  assert.deepEqual(Array.from(toFloat32(decodeSafetensors(bytes).tensors['7'])), [2]);
 });
