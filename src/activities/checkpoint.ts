@@ -1,6 +1,8 @@
 /**
  * Checkpoint files of a policy (DESIGN.md, Object store layout): model.safetensors (HF tensor
- * names), config.json (HF-style), tokenizer.json, optional optimizer.safetensors, for gae runs
+ * names), config.json (HF-style), tokenizer.json and, for an HF folder's tokenizer, the folder's chat files
+ * (tokenizer_config.json, chat_template.jinja, generation_config.json as read, so every worker renders
+ * the model's own prompts and stops at its stop tokens), optional optimizer.safetensors, for gae runs
  * critic.safetensors and critic_optimizer.safetensors (ROLL's critic role), trainer_state.json;
  * manifest.json is written last by src/storage/manifest.ts and commits the checkpoint.
  */
@@ -8,7 +10,7 @@ import type { ObjectStore } from '../storage/object_store';
 import { readCheckpoint, writeCheckpoint } from '../storage/manifest';
 import type { ObjectRef } from './types';
 import { Qwen2 } from '../model/qwen2';
-import { tokenizerFromJSON, Tokenizer } from '../model/tokenizer';
+import { tokenizerFromFiles, type ChatTokenizer } from '../model/tokenizer';
 import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/weights_io';
 import { AdamW } from '../algo/adamw';
 import { ValueModel } from '../model/value_model';
@@ -35,7 +37,7 @@ export interface TrainerState {
 /** A loaded checkpoint. The caller owns (and disposes) the model and optimizer. */
 export interface PolicyCheckpoint {
   model: Qwen2;
-  tokenizer: Tokenizer;
+  tokenizer: ChatTokenizer;
   /** null when the checkpoint has no optimizer state (e.g. the warm-up): start a fresh AdamW. */
   optimizer: AdamW | null;
   /** The gae critic and its optimizer; null before the first gae update (the critic starts from the policy). */
@@ -72,6 +74,7 @@ export async function saveCheckpoint(
 ): Promise<ObjectRef> {
   const files: Record<string, Uint8Array> = {
     ...extraFiles,
+    ...c.tokenizer.chatFiles,
     'model.safetensors': await modelToSafetensors(c.model),
     'config.json': configToJSONBytes(c.model.config),
     'tokenizer.json': json(c.tokenizer.toJSON()),
@@ -92,7 +95,7 @@ export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef): P
   const config = configFromJSONBytes(files['config.json']);
   const state = trainerStateOf(files);
   const model = modelFromSafetensors(config, files['model.safetensors']);
-  const tokenizer = tokenizerFromJSON(parse(files['tokenizer.json']));
+  const tokenizer = tokenizerFromFiles(files, (name) => `${manifest.key}: ${name}`);
   const optimizer = files['optimizer.safetensors']
     ? AdamW.fromSafetensors(files['optimizer.safetensors'], { betas: state.betas, weightDecay: state.weightDecay })
     : null;

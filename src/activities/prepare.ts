@@ -18,7 +18,7 @@ import { readCheckpoint, writeInitial, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../config/schema';
 import { ConfigError } from '../config/errors';
-import { charTokenizer, Tokenizer } from '../model/tokenizer';
+import { charTokenizer, type ChatTokenizer } from '../model/tokenizer';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/pretrained';
 import { modelFromFolder } from '../model/weights_io';
@@ -54,7 +54,7 @@ function warmupIdentity(config: RunConfig, pretrain: string | Record<string, str
  * first use); returns warmup/* metrics (final loss in nats per response token, seconds, episodes,
  * success rate of the demonstrations).
  */
-async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string, model: Qwen2, tokenizer: Tokenizer): Promise<Record<string, number>> {
+async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string, model: Qwen2, tokenizer: ChatTokenizer): Promise<Record<string, number>> {
   const started = performance.now();
   const key = `${prefix}episodes.jsonl.gz`;
   let episodes = (await rt.store.exists(key)) ? await rt.store.getJsonlGz<Trajectory>(key) : null;
@@ -113,7 +113,7 @@ function fromFolder<T>(dir: string, fn: (dir: string) => T): T {
 }
 
 /** The step-0 policy before the warm-up: the tiny preset's seeded random init, or the HF folder's model. */
-function initialPolicy(config: RunConfig): { model: Qwen2; tokenizer: Tokenizer } {
+function initialPolicy(config: RunConfig): { model: Qwen2; tokenizer: ChatTokenizer } {
   if (config.pretrain !== TINY_PRESET) return fromFolder(config.pretrain, modelFromFolder);
   const tokenizer = charTokenizer();
   return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init')), tokenizer };

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { validateQwen2Config, weightShapes, type Qwen2Config } from './config';
 import { HF_FILES } from './hf_folder';
 import { parseSafetensorsHeader, safetensorsHeaderLength, type SafeTensorInfo } from './safetensors';
-import { tokenizerFromJSON, type Tokenizer } from './tokenizer';
+import { readTokenizerFiles, tokenizerFromFiles, TOKENIZER_FILE_NAMES, type ChatTokenizer } from './tokenizer';
 
 /** A problem with a pretrained folder; the message names the file and, where one is at fault, the key. */
 export class PretrainedFolderError extends Error {
@@ -38,14 +38,16 @@ export function readPretrainedConfig(dir: string): Qwen2Config {
   }
 }
 
-/** tokenizer.json as a Tokenizer. @throws PretrainedFolderError naming the file */
-export function readPretrainedTokenizer(dir: string): Tokenizer {
-  const file = join(dir, HF_FILES.tokenizer);
-  const json = readJSON(file);
+/**
+ * tokenizer.json with the folder's chat template and stop tokens (tokenizer_config.json,
+ * chat_template.jinja, generation_config.json) as a ChatTokenizer.
+ * @throws PretrainedFolderError naming the file and key
+ */
+export function readPretrainedTokenizer(dir: string): ChatTokenizer {
   try {
-    return tokenizerFromJSON(json);
+    return tokenizerFromFiles(readTokenizerFiles(dir), (name) => join(dir, name));
   } catch (err) {
-    throw new PretrainedFolderError(`${file}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
+    throw new PretrainedFolderError((err as Error).message);
   }
 }
 
@@ -134,12 +136,13 @@ function checkWeightShapes(dir: string, config: Qwen2Config): void {
 }
 
 /**
- * sha256 (hex) of each file that defines the model (config.json, tokenizer.json, the weight files), by
+ * sha256 (hex) of each file that defines the model (config.json, tokenizer.json, the chat files, the weight files), by
  * file name: the same folder contents give the same identity wherever the folder lives.
  * @throws PretrainedFolderError when a file is missing
  */
 export function pretrainedIdentity(dir: string): Record<string, string> {
-  const files = [join(dir, HF_FILES.config), join(dir, HF_FILES.tokenizer), ...weightFiles(dir)];
+  const chatFiles = TOKENIZER_FILE_NAMES.filter((name) => name !== HF_FILES.tokenizer && existsSync(join(dir, name)));
+  const files = [join(dir, HF_FILES.config), join(dir, HF_FILES.tokenizer), ...chatFiles.map((name) => join(dir, name)), ...weightFiles(dir)];
   return Object.fromEntries(files.map((file) => {
     if (!existsSync(file)) throw new PretrainedFolderError(`${file} does not exist`);
     return [file.slice(dir.length).replace(/^\/+/, ''), createHash('sha256').update(readFileSync(file)).digest('hex')];

@@ -1,10 +1,14 @@
 /**
  * Tokenizers (DESIGN.md, "Models"). The `tiny` preset uses a character tokenizer carrying the Qwen
- * ChatML special tokens, so prompts rendered with the Qwen chat template (SPEC.md §4:
- * "<|im_start|>{role}\n{content}<|im_end|>\n") tokenize with the same special ids layout as an HF model.
- * HF tokenizer.json files (`pretrain: DIR`, exported models) load through hf_tokenizer.ts.
+ * ChatML special tokens and its own ChatML chat template (chatml.ts CHATML_TEMPLATE, no default system
+ * prompt). HF tokenizer.json files (`pretrain: DIR`, exported models) load through hf_tokenizer.ts; with
+ * the folder's tokenizer_config.json / chat_template.jinja / generation_config.json they make a
+ * ChatTokenizer: prompts rendered with the folder's own chat template, stop ids from its generation config.
  */
-import { CHATML_SPECIAL_TOKENS, EOS_TOKENS, PAD_TOKEN } from './chatml';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, EOS_TOKENS, PAD_TOKEN } from './chatml';
+import { CHAT_FILES, ChatTemplate, ChatTemplateError, chatTemplateSource, namedSpecialTokens, stopTokenIds } from './chat_template';
 import { hfTokenizer, isHfTokenizerJSON } from './hf_tokenizer';
 
 /** A text <-> token id mapping. Ids are integers in [0, vocabSize). */
@@ -23,6 +27,21 @@ export interface Tokenizer {
   decode(ids: readonly number[], skipSpecial?: boolean): string;
   /** A JSON-serializable description; `tokenizerFromJSON(tok.toJSON())` rebuilds it (tokenizer.json in checkpoints). */
   toJSON(): unknown;
+}
+
+/**
+ * A tokenizer with the chat format of its model: what rollouts, checkpoints and exports use.
+ * `eosIds` are the ids that end a response (generation_config.json eos_token_id, else the tokenizer's eos).
+ */
+export interface ChatTokenizer extends Tokenizer {
+  /** The model's chat template (the folder's own; CHATML_TEMPLATE for the char tokenizer). */
+  readonly chat: ChatTemplate;
+  /**
+   * The folder's files that define the chat format (tokenizer_config.json, chat_template.jinja,
+   * generation_config.json; those present, bytes as read); empty for the char tokenizer. Checkpoints
+   * store them beside tokenizer.json so tokenizerFromFiles rebuilds the same ChatTokenizer.
+   */
+  readonly chatFiles: Readonly<Record<string, Uint8Array>>;
 }
 
 /** Serialized form of a CharTokenizer (`type: 'starpo-char'`). */
@@ -116,8 +135,8 @@ class CharTokenizer implements Tokenizer {
  * `<|im_end|>`, `<unk>`; then '\n', printable ASCII ' '..'~', and '√' (101 ids). Unknown characters map
  * to `<unk>`. eosIds = [`<|im_end|>`, `<|endoftext|>`] (SPEC.md §4.3).
  */
-export function charTokenizer(): Tokenizer {
-  return new CharTokenizer({
+export function charTokenizer(): ChatTokenizer {
+  return charChatTokenizer(new CharTokenizer({
     type: 'starpo-char',
     version: 1,
     special: [...CHATML_SPECIAL_TOKENS],
@@ -125,7 +144,136 @@ export function charTokenizer(): Tokenizer {
     unk: '<unk>',
     pad: PAD_TOKEN,
     eos: [...EOS_TOKENS],
-  });
+  }));
+}
+
+/** `base` with a chat format: its text methods, `eosIds` replaced by the stop ids. */
+function withChat(base: Tokenizer, chat: ChatTemplate, eosIds: readonly number[], chatFiles: Record<string, Uint8Array>): ChatTokenizer {
+  return {
+    vocabSize: base.vocabSize, padId: base.padId, specialTokens: base.specialTokens, eosIds, chat, chatFiles,
+    encode: (text) => base.encode(text),
+    decode: (ids, skipSpecial) => base.decode(ids, skipSpecial),
+    toJSON: () => base.toJSON(),
+  };
+}
+
+/** A char tokenizer with the tiny preset's chat format: CHATML_TEMPLATE and its own eos tokens. */
+function charChatTokenizer(base: CharTokenizer): ChatTokenizer {
+  const named = { eos_token: EOS_TOKENS[0], pad_token: PAD_TOKEN, unk_token: '<unk>' };
+  return withChat(base, new ChatTemplate(CHATML_TEMPLATE, named), base.eosIds, {});
+}
+
+/** The file names tokenizerFromFiles reads: tokenizer.json and the chat files. */
+export const TOKENIZER_FILE_NAMES = ['tokenizer.json', CHAT_FILES.tokenizerConfig, CHAT_FILES.template, CHAT_FILES.generationConfig] as const;
+
+/** The tokenizer files of a model folder that exist, by name (bytes as stored). */
+export function readTokenizerFiles(dir: string): Record<string, Uint8Array> {
+  const files: Record<string, Uint8Array> = {};
+  for (const name of TOKENIZER_FILE_NAMES) if (existsSync(join(dir, name))) files[name] = readFileSync(join(dir, name));
+  return files;
+}
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+function parseJSONFile(files: Record<string, Uint8Array>, name: string, where: (file: string) => string): Record<string, unknown> | null {
+  const bytes = files[name];
+  if (!bytes) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text(bytes));
+  } catch (err) {
+    throw new ChatTemplateError(`${where(name)} is not valid JSON (${(err as Error).message})`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ChatTemplateError(`${where(name)} is not a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The chat template source of a checkpoint's (or folder's) files: chat_template.jinja, else
+ * tokenizer_config.json chat_template; CHATML_TEMPLATE when tokenizer.json is starpo's char tokenizer.
+ * Exports write it as the folder's chat template.
+ * @throws ChatTemplateError naming the file when an HF tokenizer has no chat template
+ */
+export function chatTemplateOf(files: Record<string, Uint8Array>): string {
+  return tokenizerFromFiles(files).chat.source;
+}
+
+/**
+ * The ChatTokenizer of a model folder's or checkpoint's files (by name): tokenizer.json (required);
+ * for an HF tokenizer.json the chat template (chat_template.jinja, else tokenizer_config.json
+ * chat_template), its special-token variables (tokenizer_config.json) and the stop ids
+ * (generation_config.json eos_token_id, else tokenizer_config.json eos_token). starpo's char tokenizer
+ * has the tiny preset's format (CHATML_TEMPLATE, its eos list) and ignores the other files.
+ * @param where the path shown for a file name in errors (default: the name)
+ * @throws Error naming the file and key: tokenizer.json missing or invalid, no chat template, a template
+ *   the Jinja parser rejects or that renders earlier turns differently once a turn is added, bad eos ids
+ */
+export function tokenizerFromFiles(files: Record<string, Uint8Array>, where: (file: string) => string = (f) => f): ChatTokenizer {
+  const tokFile = where('tokenizer.json');
+  if (!files['tokenizer.json']) throw new ChatTemplateError(`${tokFile} does not exist`);
+  let json: unknown;
+  try {
+    json = JSON.parse(text(files['tokenizer.json']));
+  } catch (err) {
+    throw new ChatTemplateError(`${tokFile} is not valid JSON (${(err as Error).message})`);
+  }
+  let base: Tokenizer;
+  try {
+    base = tokenizerFromJSON(json);
+  } catch (err) {
+    throw new ChatTemplateError(`${tokFile}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
+  }
+  if (base instanceof CharTokenizer) return charChatTokenizer(base);
+  const config = parseJSONFile(files, CHAT_FILES.tokenizerConfig, where) ?? {};
+  const jinja = files[CHAT_FILES.template] ? text(files[CHAT_FILES.template] as Uint8Array) : null;
+  const source = chatTemplateSource(config, jinja, where);
+  const templateFile = where(jinja === null ? `${CHAT_FILES.tokenizerConfig} chat_template` : CHAT_FILES.template);
+  let chat: ChatTemplate;
+  try {
+    chat = new ChatTemplate(source, namedSpecialTokens(config));
+  } catch (err) {
+    throw new ChatTemplateError(`${templateFile}: the Jinja template does not parse (${(err as Error).message})`);
+  }
+  checkAppendOnly(chat, templateFile);
+  const vocab = new Map(Object.entries(base.specialTokens));
+  const idOf = (token: string) => vocab.get(token) ?? singleId(base, token);
+  const eosIds = stopTokenIds(parseJSONFile(files, CHAT_FILES.generationConfig, where), config, base.vocabSize, idOf, where);
+  const chatFiles = Object.fromEntries(Object.values(CHAT_FILES).filter((n) => files[n]).map((n) => [n, files[n] as Uint8Array]));
+  return withChat(base, chat, eosIds, chatFiles);
+}
+
+/** The id of a token string that encodes to exactly one id, else undefined. */
+function singleId(tokenizer: Tokenizer, token: string): number | undefined {
+  const ids = tokenizer.encode(token);
+  return ids.length === 1 ? ids[0] : undefined;
+}
+
+/**
+ * Rollouts append each turn's prompt to the ids already sampled, so the template must render a
+ * conversation as the render of its earlier turns followed by the new ones (Qwen2/2.5 templates do;
+ * one that rewrites earlier assistant turns, e.g. dropping their reasoning, cannot be followed token
+ * for token). Checked on a probe conversation, with and without a system message.
+ * @throws ChatTemplateError naming the template when it fails to render or is not append-only
+ */
+function checkAppendOnly(chat: ChatTemplate, templateFile: string): void {
+  for (const system of [[], [{ role: 'system' as const, content: 'S' }]]) {
+    const first = [...system, { role: 'user' as const, content: 'U1' }];
+    const later = [...first, { role: 'assistant' as const, content: 'A1' }, { role: 'user' as const, content: 'U2' }];
+    let before: string;
+    let after: string;
+    try {
+      before = chat.render(first, true);
+      after = chat.render(later, true);
+    } catch (err) {
+      throw new ChatTemplateError(`${templateFile}: the template fails on a ${system.length ? 'system/' : ''}user/assistant conversation (${(err as Error).message})`);
+    }
+    if (!after.startsWith(`${before}A1`)) {
+      throw new ChatTemplateError(
+        `${templateFile}: the template renders earlier turns differently once a turn is added (${JSON.stringify(before)} + "A1" is not the start of ${JSON.stringify(after)}); ` +
+          "allowed: a template whose render of a conversation begins with the render of its earlier turns and the assistant's reply as written (starpo's rollouts keep the sampled tokens)",
+      );
+    }
+  }
 }
 
 /**

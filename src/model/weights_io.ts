@@ -8,7 +8,7 @@ import { Qwen2Config, validateQwen2Config } from './config';
 import { Qwen2 } from './qwen2';
 import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './pretrained';
 import { SafeTensor, decodeSafetensors, encodeSafetensors, toFloat32 } from './safetensors';
-import type { Tokenizer } from './tokenizer';
+import type { ChatTokenizer } from './tokenizer';
 
 /**
  * Serializes the model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does).
@@ -60,7 +60,7 @@ export function configFromJSONBytes(bytes: Uint8Array): Qwen2Config {
  * @throws PretrainedFolderError for a missing or invalid file; Error from modelFromTensors (missing weight,
  *   shape mismatch) or decodeSafetensors (corrupt file)
  */
-export function modelFromFolder(dir: string): { model: Qwen2; tokenizer: Tokenizer } {
+export function modelFromFolder(dir: string): { model: Qwen2; tokenizer: ChatTokenizer } {
   const config = readPretrainedConfig(dir);
   const tokenizer = readPretrainedTokenizer(dir);
   const tensors: Record<string, SafeTensor> = {};

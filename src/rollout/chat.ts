@@ -1,9 +1,11 @@
 /**
- * Chat formatting of the multi-turn rollout with the Qwen ChatML template (SPEC.md §4.1-4.2):
- * "<|im_start|>{role}\n{content}<|im_end|>\n", then "<|im_start|>assistant\n" to prompt a reply.
- * A response ends with its sampled stop token (<|im_end|>); the "\n" the template puts after it
- * opens the next turn's prompt, so the concatenation equals the template applied to the whole chat.
+ * Chat formatting of the multi-turn rollout (SPEC.md §4.1-4.2): the agent template's fields, the answer
+ * format, and the prompts of each turn rendered with the model's own chat template (EpisodeChat), so
+ * prompt_0 + response_0 + ... + prompt_t tokenizes as apply_chat_template(messages up to turn t,
+ * add_generation_prompt=True) with each reply as sampled.
  */
+import type { ChatMessage } from '../model/chat_template';
+import type { ChatTokenizer } from '../model/tokenizer';
 
 /**
  * Whether a tag answers in the think-then-answer pattern: its env_config.action_pattern contains
@@ -49,20 +51,56 @@ export function fillTemplate(template: string, fields: TemplateFields): string {
   );
 }
 
-/**
- * Prompt text of turn 0: optional system message, then the user message (env instruction + "\n" +
- * filled agent template), then the assistant header. The system message is left out when empty.
- */
-export function firstTurnPrompt(systemTemplate: string, envInstruction: string, userContent: string): string {
-  const system = systemTemplate ? `<|im_start|>system\n${systemTemplate}<|im_end|>\n` : '';
-  const user = envInstruction ? `${envInstruction}\n${userContent}` : userContent;
-  return `${system}<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`;
+/** The first user message: the env instruction, "\n", then the filled agent template (SPEC.md §4.1). */
+export function firstUserMessage(envInstruction: string, userContent: string): string {
+  return envInstruction ? `${envInstruction}\n${userContent}` : userContent;
 }
 
 /**
- * Prompt text of a later turn. `closed` says whether the previous response ended with its stop
- * token; if not (it hit the token budget), the prompt closes the assistant message first.
+ * The prompts of one episode, rendered with the model's chat template turn by turn. Each prompt is the
+ * text the template adds to the conversation so far: render(messages up to this user message,
+ * add_generation_prompt) minus what the episode's ids already hold (earlier prompts, and each reply as
+ * the template renders it: the decoded reply without its stop token). The reply's sampled stop token
+ * stands for the template's end-of-turn token: when the text after a closed reply starts with a stop
+ * token, that token is left out, so the turn is closed once (ROLL's doubled <|im_end|> is not copied); a
+ * reply cut by its token budget gets the template's whole closing text.
  */
-export function laterTurnPrompt(userContent: string, closed: boolean): string {
-  return `${closed ? '' : '<|im_end|>'}\n<|im_start|>user\n${userContent}<|im_end|>\n<|im_start|>assistant\n`;
+export class EpisodeChat {
+  private readonly messages: ChatMessage[] = [];
+  /** The rendered text the episode's ids stand for so far. */
+  private rendered = '';
+  /** The last reply ended with a stop token. */
+  private closed = false;
+  private readonly stopTexts: string[];
+
+  /** @param system the system message (custom_envs.<tag>.agent_system_template); empty: none, the template's default applies */
+  constructor(private readonly tokenizer: ChatTokenizer, system: string) {
+    if (system) this.messages.push({ role: 'system', content: system });
+    this.stopTexts = tokenizer.eosIds.map((id) => tokenizer.decode([id], false));
+  }
+
+  /**
+   * The prompt text of the next turn, whose user message is `user`.
+   * @throws Error when the template renders the earlier turns differently (not append-only)
+   */
+  prompt(user: string): string {
+    this.messages.push({ role: 'user', content: user });
+    const full = this.tokenizer.chat.render(this.messages, true);
+    if (!full.startsWith(this.rendered)) {
+      throw new Error(`chat template: the render of turn ${this.messages.filter((m) => m.role === 'user').length} does not begin with the turns before it; starpo's rollouts need an append-only template`);
+    }
+    let added = full.slice(this.rendered.length);
+    const stop = this.closed ? this.stopTexts.find((s) => added.startsWith(s)) : undefined;
+    if (stop) added = added.slice(stop.length);
+    this.rendered = full;
+    return added;
+  }
+
+  /** Records a reply: its sampled ids (stop token included when sampled). */
+  reply(tokens: readonly number[]): void {
+    this.closed = tokens.length > 0 && this.tokenizer.eosIds.includes(tokens[tokens.length - 1] as number);
+    const content = this.tokenizer.decode(this.closed ? tokens.slice(0, -1) : tokens, false);
+    this.messages.push({ role: 'assistant', content });
+    this.rendered += content;
+  }
 }

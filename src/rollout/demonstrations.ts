@@ -4,7 +4,7 @@
  * env's BFS plan (Env.solve; issue 4 item 7, RAGEN's SFT on solver trajectories).
  */
 import type { RunConfig } from '../config/schema';
-import type { Tokenizer } from '../model/tokenizer';
+import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng, deriveSeed } from '../util/rng';
 import type { Policy } from './policy';
 import { runGroups } from './pool';
@@ -28,7 +28,7 @@ export interface Demonstrations {
 }
 
 /** Plays one-member groups with a scripted policy (train split, step 0); failed envs are replaced. */
-async function play(config: RunConfig, tokenizer: Tokenizer, groups: RolloutGroup[], policy: Policy): Promise<Demonstrations> {
+async function play(config: RunConfig, tokenizer: ChatTokenizer, groups: RolloutGroup[], policy: Policy): Promise<Demonstrations> {
   const { trajectories, errors } = await runGroups(groups, {
     policy, tokenizer, customEnvs: config.custom_envs, sequenceLength: config.sequence_length,
     maxNewTokens: config.actor_infer.generating_args.max_new_tokens, split: 'train', step: 0, groupSize: 1, redundancy: 0,
@@ -43,7 +43,7 @@ async function play(config: RunConfig, tokenizer: Tokenizer, groups: RolloutGrou
  * randomActionPolicy; otherwise all play randomActionPolicy. Episodes in episode order; an episode
  * whose env fails is replaced as in the rollout pool (and dropped after its last try).
  */
-export async function warmupDemonstrations(config: RunConfig, tokenizer: Tokenizer): Promise<Demonstrations> {
+export async function warmupDemonstrations(config: RunConfig, tokenizer: ChatTokenizer): Promise<Demonstrations> {
   const m = config.train_env_manager;
   const w = config.warmup;
   const stream = [config.seed, 'warmup'];
@@ -61,6 +61,6 @@ export async function warmupDemonstrations(config: RunConfig, tokenizer: Tokeniz
 }
 
 /** The episodes of the format demonstrations (warmupDemonstrations without solver, whatever warmup.type says). */
-export async function formatDemonstrations(config: RunConfig, tokenizer: Tokenizer): Promise<Trajectory[]> {
+export async function formatDemonstrations(config: RunConfig, tokenizer: ChatTokenizer): Promise<Trajectory[]> {
   return (await warmupDemonstrations({ ...config, warmup: { ...config.warmup, type: 'format' } }, tokenizer)).episodes;
 }

@@ -9,10 +9,10 @@ import { createEnv } from '../envs/registry';
 import { ConfigError } from '../config/errors';
 import { parseAction } from '../envs/parse';
 import type { Env } from '../envs/types';
-import type { Tokenizer } from '../model/tokenizer';
+import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
 import type { CustomEnvConfig } from '../config/schema';
-import { fillTemplate, firstTurnPrompt, formatSuffix, laterTurnPrompt, usesThinkPattern } from './chat';
+import { EpisodeChat, fillTemplate, firstUserMessage, formatSuffix, usesThinkPattern } from './chat';
 import type { Policy } from './policy';
 import type { Trajectory, TurnRecord } from './types';
 
@@ -32,7 +32,8 @@ export interface EpisodeSpec {
 /** Settings shared by the batch. */
 export interface ManagerOptions {
   policy: Policy;
-  tokenizer: Tokenizer;
+  /** The model's tokenizer: its chat template renders the prompts, its eosIds end the replies. */
+  tokenizer: ChatTokenizer;
   customEnvs: Record<string, CustomEnvConfig>;
   /** Max tokens of one whole trajectory (SPEC.md §2 sequence_length). */
   sequenceLength: number;
@@ -65,6 +66,7 @@ interface Live {
   cfg: CustomEnvConfig;
   enableThink: boolean;
   rng: Rng;
+  chat: EpisodeChat;
   ids: number[];
   mask: number[];
   logprobs: number[];
@@ -153,14 +155,14 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
     const enableThink = usesThinkPattern(cfg.env_config);
     const live: Live = {
       spec, cfg, enableThink, env: createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink }),
-      rng: new Rng(...spec.rngParts), ids: [], mask: [], logprobs: [], pending: [], observation: '', turns: [],
+      rng: new Rng(...spec.rngParts), chat: new EpisodeChat(tokenizer, cfg.agent_system_template), ids: [], mask: [], logprobs: [], pending: [], observation: '', turns: [],
       score: 0, success: false, truncated: false, envSeconds: 0, status: null, endedAt: -1,
     };
     groups.set(spec.trajGroupId, [...(groups.get(spec.trajGroupId) ?? []), live]);
     const first = guarded(live, 'reset', -1, () => live.env.reset(spec.seed));
     if (first) {
       live.observation = first.observation;
-      live.pending = tokenizer.encode(firstTurnPrompt(cfg.agent_system_template, first.info.env_instruction, userContent(live)));
+      live.pending = tokenizer.encode(live.chat.prompt(firstUserMessage(first.info.env_instruction, userContent(live))));
     }
     lives.push(live);
     // Resets can be slow (large Sokoban rooms): report progress so the activity's heartbeats go out.
@@ -222,6 +224,7 @@ function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, o
   l.ids.push(...l.pending, ...tokens);
   l.mask.push(...l.pending.map(() => 0), ...tokens.map(() => 1));
   l.logprobs.push(...l.pending.map(() => 0), ...logprobs);
+  l.chat.reply(tokens);
   const response = opts.tokenizer.decode(tokens, false);
   const result = guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));
   if (!result) return;
@@ -234,7 +237,7 @@ function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, o
   l.observation = result.observation;
   if (result.terminated) end(l, 'finished', turn);
   else if (l.turns.length >= l.cfg.max_steps) truncate(l, turn);
-  else l.pending = opts.tokenizer.encode(laterTurnPrompt(userContent(l), closed));
+  else l.pending = opts.tokenizer.encode(l.chat.prompt(userContent(l)));
 }
 
 /**

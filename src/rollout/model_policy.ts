@@ -5,13 +5,13 @@
  */
 import type { GeneratingArgs } from '../config/schema';
 import type { Qwen2 } from '../model/qwen2';
-import type { Tokenizer } from '../model/tokenizer';
+import type { ChatTokenizer } from '../model/tokenizer';
 import { generate } from '../model/generate';
 import { KvSession } from '../model/kv_session';
 import type { Policy, PolicyRequest, PolicyResponse } from './policy';
 
-/** Wraps a model as a Policy; generation stops at the tokenizer's eos ids (kept in the response). */
-export function modelPolicy(model: Qwen2, tokenizer: Tokenizer, args: GeneratingArgs): Policy {
+/** Wraps a model as a Policy; generation stops at the tokenizer's eos ids, its model's stop tokens (kept in the response). */
+export function modelPolicy(model: Qwen2, tokenizer: ChatTokenizer, args: GeneratingArgs): Policy {
   const session = new KvSession();
   return {
     async generate(request: PolicyRequest): Promise<PolicyResponse> {

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BANDIT_ARM_PAIRS, BANDIT_INSTRUCTION, BanditEnv } from '../../src/envs/bandit';
 import { ENV_TYPES, createEnv } from '../../src/envs/registry';
-import { fillTemplate, firstTurnPrompt } from '../../src/rollout/chat';
+import { EpisodeChat, fillTemplate, firstUserMessage } from '../../src/rollout/chat';
+import { charTokenizer } from '../../src/model/tokenizer';
 
 const pick = (name: string): string => `<answer>${name}</answer><|im_end|>`;
 
@@ -84,7 +85,7 @@ test('golden full prompt of the quickstart Bandit tag (configs/bandit.yaml templ
   const env = new BanditEnv({ format_penalty: -0.1 });
   const first = env.reset(0);
   const user = fillTemplate('{observation}', { turn_idx: 1, observation: first.observation, actions_left: 1, max_response_length: 32, suffix: '' });
-  assert.equal(firstTurnPrompt('', first.info.env_instruction, user),
+  assert.equal(new EpisodeChat(charTokenizer(), '').prompt(firstUserMessage(first.info.env_instruction, user)),
     '<|im_start|>user\n' +
     "Bandit. Each arm's payout fits its name. Pick one: <answer>NAME</answer>.\n" +
     'Arms: dragon, phoenix<|im_end|>\n' +

@@ -16,11 +16,10 @@ import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../src/model/weights_io';
 import { decodeSafetensors, encodeSafetensors } from '../../src/model/safetensors';
-import { firstTurnPrompt, laterTurnPrompt } from '../../src/rollout/chat';
 
 const TEXTS = [
-  firstTurnPrompt('You are a helpful agent.', 'FrozenLake: reach G.', 'Turn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer>'),
-  '<answer>Right</answer><|im_end|>' + laterTurnPrompt('Turn 2: ok', true),
+  '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',
+  '<answer>Right</answer><|im_end|>\n<|im_start|>user\nTurn 2: ok<|im_end|>\n<|im_start|>assistant\n',
   'unknown characters é, ü and 中 map to <unk>; <|endoftext|> and <|im_end|><|im_end|> are single ids',
   '', ' ', '\n\n', 'a  b   c',
 ];
@@ -103,7 +102,7 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     } finally {
       loaded.model.dispose();
     }
-    assert.deepEqual(Object.keys(pretrainedIdentity(dir)).sort(), ['config.json', 'model.safetensors', 'tokenizer.json']);
+    assert.deepEqual(Object.keys(pretrainedIdentity(dir)).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
   } finally {
     model.dispose();
     rmSync(dir, { recursive: true, force: true });
