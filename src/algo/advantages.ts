@@ -4,7 +4,7 @@
  * Pure functions on plain arrays. Shapes: B trajectories, T = L-1 shifted positions; `mask[i][t]` is
  * 1 where token t+1 of trajectory i was sampled by the policy (the shifted response mask), else 0.
  */
-import { normalizeScores, type NormMethod } from './normalize';
+import { normalizeScores, type NormTypes } from './normalize';
 
 /** Floating guard of the whitening formula (SPEC.md §5.4). */
 export const WHITEN_EPS = 1e-8;
@@ -177,7 +177,8 @@ export interface AdvantageInput {
   mask: readonly (readonly number[])[];
   /** [B] shifted slot of each trajectory's last sampled token (-1: none). */
   lastIndex: readonly number[];
-  method: NormMethod;
+  /** reward_normalization's types in effect (normalize.ts resolveNormTypes). */
+  norm: NormTypes;
   gamma: number;
   /** GAE lambda; required for gae. */
   lambd?: number;
@@ -267,7 +268,7 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   if (est === 'gae' && !input.values) throw new RangeError('computeAdvantages: adv_estimator gae needs the critic values ([B][T] `values`)');
   if (est === 'gae' && input.lambd === undefined) throw new RangeError('computeAdvantages: adv_estimator gae needs `lambd`');
 
-  const normalizedScores = normalizeScores(input.scores, input.groupKeys, input.method, input.rewardClip);
+  const normalizedScores = normalizeScores(input.scores, input.groupKeys, input.norm, input.rewardClip);
   const rewards = tokenRewards(normalizedScores, input.lastIndex, T).map((row, i) => row.map((r, t) =>
     (r - (klCoef !== null ? klCoef * input.tokenKl![i][t] : 0)) * mask[i][t]));
   let returns: number[][];

@@ -1,15 +1,58 @@
 /**
- * Episode-score normalisation within groups (SPEC.md §5.1; ROLL roll/pipeline/agentic/utils.py
- * compute_discounted_returns / agentic reward normalisation with reward_normalization.{grouping,method}).
+ * Episode-score normalisation within groups (SPEC.md §5.1), as ROLL's agentic_reward_norm
+ * (roll/pipeline/agentic/utils.py) with RewardNormalizationConfig's norm_mean_type / norm_std_type
+ * (roll/pipeline/agentic/agentic_config.py); the deprecated `method` only fills the types left null.
  */
 
-/** reward_normalization.method values (SPEC.md §2, §5.1). asym_clip behaves as mean_std. */
+/** reward_normalization.method values (deprecated in ROLL). asym_clip behaves as mean_std. */
 export const NORM_METHODS = ['identity', 'mean', 'mean_std', 'asym_clip'] as const;
 /** One of NORM_METHODS. */
 export type NormMethod = (typeof NORM_METHODS)[number];
 
+/** reward_normalization.norm_mean_type / norm_std_type values: statistics over the batch or within each group. */
+export const NORM_TYPES = ['batch', 'group'] as const;
+/** One of NORM_TYPES. */
+export type NormType = (typeof NORM_TYPES)[number];
+
+/** Which mean is subtracted and which std divides (null: none), as in ROLL's config. */
+export interface NormTypes {
+  norm_mean_type: NormType | null;
+  norm_std_type: NormType | null;
+}
+
+/** The reward_normalization keys that decide NormTypes. */
+export interface RewardNormKeys {
+  grouping: string;
+  method: NormMethod;
+  norm_mean_type?: NormType | null;
+  norm_std_type?: NormType | null;
+}
+
 /** Added to the std in the denominator (SPEC.md §5.1). */
 export const NORM_STD_EPS = 1e-6;
+
+/**
+ * The types a deprecated `method` stands for (ROLL's _resolve_reward_norm_defaults): statistics over the
+ * batch for grouping `batch`, within groups for any other grouping.
+ */
+export function normTypesOf(method: NormMethod, grouping: string): NormTypes {
+  const scope: NormType = grouping === 'batch' ? 'batch' : 'group';
+  if (method === 'mean') return { norm_mean_type: scope, norm_std_type: null };
+  if (method === 'mean_std' || method === 'asym_clip') return { norm_mean_type: scope, norm_std_type: scope };
+  return { norm_mean_type: null, norm_std_type: null };
+}
+
+/**
+ * The types in effect (ROLL's RewardNormalizationConfig.__post_init__): a type set explicitly wins, one
+ * left null (or absent, as in configs stored before these keys existed) comes from `method`.
+ */
+export function resolveNormTypes(keys: RewardNormKeys): NormTypes {
+  const fromMethod = normTypesOf(keys.method, keys.grouping);
+  return {
+    norm_mean_type: keys.norm_mean_type ?? fromMethod.norm_mean_type,
+    norm_std_type: keys.norm_std_type ?? fromMethod.norm_std_type,
+  };
+}
 
 /** Sample mean of a non-empty list. */
 export function mean(xs: readonly number[]): number {
@@ -39,25 +82,28 @@ export function groupIndices(groupKeys: readonly string[]): Map<string, number[]
 }
 
 /**
- * Normalises episode scores within groups.
- * identity: r = s. mean: r = s - mu_g. mean_std / asym_clip: r = (s - mu_g) / (sigma_g + 1e-6) with the
- * unbiased std; a singleton group or sigma_g <= 1e-6 gives r = 0 for the whole group. Then, when
- * rewardClip is set, r = clamp(r, -rewardClip, rewardClip).
+ * Normalises episode scores as ROLL's agentic_reward_norm. The mean is the batch's (norm_mean_type batch),
+ * the group's (group) or 0 (null); the std, unbiased, likewise or none. With a std: r = (s - mean) /
+ * (std + 1e-6), and r = 0 for a whole group of one member or whose std is <= 1e-6 (ROLL tests the group's
+ * size even when the std is the batch's). Without: r = s - mean. Then, when rewardClip is set,
+ * r = clamp(r, -rewardClip, rewardClip).
  * @param scores [B] episode scores (env reward units), finite
  * @param groupKeys [B] group key per trajectory (e.g. traj_group_id; one shared key = grouping "batch")
- * @param method reward_normalization.method
+ * @param norm the types in effect (resolveNormTypes)
  * @param rewardClip reward_clip (> 0) or null/undefined for none
  * @returns [B] normalised scores, in the input order
- * @throws RangeError on a length mismatch, a non-finite score, an unknown method or a bad rewardClip.
+ * @throws RangeError on a length mismatch, a non-finite score, an unknown type or a bad rewardClip.
  */
 export function normalizeScores(
-  scores: readonly number[], groupKeys: readonly string[], method: NormMethod, rewardClip?: number | null,
+  scores: readonly number[], groupKeys: readonly string[], norm: NormTypes, rewardClip?: number | null,
 ): number[] {
   if (scores.length !== groupKeys.length) {
     throw new RangeError(`normalizeScores: scores has ${scores.length} entries but groupKeys has ${groupKeys.length}; they must match`);
   }
-  if (!NORM_METHODS.includes(method)) {
-    throw new RangeError(`normalizeScores: reward_normalization.method "${String(method)}" is not known; allowed: ${NORM_METHODS.join(', ')}`);
+  for (const key of ['norm_mean_type', 'norm_std_type'] as const) {
+    if (norm[key] !== null && !NORM_TYPES.includes(norm[key])) {
+      throw new RangeError(`normalizeScores: reward_normalization.${key} "${String(norm[key])}" is not known; allowed: ${NORM_TYPES.join(', ')} or null`);
+    }
   }
   if (rewardClip !== undefined && rewardClip !== null && !(rewardClip > 0 && Number.isFinite(rewardClip))) {
     throw new RangeError(`normalizeScores: reward_clip must be a positive finite number or null, got ${rewardClip}`);
@@ -65,18 +111,15 @@ export function normalizeScores(
   scores.forEach((s, i) => {
     if (!Number.isFinite(s)) throw new RangeError(`normalizeScores: scores[${i}] must be finite, got ${s}`);
   });
+  const batchMean = mean(scores);
+  const batchStd = unbiasedStd(scores);
   const out = scores.slice();
-  if (method !== 'identity') {
-    const useStd = method === 'mean_std' || method === 'asym_clip';
-    for (const idx of groupIndices(groupKeys).values()) {
-      const vals = idx.map((i) => scores[i]);
-      const mu = mean(vals);
-      const sigma = unbiasedStd(vals);
-      const flat = useStd && (idx.length < 2 || sigma <= NORM_STD_EPS);
-      for (const i of idx) {
-        out[i] = flat ? 0 : useStd ? (scores[i] - mu) / (sigma + NORM_STD_EPS) : scores[i] - mu;
-      }
-    }
+  for (const idx of groupIndices(groupKeys).values()) {
+    const vals = idx.map((i) => scores[i]);
+    const mu = norm.norm_mean_type === 'batch' ? batchMean : norm.norm_mean_type === 'group' ? mean(vals) : 0;
+    const sigma = norm.norm_std_type === 'batch' ? batchStd : norm.norm_std_type === 'group' ? unbiasedStd(vals) : null;
+    const flat = sigma !== null && (idx.length < 2 || sigma <= NORM_STD_EPS);
+    for (const i of idx) out[i] = flat ? 0 : sigma === null ? scores[i] - mu : (scores[i] - mu) / (sigma + NORM_STD_EPS);
   }
   if (rewardClip !== undefined && rewardClip !== null) {
     for (let i = 0; i < out.length; i++) out[i] = Math.min(rewardClip, Math.max(-rewardClip, out[i]));

@@ -21,6 +21,7 @@ import { tokenLogProbs } from '../model/logprobs';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
+import { resolveNormTypes } from './normalize';
 import { entropyBonus, klLoss, maskedMean, ppoLoss, valueLoss } from './loss';
 import { lengthBucketedMicroBatches, packBatch, paddedLength, shiftedArrays } from './batch';
 import { optimizerStep, StepResult } from './grad_step';
@@ -151,7 +152,7 @@ export async function ppoUpdate(opts: {
     scores: trajectories.map((t) => t.episodeScore),
     groupKeys: trajectories.map((t) => groupKeyOf(t, config.reward_normalization.grouping)),
     mask: full.mask, lastIndex: full.lastIndex,
-    method: config.reward_normalization.method, gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
+    norm: resolveNormTypes(config.reward_normalization), gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
     rewardClip: config.reward_clip, advantageClip: config.advantage_clip, advEstimator: config.adv_estimator,
     values: pre.values ?? undefined, tokenKl: pre.tokenKl ?? undefined, klCoef: klInRewards ? opts.klController.value : undefined,
   });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import {
   agenticReinforceReturns, clipAdvantages, computeAdvantages, reinforceReturns, tokenRewards, whiten,
 } from '../../src/algo/advantages';
+import { normTypesOf } from '../../src/algo/normalize';
 
 const closeM = (actual: number[][], expected: number[][], tol = 1e-7): void => {
   assert.equal(actual.length, expected.length);
@@ -65,7 +66,7 @@ const LAST = [3, 2, 0, -1];
 const r = 0.5 / (Math.SQRT1_2 + 1e-6); // g0: mu 0.5, unbiased sd sqrt(0.5); g1 flat -> 0
 
 test('computeAdvantages: mean_std, gamma 1, no whitening: every sampled token gets r_i', () => {
-  const out = computeAdvantages({ scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, method: 'mean_std', gamma: 1, whiten: false });
+  const out = computeAdvantages({ scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1, whiten: false });
   closeM([out.normalizedScores], [[r, -r, 0, 0]]);
   closeM(out.advantages, [[r, r, 0, r, 0], [0, -r, -r, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]);
   // returns are not masked: the prompt slot between the turns (row 0, t 2) and t 0 of row 1 carry G too
@@ -85,7 +86,7 @@ test('computeAdvantages: mean_std, gamma 1, no whitening: every sampled token ge
 
 test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over masked tokens', () => {
   const out = computeAdvantages({
-    scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, method: 'mean_std', gamma: 1,
+    scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1,
     whiten: true, advantageClip: 0.2, advEstimator: 'grpo',
   });
   // masked values: r, r, r, -r, -r, 0 (n = 6)
@@ -103,14 +104,14 @@ test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over m
 test('computeAdvantages: identity + mean grouping batch, reward_clip, errors', () => {
   const out = computeAdvantages({
     scores: [2, -2], groupKeys: ['batch', 'batch'], mask: [[1, 1], [0, 1]], lastIndex: [1, 1],
-    method: 'identity', gamma: 1, whiten: false, rewardClip: 1,
+    norm: normTypesOf('identity', 'traj_group_id'), gamma: 1, whiten: false, rewardClip: 1,
   });
   closeM(out.advantages, [[1, 1], [0, -1]]);
   assert.throws(() => computeAdvantages({
-    scores: [1], groupKeys: ['a'], mask: [[1]], lastIndex: [0], method: 'mean', gamma: 1, whiten: false, advEstimator: 'gae2',
+    scores: [1], groupKeys: ['a'], mask: [[1]], lastIndex: [0], norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false, advEstimator: 'gae2',
   }), /adv_estimator "gae2" is not supported here; allowed: reinforce, grpo, agentic_reinforce, gae/);
   assert.throws(() => computeAdvantages({
-    scores: [1, 2], groupKeys: ['a', 'a'], mask: [[1]], lastIndex: [0, 0], method: 'mean', gamma: 1, whiten: false,
+    scores: [1, 2], groupKeys: ['a', 'a'], mask: [[1]], lastIndex: [0, 0], norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false,
   }), /mask has 1 rows; expected 2/);
 });
 
@@ -131,7 +132,7 @@ const K_BATCH_KL = (0.2 / 3 + 0.2 + 0.5) / 3;
 
 test('computeAdvantages: token-level KL subtracts beta * kl on masked slots; critic/kl is ROLL\'s batch KL', () => {
   const out = computeAdvantages({
-    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, method: 'mean', gamma: 1, whiten: false,
+    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false,
     tokenKl: K_KL, klCoef: 0.1,
   });
   closeM([out.normalizedScores], [[0.5, -0.5, 0]]);
@@ -148,7 +149,7 @@ test('computeAdvantages: token-level KL subtracts beta * kl on masked slots; cri
 });
 
 test('computeAdvantages: tokenKl without klCoef only measures the KL (kl_coef 0); klCoef needs tokenKl', () => {
-  const base = { scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, method: 'mean' as const, gamma: 1, whiten: false };
+  const base = { scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false };
   const out = computeAdvantages({ ...base, tokenKl: K_KL });
   closeM(out.advantages, [[0.5, 0.5, 0.5, 0], [-0.5, 0, -0.5, -0.5], [0, 0, 0, 0]]);
   assert.ok(Math.abs(out.metrics['critic/kl'] - K_BATCH_KL) < 1e-8);
@@ -163,7 +164,7 @@ test('computeAdvantages: agentic_reinforce with token KL uses R at each turn end
   // row 1 has turns [0] and [2, 3]: C = R[3] = -0.54 for turn 2 then C = R[0] + C = -0.02 - 0.54 = -0.56 for turn 1;
   // row 0 one turn [0..2]: C = R[2] = 0.47; row 2 one turn [1]: R[1] = -0.05
   const out = computeAdvantages({
-    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, method: 'mean', gamma: 1, whiten: false,
+    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false,
     tokenKl: K_KL, klCoef: 0.1, advEstimator: 'agentic_reinforce',
   });
   closeM(out.advantages, [[0.47, 0.47, 0.47, 0], [-0.56, 0, -0.54, -0.54], [0, -0.05, 0, 0]], 1e-12);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { computeAdvantages, gaeAdvantages } from '../../src/algo/advantages';
+import { normTypesOf } from '../../src/algo/normalize';
 
 const closeM = (actual: number[][], expected: number[][], tol = 1e-12): void => {
   assert.equal(actual.length, expected.length);
@@ -59,7 +60,7 @@ const VALUES = [[0.5, 0.4, 0.9, 7], [0.2, 5, -0.1, -0.5], [3, 0.1, 3, 3]];
 // [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]; Vm = [[0.5, 0.4, 0.9, 0], [0.2, 0, -0.1, -0.5], [0, 0.1, 0, 0]]
 // gamma = lambd = 1: A = G - Vm = [[-0.02, 0.09, -0.43, 0], [-0.76, -0.54, -0.44, -0.04], [-0.05, -0.15, 0, 0]], returns = G
 const input = {
-  scores: SCORES, groupKeys: KEYS, mask: E_MASK, lastIndex: LAST, method: 'mean' as const, gamma: 1, lambd: 1,
+  scores: SCORES, groupKeys: KEYS, mask: E_MASK, lastIndex: LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, lambd: 1,
   whiten: false, advEstimator: 'gae', values: VALUES, tokenKl: KL, klCoef: 0.1,
 };
 
@@ -98,7 +99,7 @@ test('computeAdvantages gae: whitening is skipped when sum(mask) <= 1', () => {
   // one sampled token at t 1, score 1 (identity), V = [0.3, 0.6] -> Vm = [0, 0.6]; gamma = lambd = 1:
   // A1 = 1 - 0.6 = 0.4, A0 = 1 - 0 = 1 (off the mask) -> masked [0, 0.4]; whitening would need n >= 2
   const out = computeAdvantages({
-    scores: [1], groupKeys: ['batch'], mask: [[0, 1]], lastIndex: [1], method: 'identity', gamma: 1, lambd: 1,
+    scores: [1], groupKeys: ['batch'], mask: [[0, 1]], lastIndex: [1], norm: normTypesOf('identity', 'traj_group_id'), gamma: 1, lambd: 1,
     whiten: true, advEstimator: 'gae', values: [[0.3, 0.6]],
   });
   closeM(out.advantages, [[0, 0.4]]);
