@@ -1,15 +1,21 @@
 /**
- * An HF model folder (what `transformers` `save_pretrained` writes for a Qwen2ForCausalLM, float32) from
- * a starpo checkpoint's files: config.json with HF's Qwen2 keys, model.safetensors (already HF tensor
- * names, F32, tied lm_head left out as HF does), tokenizer.json in HF format (hf_tokenizer.ts),
- * tokenizer_config.json with the ChatML chat_template, special_tokens_map.json and generation_config.json.
+ * An HF model folder from a starpo checkpoint's files, read alike by transformers 4 and 5
+ * (AutoModelForCausalLM, AutoTokenizer): config.json with only the keys of the model starpo computes
+ * (float32, plain RoPE spelled `rope_theta`, no sliding window), model.safetensors copied byte for byte
+ * (HF tensor names, F32, tied lm_head left out as HF does), the tokenizer files, and
+ * generation_config.json with the stop ids and the run's sampling settings. The tokenizer files of a
+ * model that came from an HF folder are the source's own, as the checkpoint keeps them
+ * (tokenizer.json, tokenizer_config.json, chat_template.jinja); the `tiny` preset's char tokenizer is
+ * written as hf_char_tokenizer.ts describes, with its ChatML chat template.
  * `starpo export` writes it; `pretrain: DIR` (pretrained.ts) reads it back.
  */
 import type { GeneratingArgs } from '../config/schema';
-import { CHATML_TEMPLATE, EOS_TOKENS, PAD_TOKEN } from './chatml';
+import { EOS_TOKENS, PAD_TOKEN } from './chatml';
+import { CHAT_FILES } from './chat_template';
 import { validateQwen2Config, type Qwen2Config } from './config';
-import { toHfTokenizerJSON } from './hf_tokenizer';
-import { tokenizerFromJSON, type Tokenizer } from './tokenizer';
+import { charTokenizerHfJSON, charTokens } from './hf_char_tokenizer';
+import { isHfTokenizerJSON } from './hf_tokenizer';
+import { tokenizerFromFiles, type CharTokenizerJSON, type ChatTokenizer, type Tokenizer } from './tokenizer';
 
 /** The file names of an HF model folder that starpo writes and reads. */
 export const HF_FILES = {
@@ -17,41 +23,39 @@ export const HF_FILES = {
   weights: 'model.safetensors',
   weightsIndex: 'model.safetensors.index.json',
   tokenizer: 'tokenizer.json',
-  tokenizerConfig: 'tokenizer_config.json',
+  tokenizerConfig: CHAT_FILES.tokenizerConfig,
+  chatTemplate: CHAT_FILES.template,
   specialTokensMap: 'special_tokens_map.json',
-  generationConfig: 'generation_config.json',
+  generationConfig: CHAT_FILES.generationConfig,
 } as const;
 
 /**
- * config.json of a Qwen2ForCausalLM: HF Qwen2Config's keys (transformers `configuration_qwen2.py`
- * defaults for what starpo's config lacks; no sliding window), the model's own keys over them,
- * torch_dtype float32 (checkpoints hold F32) and the token ids of the tokenizer.
+ * config.json of a Qwen2ForCausalLM: the keys of the model starpo computes, none copied from the
+ * source. `rope_theta` at the top level is the spelling both versions read (transformers 4 ignores
+ * `rope_parameters`, 5 converts `rope_theta` into it); `dtype` float32 is what the checkpoint holds and
+ * what transformers 5 loads by default from it (4.56+ reads the same key; older ones load float32 anyway).
  */
 export function hfModelConfig(config: Qwen2Config, tokenizer: Tokenizer): Record<string, unknown> {
   return {
     architectures: ['Qwen2ForCausalLM'],
-    attention_dropout: 0.0,
+    model_type: 'qwen2',
+    vocab_size: config.vocab_size,
+    hidden_size: config.hidden_size,
+    intermediate_size: config.intermediate_size,
+    num_hidden_layers: config.num_hidden_layers,
+    num_attention_heads: config.num_attention_heads,
+    num_key_value_heads: config.num_key_value_heads,
     hidden_act: 'silu',
-    initializer_range: 0.02,
-    max_window_layers: config.num_hidden_layers,
-    rope_scaling: null,
-    sliding_window: null,
-    use_cache: true,
+    max_position_embeddings: config.max_position_embeddings,
+    rope_theta: config.rope_theta,
+    rms_norm_eps: config.rms_norm_eps,
+    tie_word_embeddings: config.tie_word_embeddings,
+    attention_dropout: 0.0,
     use_sliding_window: false,
-    ...config,
     bos_token_id: tokenizer.padId,
     eos_token_id: tokenizer.eosIds[0],
-    model_type: 'qwen2',
-    torch_dtype: 'float32',
+    dtype: 'float32',
   };
-}
-
-/** The id -> token string map of a tokenizer's special tokens (HF added_tokens_decoder). */
-function addedTokensDecoder(tokenizer: Tokenizer): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(tokenizer.specialTokens).sort((a, b) => a[1] - b[1])
-      .map(([content, id]) => [String(id), { content, lstrip: false, normalized: false, rstrip: false, single_word: false, special: true }]),
-  );
 }
 
 /** The special tokens a tokenizer_config.json / special_tokens_map.json names (unk only when the tokenizer has one). */
@@ -65,14 +69,18 @@ function specialTokenNames(tokenizer: Tokenizer): Record<string, unknown> {
   };
 }
 
-/** tokenizer_config.json: a PreTrainedTokenizerFast over tokenizer.json with starpo's ChatML chat_template. */
-export function hfTokenizerConfig(tokenizer: Tokenizer, modelMaxLength: number): Record<string, unknown> {
+/**
+ * tokenizer_config.json of the char tokenizer: every token in added_tokens_decoder (transformers 5
+ * takes the added tokens from here) and the model's chat template. transformers 4 loads tokenizer.json
+ * as written (PreTrainedTokenizerFast); 5 uses Qwen2Tokenizer for any qwen2 folder whatever this says.
+ */
+export function charTokenizerConfig(spec: CharTokenizerJSON, tokenizer: ChatTokenizer, modelMaxLength: number): Record<string, unknown> {
   return {
     add_bos_token: false,
     add_prefix_space: false,
-    added_tokens_decoder: addedTokensDecoder(tokenizer),
+    added_tokens_decoder: Object.fromEntries(charTokens(spec).map(({ id, ...token }) => [String(id), token])),
     bos_token: null,
-    chat_template: CHATML_TEMPLATE,
+    chat_template: tokenizer.chat.source,
     clean_up_tokenization_spaces: false,
     errors: 'replace',
     model_max_length: modelMaxLength,
@@ -82,15 +90,18 @@ export function hfTokenizerConfig(tokenizer: Tokenizer, modelMaxLength: number):
   };
 }
 
-/** generation_config.json: the tokenizer's pad/eos ids and, when given, the run's sampling settings. */
+/**
+ * generation_config.json: pad, bos and the stop ids, and with the run's generating_args its budget and
+ * sampling settings (sampling keys only when it samples: starpo decodes greedily at temperature 0).
+ */
 export function hfGenerationConfig(tokenizer: Tokenizer, generating?: GeneratingArgs): Record<string, unknown> {
+  const sampling = generating !== undefined && generating.do_sample && generating.temperature > 0;
   return {
     bos_token_id: tokenizer.padId,
     eos_token_id: [...tokenizer.eosIds],
     pad_token_id: tokenizer.padId,
-    ...(generating
-      ? { do_sample: generating.do_sample, temperature: generating.temperature, top_p: generating.top_p, top_k: generating.top_k, max_new_tokens: generating.max_new_tokens }
-      : {}),
+    ...(generating ? { max_new_tokens: generating.max_new_tokens, do_sample: sampling } : {}),
+    ...(sampling ? { temperature: generating.temperature, top_p: generating.top_p, top_k: generating.top_k } : {}),
   };
 }
 
@@ -98,24 +109,33 @@ const jsonBytes = (value: unknown) => new TextEncoder().encode(`${JSON.stringify
 const parseJSON = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes)) as unknown;
 
 /**
- * The files of an HF model folder, by name, from a checkpoint's files (storage/manifest readCheckpoint):
- * model.safetensors copied byte for byte, the JSON files derived from config.json and tokenizer.json.
+ * The files of an HF model folder, by name, from a checkpoint's files (storage/manifest readCheckpoint).
  * @param generating the run's actor_infer.generating_args for generation_config.json (optional)
- * @throws Error when the checkpoint lacks model.safetensors, config.json or tokenizer.json, or they are invalid
+ * @throws Error naming the file when the checkpoint lacks model.safetensors, config.json or
+ *   tokenizer.json, or they (or its chat files) are invalid
  */
 export function hfFolderFiles(checkpoint: Record<string, Uint8Array>, generating?: GeneratingArgs): Record<string, Uint8Array> {
   for (const name of [HF_FILES.weights, HF_FILES.config, HF_FILES.tokenizer]) {
     if (!checkpoint[name]) throw new Error(`checkpoint has no ${name}`);
   }
   const config = validateQwen2Config(parseJSON(checkpoint[HF_FILES.config] as Uint8Array));
-  const tokenizerJSON = toHfTokenizerJSON(parseJSON(checkpoint[HF_FILES.tokenizer] as Uint8Array));
-  const tokenizer = tokenizerFromJSON(tokenizerJSON);
+  const tokenizer = tokenizerFromFiles(checkpoint);
+  const tokenizerJSON = parseJSON(checkpoint[HF_FILES.tokenizer] as Uint8Array);
+  const tokenizerFiles: Record<string, Uint8Array> = {};
+  if (isHfTokenizerJSON(tokenizerJSON)) {
+    for (const name of [HF_FILES.tokenizer, HF_FILES.tokenizerConfig, HF_FILES.chatTemplate]) {
+      if (checkpoint[name]) tokenizerFiles[name] = checkpoint[name] as Uint8Array;
+    }
+  } else {
+    const spec = tokenizerJSON as CharTokenizerJSON;
+    tokenizerFiles[HF_FILES.tokenizer] = jsonBytes(charTokenizerHfJSON(spec));
+    tokenizerFiles[HF_FILES.tokenizerConfig] = jsonBytes(charTokenizerConfig(spec, tokenizer, config.max_position_embeddings));
+    tokenizerFiles[HF_FILES.specialTokensMap] = jsonBytes(specialTokenNames(tokenizer));
+  }
   return {
     [HF_FILES.config]: jsonBytes(hfModelConfig(config, tokenizer)),
     [HF_FILES.weights]: checkpoint[HF_FILES.weights] as Uint8Array,
-    [HF_FILES.tokenizer]: jsonBytes(tokenizerJSON),
-    [HF_FILES.tokenizerConfig]: jsonBytes(hfTokenizerConfig(tokenizer, config.max_position_embeddings)),
-    [HF_FILES.specialTokensMap]: jsonBytes(specialTokenNames(tokenizer)),
+    ...tokenizerFiles,
     [HF_FILES.generationConfig]: jsonBytes(hfGenerationConfig(tokenizer, generating)),
   };
 }

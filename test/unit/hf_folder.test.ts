@@ -1,17 +1,20 @@
 /**
- * HF model folders (model/hf_folder.ts, hf_tokenizer.ts, pretrained.ts): the char tokenizer as an HF
- * tokenizer.json encodes and decodes exactly as starpo's; a checkpoint's files written as an HF folder
- * load back (pretrain: DIR) with identical tensors; bad folders are reported naming the file and key.
+ * HF model folders (model/hf_folder.ts, hf_char_tokenizer.ts, pretrained.ts): the char tokenizer as an
+ * HF tokenizer.json encodes and decodes its alphabet exactly as starpo's; a checkpoint's files written
+ * as an HF folder hold only starpo's config keys and load back (pretrain: DIR) with identical tensors;
+ * an HF tokenizer's own files travel unchanged; bad folders are reported naming the file and key.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { charTokenizer, tokenizerFromJSON } from '../../src/model/tokenizer';
-import { hfTokenizer, toHfTokenizerJSON } from '../../src/model/hf_tokenizer';
+import { charTokenizer, tokenizerFromJSON, type CharTokenizerJSON } from '../../src/model/tokenizer';
+import { hfTokenizer } from '../../src/model/hf_tokenizer';
+import { charTokenizerHfJSON } from '../../src/model/hf_char_tokenizer';
 import { hfFolderFiles } from '../../src/model/hf_folder';
 import { pretrainedIdentity, pretrainedProblems } from '../../src/model/pretrained';
+import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../src/model/weights_io';
@@ -20,13 +23,13 @@ import { decodeSafetensors, encodeSafetensors } from '../../src/model/safetensor
 const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',
   '<answer>Right</answer><|im_end|>\n<|im_start|>user\nTurn 2: ok<|im_end|>\n<|im_start|>assistant\n',
-  'unknown characters é, ü and 中 map to <unk>; <|endoftext|> and <|im_end|><|im_end|> are single ids',
-  '', ' ', '\n\n', 'a  b   c',
+  "<|endoftext|> and <|im_end|><|im_end|> are single ids; it's 'S' 12 \\ {} ~",
+  '', ' ', '\n\n', 'a  b   c', '√√#√ \n \n\n  x',
 ];
 
-test('the char tokenizer as an HF tokenizer.json encodes and decodes like starpo, specials and unknowns included', () => {
+test('the char tokenizer as an HF tokenizer.json encodes and decodes like starpo, specials included; unknown characters are dropped', () => {
   const char = charTokenizer();
-  const hf = hfTokenizer(JSON.parse(JSON.stringify(toHfTokenizerJSON(char.toJSON()))));
+  const hf = hfTokenizer(JSON.parse(JSON.stringify(charTokenizerHfJSON(char.toJSON() as CharTokenizerJSON))));
   assert.equal(hf.vocabSize, char.vocabSize);
   assert.equal(hf.padId, char.padId);
   assert.deepEqual(hf.eosIds, char.eosIds);
@@ -38,12 +41,16 @@ test('the char tokenizer as an HF tokenizer.json encodes and decodes like starpo
     assert.equal(hf.decode(ids, true), char.decode(ids, true));
   }
   assert.throws(() => hf.decode([char.vocabSize]), RangeError);
+  // starpo's char tokenizer gives <unk>; the byte-level pipeline transformers 5 imposes finds no entry
+  const unknown = 'é, ü\tand 中!';
+  assert.equal(char.encode(unknown).filter((id) => id === char.specialTokens['<unk>']).length, 4);
+  assert.deepEqual(hf.encode(unknown), char.encode(unknown).filter((id) => id !== char.specialTokens['<unk>']));
   // a checkpoint's tokenizer.json may hold either format
   assert.deepEqual(tokenizerFromJSON(hf.toJSON()).encode(TEXTS[0] as string), char.encode(TEXTS[0] as string));
 });
 
 test('an HF tokenizer.json without the ChatML tokens is refused, naming them', () => {
-  const json = toHfTokenizerJSON(charTokenizer().toJSON());
+  const json = charTokenizerHfJSON(charTokenizer().toJSON() as CharTokenizerJSON);
   const without = { ...json, added_tokens: json.added_tokens.filter((t) => t.content !== '<|im_start|>'), model: { ...json.model, vocab: Object.fromEntries(Object.entries(json.model.vocab as Record<string, number>).filter(([k]) => k !== '<|im_start|>')) } };
   assert.throws(() => hfTokenizer(without), /"<\|im_start\|>" missing/);
 });
@@ -77,7 +84,7 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     const config = readJSON(dir, 'config.json');
     assert.deepEqual(config.architectures, ['Qwen2ForCausalLM']);
     assert.equal(config.model_type, 'qwen2');
-    assert.equal(config.torch_dtype, 'float32');
+    assert.equal(config.dtype, 'float32');
     assert.equal(config.hidden_act, 'silu');
     assert.equal(config.tie_word_embeddings, true);
     for (const k of ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'max_position_embeddings', 'rope_theta', 'rms_norm_eps']) {
@@ -88,7 +95,10 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     assert.equal(tokConfig.tokenizer_class, 'PreTrainedTokenizerFast');
     assert.equal(tokConfig.eos_token, '<|im_end|>');
     assert.equal(tokConfig.pad_token, '<|endoftext|>');
-    assert.match(tokConfig.chat_template, /<\|im_start\|>' \+ message\['role'\]/);
+    assert.equal(tokConfig.chat_template, CHATML_TEMPLATE);
+    const decoder = tokConfig.added_tokens_decoder as Record<string, { content: string; special: boolean }>;
+    assert.equal(Object.keys(decoder).length, charTokenizer().vocabSize, 'every character is an added token (transformers 5 keeps them from here)');
+    assert.deepEqual([decoder['1'], decoder['5']].map((t) => [t.content, t.special]), [['<|im_start|>', true], [' ', false]]);
     assert.deepEqual(readJSON(dir, 'special_tokens_map.json').additional_special_tokens, ['<|im_start|>']);
     assert.deepEqual(readJSON(dir, 'generation_config.json'), { bos_token_id: 0, eos_token_id: [2, 0], pad_token_id: 0, do_sample: true, temperature: 0.95, top_p: 0.7, top_k: 50, max_new_tokens: 24 });
     assert.equal(readJSON(dir, 'tokenizer.json').model.type, 'BPE');
@@ -107,6 +117,41 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     model.dispose();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** The keys of config.json starpo writes: those of the model it computes, nothing copied from a source. */
+const CONFIG_KEYS = ['architectures', 'attention_dropout', 'bos_token_id', 'dtype', 'eos_token_id', 'hidden_act', 'hidden_size', 'intermediate_size', 'max_position_embeddings',
+  'model_type', 'num_attention_heads', 'num_hidden_layers', 'num_key_value_heads', 'rms_norm_eps', 'rope_theta', 'tie_word_embeddings', 'use_sliding_window', 'vocab_size'];
+
+test("config.json holds only starpo's keys: a source's dtype, second rope spelling and window keys do not travel", async () => {
+  const { files, model } = await checkpointFiles();
+  model.dispose();
+  // a Qwen2.5 config.json as transformers 5 re-saves it, as a checkpoint of a run from that folder keeps it
+  const source = { ...JSON.parse(new TextDecoder().decode(files['config.json'])), rope_theta: 1000000, dtype: 'bfloat16', torch_dtype: 'bfloat16', rope_parameters: { rope_theta: 1000000, rope_type: 'default' },
+    rope_scaling: null, use_sliding_window: false, sliding_window: 32768, max_window_layers: 21, layer_types: ['full_attention', 'full_attention'], transformers_version: '5.24.0', use_cache: true };
+  const config = JSON.parse(new TextDecoder().decode(hfFolderFiles({ ...files, 'config.json': new TextEncoder().encode(JSON.stringify(source)) })['config.json']));
+  assert.deepEqual(Object.keys(config).sort(), CONFIG_KEYS);
+  assert.equal(config.dtype, 'float32');
+  assert.equal(config.rope_theta, 1000000);
+  assert.equal(config.use_sliding_window, false);
+});
+
+test("a checkpoint with an HF tokenizer exports the source's tokenizer files byte for byte and generation_config with its stop ids", async () => {
+  const { files, model } = await checkpointFiles();
+  model.dispose();
+  const enc = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
+  const source = {
+    'tokenizer.json': enc(charTokenizerHfJSON(charTokenizer().toJSON() as CharTokenizerJSON)),
+    'tokenizer_config.json': enc({ eos_token: '<|im_end|>', pad_token: '<|endoftext|>', tokenizer_class: 'Qwen2Tokenizer', chat_template: 'unused: chat_template.jinja wins' }),
+    'chat_template.jinja': enc("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"),
+    'generation_config.json': enc({ eos_token_id: [2], repetition_penalty: 1.05, temperature: 0.7 }),
+  };
+  const out = hfFolderFiles({ ...files, ...source }, { max_new_tokens: 8, temperature: 0, top_p: 1, top_k: 0, do_sample: true, num_beams: 1, num_return_sequences: 1 });
+  assert.deepEqual(Object.keys(out).sort(), ['chat_template.jinja', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'] as const) assert.deepEqual(out[name], source[name], name);
+  // the stop ids of the source's generation_config; temperature 0 decodes greedily in starpo, so no sampling keys
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(out['generation_config.json'])), { bos_token_id: 0, eos_token_id: [2], pad_token_id: 0, max_new_tokens: 8, do_sample: false });
+  assert.equal(JSON.parse(new TextDecoder().decode(out['config.json'])).eos_token_id, 2);
 });
 
 test('sharded weights (model.safetensors.index.json) load like a single file', async () => {
