@@ -19,11 +19,11 @@ export function newRunId(configName: string, now = new Date()): string {
  * @throws ConfigError (exit code 2) for a missing file, bad YAML, a bad override or a bad key
  */
 export function runInputFromFile(path: string, runId?: string, overrides: readonly string[] = []): { input: StarpoRunInput } & Omit<LoadedConfig, 'config'> {
-  const { config, ignored, variables } = loadConfigFile(path, overrides);
+  const { config, ...accepted } = loadConfigFile(path, overrides);
   const configName = basename(path, extname(path));
   const id = runId ?? newRunId(configName);
   if (!/^[A-Za-z0-9._-]{1,128}$/.test(id)) {
     throw new ConfigError('--run-id', [`${JSON.stringify(id)}: allowed are 1-128 characters of A-Z a-z 0-9 . _ -`]);
   }
-  return { input: { runId: id, configName, config }, ignored, variables };
+  return { input: { runId: id, configName, config }, ...accepted };
 }

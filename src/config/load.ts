@@ -7,8 +7,9 @@
  * command-line argument that set it (origins.ts).
  */
 import { dirname, resolve } from 'node:path';
+import { resolveNormTypes } from '../algo/normalize';
 import { TINY_PRESET } from '../model/config';
-import { ConfigError } from './errors';
+import { ConfigError, nearestKey } from './errors';
 import { crossKeyProblems } from './checks';
 import { composeFile, type Layer } from './hydra';
 import { resolveInterpolations } from './interpolate';
@@ -17,9 +18,10 @@ import { COMMAND_LINE, originFinder, problemsError, type OriginOf } from './orig
 import { applyOverrides, parseOverrides } from './overrides';
 import { RunConfig, runConfigSchema } from './schema';
 import { ignoredKeysIn } from './schema_walk';
+import { configWarnings } from './warnings';
 import { displayPath, isMapping, type Mapping } from './tree';
 
-/** Interpolation variables: top-level keys that are not config keys and that some `${...}` refers to. */
+/** Interpolation variables: top-level keys that are not config keys, grouped by the file defining them. */
 export interface VariableSource {
   /** The file (display path) that first defines them, or "command line" for `+key=value` overrides. */
   file: string;
@@ -31,8 +33,12 @@ export interface LoadedConfig {
   config: RunConfig;
   /** Dotted paths of the ignored ROLL keys present (schema_walk.ts ignoredKeysIn). */
   ignored: string[];
-  /** Interpolation variables, dropped after resolution, grouped by the file defining them. */
+  /** Interpolation variables some `${...}` refers to, dropped after resolution. */
   variables: VariableSource[];
+  /** Variables of an included file that nothing refers to (a shared file defines more than one config uses). */
+  unused: VariableSource[];
+  /** Settings that load but keep the run from learning (warnings.ts). */
+  warnings: string[];
 }
 
 /**
@@ -51,26 +57,40 @@ export function validateConfig(raw: unknown, source = 'config', originOf?: Origi
   if (!parsed.success) throw problemsError(source, describeIssues(parsed.error, raw, source, originOf));
   const problems = crossKeyProblems(parsed.data);
   if (problems.length > 0) throw new ConfigError(source, problems);
-  return parsed.data;
+  // As ROLL's RewardNormalizationConfig.__post_init__: the types in effect are part of the config.
+  const normalization = parsed.data.reward_normalization;
+  return { ...parsed.data, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } };
+}
+
+/** Keys grouped by the file that first defines each, in first-seen order. */
+function byFile(keys: readonly string[], layers: readonly Layer[]): VariableSource[] {
+  const groups = new Map<string, string[]>();
+  for (const key of keys) {
+    const file = layers.find((l) => key in l.tree)?.file ?? COMMAND_LINE;
+    groups.set(file, [...(groups.get(file) ?? []), key]);
+  }
+  return [...groups].map(([file, keys]) => ({ file, keys }));
 }
 
 /**
- * Splits off the interpolation variables (OmegaConf: any key may be interpolated): a top-level key
- * that is not a config key is one when some `${...}` refers to it or to a path under it; any other
- * stays in and fails validation as an unknown key.
+ * Splits off the interpolation variables (OmegaConf: any key may be interpolated): a top-level key that is
+ * not a config key is one when some `${...}` refers to it or to a path under it. A key nothing refers to is
+ * an unused variable when a file pulled in through `defaults:` defines it (a shared file such as ROLL's
+ * traj_envs.yaml defines helpers for many configs; ROLL's loader ignores them) and it is not a near miss
+ * of a config key; any other stays in and fails validation as an unknown key with the nearest known key.
  */
-function splitVariables(tree: Mapping, referenced: ReadonlySet<string>, layers: readonly Layer[]): { raw: Mapping; variables: VariableSource[] } {
+function splitVariables(tree: Mapping, referenced: ReadonlySet<string>, layers: readonly Layer[], source: string): Pick<LoadedConfig, 'variables' | 'unused'> & { raw: Mapping } {
+  const configKeys = Object.keys(runConfigSchema.shape);
   const raw: Mapping = {};
-  const byFile = new Map<string, string[]>();
+  const variables: string[] = [];
+  const unused: string[] = [];
   for (const [key, value] of Object.entries(tree)) {
-    if (key in runConfigSchema.shape || !referenced.has(key)) {
-      raw[key] = value;
-      continue;
-    }
-    const file = layers.find((l) => key in l.tree)?.file ?? COMMAND_LINE;
-    byFile.set(file, [...(byFile.get(file) ?? []), key]);
+    if (configKeys.includes(key)) raw[key] = value;
+    else if (referenced.has(key)) variables.push(key);
+    else if (layers.some((l) => l.file !== source && key in l.tree) && nearestKey(key, configKeys) === undefined) unused.push(key);
+    else raw[key] = value;
   }
-  return { raw, variables: [...byFile].map(([file, keys]) => ({ file, keys })) };
+  return { raw, variables: byFile(variables, layers), unused: byFile(unused, layers) };
 }
 
 /**
@@ -98,13 +118,22 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const parsed = parseOverrides(overrides);
   const originOf = originFinder(layers, tree, parsed);
   const resolved = resolveInterpolations(applyOverrides(tree, parsed), { source, originOf });
-  const { raw, variables } = splitVariables(resolved.tree, resolved.referenced, layers);
+  const { raw, variables, unused } = splitVariables(resolved.tree, resolved.referenced, layers, source);
   resolvePretrainPath(raw, originOf);
-  return { config: validateConfig(raw, source, originOf), ignored: ignoredKeysIn(raw), variables };
+  const config = validateConfig(raw, source, originOf);
+  return { config, ignored: ignoredKeysIn(raw), variables, unused, warnings: configWarnings(config) };
 }
 
-/** The lines `config check` and `train` print once: ignored keys and interpolation variables. */
-export function acceptedNotes(loaded: Pick<LoadedConfig, 'ignored' | 'variables'>): string[] {
+/**
+ * The lines `config check` and `train` print once: warnings, ignored keys and interpolation variables
+ * (used or not).
+ */
+export function acceptedNotes(loaded: Omit<LoadedConfig, 'config'>): string[] {
   const notes = loaded.ignored.length > 0 ? [`ignored (accepted for ROLL compatibility, not used): ${loaded.ignored.join(', ')}`] : [];
-  return [...notes, ...loaded.variables.map((v) => `interpolation variables from ${v.file}: ${v.keys.join(', ')}`)];
+  return [
+    ...loaded.warnings.map((w) => `warning: ${w}`),
+    ...notes,
+    ...loaded.variables.map((v) => `interpolation variables from ${v.file}: ${v.keys.join(', ')}`),
+    ...loaded.unused.map((v) => `unused variables from ${v.file} (nothing refers to them): ${v.keys.join(', ')}`),
+  ];
 }

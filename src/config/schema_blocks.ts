@@ -5,7 +5,7 @@
  * for ROLL compatibility, kept as written (no defaults) and reported once (schema_walk.ts ignoredKeysIn).
  */
 import { z } from 'zod';
-import { NORM_METHODS } from '../algo/normalize';
+import { NORM_METHODS, NORM_TYPES } from '../algo/normalize';
 import { nearestKey } from './errors';
 import type { Trajectory } from '../rollout/types';
 
@@ -62,7 +62,7 @@ const trainingArgsSchema = z
   .object({
     ...optimizerShape,
     per_device_train_batch_size: positiveInt.default(8),
-    gradient_accumulation_steps: positiveInt.default(8),
+    gradient_accumulation_steps: positiveInt.default(1), // ROLL's TrainingArguments default
     ...ignoredShape(['num_train_epochs']),
   })
   .strict();
@@ -115,8 +115,9 @@ export const envManagerSchema = z
 
 /**
  * One custom_envs.<tag> entry; SPEC.md §2 and §4. env_config is checked by the env's own parser.
- * Ignored ROLL keys: env_manager_cls (one TrajEnvManager), use_thread_lock, history_length (no step
- * history), user_prompt_format and reward_template (prompts come from agent_template, rewards from the env).
+ * Ignored ROLL keys: env_manager_cls and agent_runner_cls (one trajectory env manager and runner),
+ * use_thread_lock and max_env_step_concurrent (envs run in-process), history_length (no step history),
+ * user_prompt_format and reward_template (prompts come from agent_template, rewards from the env).
  * episode_timeout_seconds is starpo's own: the env time (reset + steps, wall seconds) one episode may
  * use; an episode over it fails and its group is replaced, like an env that throws (issue 4, item 6).
  */
@@ -129,7 +130,9 @@ export const customEnvSchema = z
     agent_template: z.string().default('Turn {turn_idx}:\n{observation}\n'),
     env_config: z.record(z.string(), z.unknown()).default({}),
     episode_timeout_seconds: z.number().positive().default(60),
-    ...ignoredShape(['env_manager_cls', 'use_thread_lock', 'history_length', 'user_prompt_format', 'reward_template']),
+    ...ignoredShape([
+      'env_manager_cls', 'agent_runner_cls', 'use_thread_lock', 'max_env_step_concurrent', 'history_length', 'user_prompt_format', 'reward_template',
+    ]),
   })
   .strict();
 
@@ -147,7 +150,12 @@ type EveryScalarFieldListed = Holds<[Exclude<ScalarField, (typeof TRAJECTORY_GRO
 /** reward_normalization.grouping values (SPEC.md §5.1): ROLL's three, then any scalar trajectory field. */
 export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY_GROUP_FIELDS] as const;
 
-/** reward_normalization; SPEC.md §5.1. */
+/**
+ * reward_normalization; SPEC.md §5.1, ROLL's RewardNormalizationConfig. norm_mean_type / norm_std_type
+ * (null: no mean subtracted / no std division) win when set; the deprecated `method` fills those left null
+ * (load.ts, algo/normalize.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
+ * but never applies them: accepted and ignored.
+ */
 export const rewardNormalizationSchema = z
   .object({
     grouping: z.enum(REWARD_GROUPINGS, {
@@ -157,6 +165,9 @@ export const rewardNormalizationSchema = z
       },
     }).default('batch'),
     method: z.enum(NORM_METHODS).default('identity'),
+    norm_mean_type: z.enum(NORM_TYPES).nullable().default(null),
+    norm_std_type: z.enum(NORM_TYPES).nullable().default(null),
+    ...ignoredShape(['global_scale_factor', 'global_shift_value']),
   })
   .strict();
 

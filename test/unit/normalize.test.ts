@@ -157,7 +157,7 @@ test('method fills only the types left null, as ROLL\'s RewardNormalizationConfi
   assert.deepEqual(b, { norm_mean_type: 'group', norm_std_type: 'group' });
 });
 
-test('groups of one: every score is 0 under a group mean or any std (ROLL issue #397), not under the batch mean alone', () => {
+test('groups of one: every score is 0 under a group mean or any std, not under the batch mean alone', () => {
   const keys = ['x', 'y', 'z'];
   close(normalizeScores([1, 0, 0.5], keys, byMethod('mean_std')), [0, 0, 0]);
   close(normalizeScores([1, 0, 0.5], keys, byMethod('mean')), [0, 0, 0]);

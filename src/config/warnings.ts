@@ -1,0 +1,38 @@
+/**
+ * Configs that load and run but cannot learn: reported once by `config check` and `train`, without
+ * refusing the config (ROLL accepts them too).
+ */
+import { resolveNormTypes } from '../algo/normalize';
+import type { RunConfig } from './schema';
+
+/** Groupings whose groups are the env groups (group_size members each). */
+const ENV_GROUP_GROUPINGS = ['traj_group_id', 'trajGroupId'];
+
+/**
+ * A normalisation group of one member gets a normalised score of 0 under a group mean (s - s) and under
+ * any std (ROLL zeroes a group of one whenever it divides by a std), so every advantage is 0. That happens
+ * when the training groups have one member (train_env_manager.group_size 1) and the scores are grouped by
+ * env group, or always when grouped by trajectory. Validation is not normalised, so its group_size is free.
+ */
+function singletonGroupWarning(cfg: RunConfig): string[] {
+  const { grouping } = cfg.reward_normalization;
+  const why = grouping === 'trajId'
+    ? `reward_normalization.grouping ${grouping} puts each trajectory in a group of its own`
+    : ENV_GROUP_GROUPINGS.includes(grouping) && cfg.train_env_manager.group_size === 1
+      ? `train_env_manager.group_size 1 with reward_normalization.grouping ${grouping} puts each trajectory in a group of its own`
+      : undefined;
+  if (why === undefined) return [];
+  const types = resolveNormTypes(cfg.reward_normalization);
+  const zeroing = [
+    types.norm_mean_type === 'group' ? 'norm_mean_type group' : undefined,
+    types.norm_std_type !== null ? `norm_std_type ${types.norm_std_type}` : undefined,
+  ].filter((t) => t !== undefined);
+  if (zeroing.length === 0) return [];
+  return [`${why}, and reward_normalization ${zeroing.join(' / ')} then makes every normalised score and every advantage 0 `
+    + '(nothing is learnt); use group_size >= 2, grouping batch or tags, or norm_mean_type batch with norm_std_type null'];
+}
+
+/** One line per problem that lets the config load but keeps the run from learning (empty when none). */
+export function configWarnings(cfg: RunConfig): string[] {
+  return singletonGroupWarning(cfg);
+}
