@@ -21,7 +21,7 @@ test('ROLL\'s agent_val_frozen_lake example resolves through its defaults file',
   assert.deepEqual(lake.env_config, { action_pattern: '<answer>(.*?)</answer>', max_steps: 10, format_penalty: -0.01, is_slippery: false });
   assert.deepEqual(Object.keys(config.custom_envs), ['FrozenLake']);
   assert.equal(config.adv_estimator, 'reinforce');
-  assert.deepEqual(config.reward_normalization, { grouping: 'traj_group_id', method: 'mean' });
+  assert.deepEqual(config.reward_normalization, { grouping: 'traj_group_id', method: 'mean', norm_mean_type: 'group', norm_std_type: null });
   assert.deepEqual([config.whiten_advantages, config.advantage_clip, config.ppo_epochs, config.init_kl_coef, config.entropy_loss_coef, config.max_grad_norm],
     [true, 0.2, 1, 0, 0, 1.0]);
   assert.deepEqual([config.rollout_batch_size, config.val_batch_size, config.sequence_length, config.max_steps],
@@ -74,7 +74,7 @@ test('StarPO-S and GRPO+KL configs load on top of the quickstart', () => {
   assert.equal(s.custom_envs.FrozenLake.max_tokens_per_step, 24);
   const g = loadConfigFile('configs/grpo_kl_frozen_lake.yaml').config;
   assert.equal(g.adv_estimator, 'grpo');
-  assert.deepEqual(g.reward_normalization, { grouping: 'traj_group_id', method: 'mean_std' });
+  assert.deepEqual(g.reward_normalization, { grouping: 'traj_group_id', method: 'mean_std', norm_mean_type: 'group', norm_std_type: 'group' });
   assert.deepEqual([g.use_kl_loss, g.kl_loss_coef, g.kl_penalty, g.init_kl_coef], [true, 0.01, 'k3', 0]);
   assert.equal(g.warmup.train_steps, 150);
 });
