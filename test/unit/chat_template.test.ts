@@ -8,12 +8,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChatTemplate } from '../../src/model/chat_template';
 import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { charTokenizer, chatTemplateOf, readTokenizerFiles, tokenizerFromFiles, type ChatTokenizer } from '../../src/model/tokenizer';
+import { pretrainedProblems } from '../../src/model/pretrained';
 import { customEnvSchema } from '../../src/config/schema_blocks';
+import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { runEpisodes } from '../../src/rollout/manager';
 import type { Policy } from '../../src/rollout/policy';
 
@@ -167,4 +169,24 @@ test('a template that rewrites earlier turns is refused: rollouts keep the sampl
   assert.throws(() => tokenizerFromFiles({ ...qwenFiles(), 'chat_template.jinja': bytes(rewriting) }),
     /chat_template\.jinja: the template renders earlier turns differently once a turn is added/);
   assert.doesNotThrow(() => new ChatTemplate(rewriting, {}).render([{ role: 'user', content: 'u' }], true));
+});
+
+test('config check refuses a pretrain folder without a chat template, naming the file, the key and what is allowed', () => {
+  const dir = materializeHfVariant('tied_gqa');
+  try {
+    assert.deepEqual(pretrainedProblems(dir, 256), []);
+    const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+    delete config.chat_template;
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+    assert.deepEqual(pretrainedProblems(dir, 256), [
+      `${dir}/tokenizer_config.json: chat_template is missing (and there is no chat_template.jinja); starpo renders prompts with the model's own chat template; ` +
+        `allowed: a Jinja string, or a list of {name, template} with one named "default"; or a ${dir}/chat_template.jinja file`,
+    ]);
+    writeFileSync(join(dir, 'chat_template.jinja'), chatTemplateOf(qwenFiles()));
+    assert.deepEqual(pretrainedProblems(dir, 256), []);
+    rmSync(join(dir, 'generation_config.json'));
+    assert.deepEqual(tokenizerFromFiles(readTokenizerFiles(dir)).eosIds, [151645]);
+  } finally {
+    removeHfFolder(dir);
+  }
 });
