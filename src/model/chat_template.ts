@@ -129,3 +129,31 @@ export function stopTokenIds(
   }
   return [id];
 }
+
+/**
+ * Rollouts append each turn's prompt to the ids already sampled, so the template must render a
+ * conversation as the render of its earlier turns followed by the new ones (Qwen2/2.5 templates do;
+ * one that rewrites earlier assistant turns, e.g. dropping their reasoning, cannot be followed token
+ * for token). Checked on a probe conversation, with and without a system message.
+ * @throws ChatTemplateError naming the template when it fails to render or is not append-only
+ */
+export function checkAppendOnly(chat: ChatTemplate, templateFile: string): void {
+  for (const system of [[], [{ role: 'system' as const, content: 'S' }]]) {
+    const first = [...system, { role: 'user' as const, content: 'U1' }];
+    const later = [...first, { role: 'assistant' as const, content: 'A1' }, { role: 'user' as const, content: 'U2' }];
+    let before: string;
+    let after: string;
+    try {
+      before = chat.render(first, true);
+      after = chat.render(later, true);
+    } catch (err) {
+      throw new ChatTemplateError(`${templateFile}: the template fails on a ${system.length ? 'system/' : ''}user/assistant conversation (${(err as Error).message})`);
+    }
+    if (!after.startsWith(`${before}A1`)) {
+      throw new ChatTemplateError(
+        `${templateFile}: the template renders earlier turns differently once a turn is added (${JSON.stringify(before)} + "A1" is not the start of ${JSON.stringify(after)}); ` +
+          "allowed: a template whose render of a conversation begins with the render of its earlier turns and the assistant's reply as written (starpo's rollouts keep the sampled tokens)",
+      );
+    }
+  }
+}

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, EOS_TOKENS, PAD_TOKEN } from './chatml';
-import { CHAT_FILES, ChatTemplate, ChatTemplateError, chatTemplateSource, namedSpecialTokens, stopTokenIds } from './chat_template';
+import { CHAT_FILES, ChatTemplate, ChatTemplateError, chatTemplateSource, checkAppendOnly, namedSpecialTokens, stopTokenIds } from './chat_template';
 import { hfTokenizer, isHfTokenizerJSON } from './hf_tokenizer';
 
 /** A text <-> token id mapping. Ids are integers in [0, vocabSize). */
@@ -17,7 +17,10 @@ export interface Tokenizer {
   readonly vocabSize: number;
   /** Padding id (`<|endoftext|>` for Qwen). */
   readonly padId: number;
-  /** Ids that end a response (SPEC.md §4.3: `<|im_end|>`, `<|endoftext|>`). */
+  /**
+   * Ids that end a response. A ChatTokenizer's are its model's stop ids (generation_config.json); a bare
+   * tokenizer.json knows none, and has the ChatML ones (SPEC.md §4.3: `<|im_end|>`, `<|endoftext|>`).
+   */
   readonly eosIds: readonly number[];
   /** Special token string -> id. */
   readonly specialTokens: Record<string, number>;
@@ -246,34 +249,6 @@ export function tokenizerFromFiles(files: Record<string, Uint8Array>, where: (fi
 function singleId(tokenizer: Tokenizer, token: string): number | undefined {
   const ids = tokenizer.encode(token);
   return ids.length === 1 ? ids[0] : undefined;
-}
-
-/**
- * Rollouts append each turn's prompt to the ids already sampled, so the template must render a
- * conversation as the render of its earlier turns followed by the new ones (Qwen2/2.5 templates do;
- * one that rewrites earlier assistant turns, e.g. dropping their reasoning, cannot be followed token
- * for token). Checked on a probe conversation, with and without a system message.
- * @throws ChatTemplateError naming the template when it fails to render or is not append-only
- */
-function checkAppendOnly(chat: ChatTemplate, templateFile: string): void {
-  for (const system of [[], [{ role: 'system' as const, content: 'S' }]]) {
-    const first = [...system, { role: 'user' as const, content: 'U1' }];
-    const later = [...first, { role: 'assistant' as const, content: 'A1' }, { role: 'user' as const, content: 'U2' }];
-    let before: string;
-    let after: string;
-    try {
-      before = chat.render(first, true);
-      after = chat.render(later, true);
-    } catch (err) {
-      throw new ChatTemplateError(`${templateFile}: the template fails on a ${system.length ? 'system/' : ''}user/assistant conversation (${(err as Error).message})`);
-    }
-    if (!after.startsWith(`${before}A1`)) {
-      throw new ChatTemplateError(
-        `${templateFile}: the template renders earlier turns differently once a turn is added (${JSON.stringify(before)} + "A1" is not the start of ${JSON.stringify(after)}); ` +
-          "allowed: a template whose render of a conversation begins with the render of its earlier turns and the assistant's reply as written (starpo's rollouts keep the sampled tokens)",
-      );
-    }
-  }
 }
 
 /**
