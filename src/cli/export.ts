@@ -38,8 +38,11 @@ async function checkpointSteps(store: ObjectStore, runId: string): Promise<numbe
     .sort((a, b) => a - b);
 }
 
-/** The checkpoint to export, verified. @throws BadInputError when the run has no such checkpoint */
-async function pickCheckpoint(store: ObjectStore, runId: string, step: number | undefined, log: (line: string) => void): Promise<LoadedCheckpoint & { step: number }> {
+/**
+ * A run's checkpoint, verified: `step` (0 = the step-0 policy) or the newest complete one.
+ * @throws BadInputError when the run has no such checkpoint
+ */
+export async function pickCheckpoint(store: ObjectStore, runId: string, step: number | undefined, log: (line: string) => void): Promise<LoadedCheckpoint & { step: number }> {
   if (step === undefined) {
     const latest = await readLatestComplete(store, runId, log);
     if (!latest) throw new BadInputError(`run ${runId} has no complete checkpoint to export`);

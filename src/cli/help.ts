@@ -25,6 +25,13 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo export my-run --step 0 --to exported/warm-up                          # the step-0 policy',
     'starpo train configs/frozen_lake.yaml pretrain=exported/frozen-lake warmup.type=none   # train on from it',
   ],
+  generate: [
+    'starpo generate --model tiny --prompt "Hello"',
+    'starpo generate --model exported/frozen-lake --chat chat.json --no-do-sample --max-new-tokens 64',
+    'starpo generate --run frozen_lake-20261129-231500 --step 20 --prompt "Turn 1: ..." --json',
+    'starpo generate --model ~/models/Qwen2.5-0.5B-Instruct --prompt "2+2=" --score "4" --json',
+    'echo \'[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]\' | starpo generate --model tiny --chat -',
+  ],
   report: ['starpo report frozen_lake-20261129-231500', 'starpo report my-run -o my-run.html'],
   trajectories: ['starpo trajectories my-run --step 3', 'starpo trajectories my-run --step 3 --tag FrozenLake --group 2', 'starpo trajectories my-run --step 10 --split val'],
   worker: ['starpo worker --role all', 'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout'],

@@ -103,6 +103,66 @@ program
     for (const f of out.files) log(`  ${f.name.padEnd(24)} ${f.bytes.toLocaleString('en-US')} bytes`);
   });
 
+/** Parses a non-negative number option (temperature); a bad value is a usage error (exit 2). */
+function nonNegativeNumber(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a number >= 0`);
+  return n;
+}
+/** Parses a number in (0, 1] (top_p); a bad value is a usage error (exit 2). */
+function unitInterval(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !(n > 0 && n <= 1)) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a number in (0, 1]`);
+  return n;
+}
+/** Parses an integer option (seed); a bad value is a usage error (exit 2). */
+function integer(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError(`${JSON.stringify(value)} is not an integer`);
+  return n;
+}
+
+program
+  .command('generate')
+  .description("a reply from a model (an HF folder, a run's checkpoint or the tiny preset) to a prompt rendered with its own chat template; --score scores a given reply instead")
+  .option('--model <dir>', 'an HF Qwen2 folder (checked as `config check` checks pretrain), or "tiny" (the preset\'s seeded random init)')
+  .option('--run <runId>', "a run's checkpoint (its newest complete one, or --step N), read from the object store", runIdArgument)
+  .option('--step <n>', 'with --run: the checkpoint step (0 = the step-0 policy)', nonNegativeInt)
+  .option('--prompt <text>', 'the prompt, as one user message')
+  .option('--chat <file>', 'the prompt as a chat: a JSON list of {role, content} (system, user, assistant); - reads stdin')
+  .option('--score <text>', "print the log-prob of every token of this reply instead of generating")
+  .option('--max-new-tokens <n>', "generating_args.max_new_tokens (default: the run's, else 32)", positiveInt)
+  .option('--temperature <t>', "generating_args.temperature (0: greedy; default: the run's, else 0.95)", nonNegativeNumber)
+  .option('--top-p <p>', "generating_args.top_p (default: the run's, else 0.7)", unitInterval)
+  .option('--top-k <k>', "generating_args.top_k (0: off; default: the run's, else 50)", nonNegativeInt)
+  .option('--do-sample', "sample (generating_args.do_sample; default: the run's, else true)")
+  .option('--no-do-sample', 'decode greedily')
+  .option('--seed <n>', 'seed of the sampling stream and of the tiny preset\'s init', integer, 42)
+  .option('--json', 'print the prompt ids, the generated (or scored) ids and their log-probs as JSON')
+  .action(async (opts: {
+    model?: string; run?: string; step?: number; prompt?: string; chat?: string; score?: string;
+    maxNewTokens?: number; temperature?: number; topP?: number; topK?: number; doSample?: boolean; seed: number; json?: boolean;
+  }) => {
+    const g = require('./generate') as typeof import('./generate');
+    const messages = g.readMessages(opts);
+    const store = async () => {
+      const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
+      return new ObjectStore((await resolveEndpoints({ start: false, log: (line) => console.error(line) })).s3);
+    };
+    const loaded = await g.loadModel(opts, store, (line) => console.error(line));
+    try {
+      const out = opts.score !== undefined
+        ? g.scoreReply(loaded, messages, opts.score)
+        : g.generateReply(loaded, messages, g.generatingArgs(loaded.generating, {
+          max_new_tokens: opts.maxNewTokens, temperature: opts.temperature, top_p: opts.topP, top_k: opts.topK, do_sample: opts.doSample,
+        }), opts.seed);
+      console.error(g.describeRun(out));
+      log(opts.json ? JSON.stringify(out, null, 2) : g.formatOutput(out, loaded.tokenizer).join('\n'));
+    } finally {
+      loaded.model.dispose();
+    }
+  });
+
 program
   .command('worker')
   .description('run workers of one role against TEMPORAL_ADDRESS / S3_ENDPOINT (or the local infra)')

@@ -1,6 +1,7 @@
 /**
  * `starpo export` then `pretrain: <exported dir>` through the real Temporal and S3 servers: a 1-step run,
- * its latest checkpoint exported by the CLI as an HF folder, then a run from that folder with
+ * its latest checkpoint exported by the CLI as an HF folder (and `starpo generate` from the run's
+ * checkpoint and from the folder agreeing), then a run from that folder with
  * `warmup: {type: none}` whose step-0 checkpoint holds the exported tensors exactly (sha256 per tensor),
  * and which trains a step from them. Also the export's bad-input errors (exit 2, naming the argument).
  */
@@ -57,6 +58,25 @@ test('starpo export writes an HF folder and a run with pretrain: <that folder> s
     const source = await readCheckpoint(stack.store, trained.finalCheckpoint);
     const sourceHashes = tensorHashes(source.files['model.safetensors'] as Uint8Array);
     assert.deepEqual(tensorHashes(readFileSync(join(dir, 'model.safetensors'))), sourceHashes);
+
+    // starpo generate: the run's checkpoint from S3 and the exported folder give the same reply and
+    // log-probs; the run's generating_args are the defaults, each flag replaces one
+    const prompt = ['--prompt', 'FrozenLake: reach G.\nTurn 1:\nP_G\n__#√', '--json'];
+    const fromRun = starpo('generate', '--run', first.runId, '--step', '1', ...prompt, '--no-do-sample', '--max-new-tokens', '8');
+    assert.equal(fromRun.code, 0, fromRun.stderr);
+    const fromFolder = starpo('generate', '--model', dir, ...prompt, '--no-do-sample', '--max-new-tokens', '8');
+    assert.equal(fromFolder.code, 0, fromFolder.stderr);
+    const [r, f] = [JSON.parse(fromRun.stdout), JSON.parse(fromFolder.stdout)];
+    assert.equal(r.model, `run ${first.runId} step 1`);
+    assert.deepEqual([r.prompt_ids, r.ids], [f.prompt_ids, f.ids]);
+    r.logprobs.forEach((lp: number, i: number) => assert.ok(Math.abs(lp - f.logprobs[i]) < 1e-6, `log-prob ${i}`));
+    assert.deepEqual(r.generating_args, { ...first.config.actor_infer.generating_args, do_sample: false, max_new_tokens: 8 });
+    const sampled = starpo('generate', '--run', first.runId, ...prompt);
+    assert.equal(sampled.code, 0, sampled.stderr);
+    assert.deepEqual(JSON.parse(sampled.stdout).generating_args, first.config.actor_infer.generating_args);
+    const noStep = starpo('generate', '--run', first.runId, '--step', '7', '--prompt', 'x');
+    assert.equal(noStep.code, 2);
+    assert.match(noStep.stderr, /--step 7: run .* has no checkpoint at step 7; allowed: 0, 1/);
 
     // the exported folder is the initial policy of a new run (no warm-up: step 0 = the folder's weights)
     const check = starpo('config', 'check', FIXTURE, `pretrain=${dir}`, 'warmup.type=none');
