@@ -18,7 +18,7 @@ import { readCheckpoint, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../config/schema';
 import { AdamW } from '../algo/adamw';
-import { needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/ppo_update';
+import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/ppo_update';
 import { lrAt } from '../algo/lr_schedule';
 import { klControllerFromConfig } from '../algo/kl_controller';
 import { ValueModel } from '../model/value_model';
@@ -32,13 +32,10 @@ type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys 
 const betasOf = (a: TrainingArgs): [number, number] => [a.adam_beta1, a.adam_beta2];
 const newAdamW = (a: TrainingArgs) => new AdamW({ betas: betasOf(a), eps: 1e-8, weightDecay: a.weight_decay });
 /** The lr of optimizer step k of pipeline step `step`'s update; the schedule counts optimizer steps (ROLL). */
-const lrOf = (a: TrainingArgs, config: RunConfig, step: number) => {
-  const perUpdate = optimizerStepsPerUpdate(config);
-  return (k: number) => lrAt(
-    { base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps * perUpdate },
-    step * perUpdate + k,
-  );
-};
+const lrOf = (a: TrainingArgs, config: RunConfig, step: number, perUpdate: number) => (k: number) => lrAt(
+  { base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps * perUpdate },
+  step * perUpdate + k,
+);
 
 /** The output of an update whose checkpoint manifest exists at `manifestKey` and verifies, else null (logging why not). */
 async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promise<UpdateOutput | null> {
@@ -82,8 +79,8 @@ export function updateActivity(rt: ActivityRuntime) {
       }
       const klController = klControllerFromConfig(config, checkpoint.state.klCoef);
       result = await ppoUpdate({
-        actor: { model: checkpoint.model, optimizer: checkpoint.optimizer, lr: lrOf(actorArgs, config, input.step) },
-        critic: gae ? { model: checkpoint.critic!, optimizer: checkpoint.criticOptimizer!, lr: lrOf(criticArgs, config, input.step) } : null,
+        actor: { model: checkpoint.model, optimizer: checkpoint.optimizer, lr: lrOf(actorArgs, config, input.step, optimizerStepsPerUpdate(config)) },
+        critic: gae ? { model: checkpoint.critic!, optimizer: checkpoint.criticOptimizer!, lr: lrOf(criticArgs, config, input.step, criticStepsPerUpdate(config)) } : null,
         reference: needsReference(config) ? await rt.reference(reference) : null,
         klController, trajectories, config, step: input.step, padId: checkpoint.tokenizer.padId,
         afterMicroBatch: () => heartbeat({ step: input.step }),

@@ -121,26 +121,25 @@ export function whiten(adv: readonly (readonly number[])[], mask: readonly (read
 
 /**
  * GAE advantages and returns (SPEC.md §5.3; ROLL roll/utils/functionals.py compute_gae_advantage_return, from
- * TRL's PPO trainer; Schulman et al. 2016, arXiv 1506.02438). Values are first multiplied by the mask (ROLL
- * compute_advantage: values * response_mask), then backwards over ALL shifted positions:
- * nextV = t + 1 < T ? V[t+1] : 0; delta = R[t] + gamma nextV - V[t]; lastgaelam = delta + gamma lambd lastgaelam;
- * A[t] = lastgaelam; returns = A + V (masked V). Not masked afterwards.
- * @param rewards [B][T] token rewards; @param values [B][T] critic values V(state after token t)
- * @param mask [B][T] 0/1 shifted response mask; @param gamma, lambd in [0, 1]
+ * TRL's PPO trainer; Schulman et al. 2016, arXiv 1506.02438). As in ROLL the critic's values enter unmasked: the
+ * observation tokens between turns and the position after the last token carry real values. Backwards over ALL
+ * shifted positions: nextV = t + 1 < T ? V[t+1] : 0; delta = R[t] + gamma nextV - V[t];
+ * lastgaelam = delta + gamma lambd lastgaelam; A[t] = lastgaelam; returns = A + V. Not masked afterwards.
+ * @param rewards [B][T] token rewards (already masked); @param values [B][T] critic values V(state after token t)
+ * @param gamma, lambd in [0, 1]
  * @returns advantages [B][T] and returns [B][T]
  * @throws RangeError on shape mismatches or gamma / lambd outside [0, 1].
  */
 export function gaeAdvantages(
-  rewards: readonly (readonly number[])[], values: readonly (readonly number[])[], mask: readonly (readonly number[])[],
-  gamma: number, lambd: number,
+  rewards: readonly (readonly number[])[], values: readonly (readonly number[])[], gamma: number, lambd: number,
 ): { advantages: number[][]; returns: number[][] } {
   checkUnit('gaeAdvantages', 'gamma', gamma);
   checkUnit('gaeAdvantages', 'lambd', lambd);
-  const T = sameShape({ rewards, values, mask });
+  const T = sameShape({ rewards, values });
   const advantages: number[][] = [];
   const returns: number[][] = [];
   rewards.forEach((row, i) => {
-    const v = values[i].map((x, t) => x * mask[i][t]);
+    const v = values[i];
     const a = new Array<number>(T).fill(0);
     let last = 0;
     for (let t = T - 1; t >= 0; t--) {
@@ -155,13 +154,20 @@ export function gaeAdvantages(
 }
 
 /**
- * Clamps every advantage to [-c, c] (SPEC.md §5.5, advantage_clip).
- * @param adv [B][T]; @param c > 0
- * @returns a new [B][T] array
+ * Clamps every entry to [-c, c] and counts the entries outside it first (ROLL compute_clip_fraction + torch.clamp;
+ * used for reward_clip, the token rewards and advantage_clip).
+ * @param m [B][T]; @param c > 0; @param key the config key, for the error
+ * @returns the clamped copy and the number of entries with |x| > c
+ * @throws RangeError when c is not a positive finite number
  */
-export function clipAdvantages(adv: readonly (readonly number[])[], c: number): number[][] {
-  if (!(c > 0)) throw new RangeError(`clipAdvantages: advantage_clip must be a positive number, got ${c}`);
-  return adv.map((row) => row.map((a) => Math.min(c, Math.max(-c, a))));
+export function clipMatrix(m: readonly (readonly number[])[], c: number, key: string): { clipped: number[][]; count: number } {
+  if (!(c > 0 && Number.isFinite(c))) throw new RangeError(`${key} must be a positive finite number or null, got ${c}`);
+  let count = 0;
+  const clipped = m.map((row) => row.map((x) => {
+    if (Math.abs(x) > c) count += 1;
+    return Math.min(c, Math.max(-c, x));
+  }));
+  return { clipped, count };
 }
 
 /** adv_estimator values served by computeAdvantages (SPEC.md §2; grpo is the reinforce path). */
@@ -191,8 +197,14 @@ export interface AdvantageInput {
   values?: readonly (readonly number[])[];
   /** [B][T] per-token KL of the old vs the reference policy (kl_penalty estimator), nats. */
   tokenKl?: readonly (readonly number[])[];
-  /** beta of add_token_level_kl: when given (with tokenKl), R[t] -= beta * kl[t] * m[t]. */
+  /** beta of add_token_level_kl: when given (with tokenKl), R[t] -= beta * kl[t]. */
   klCoef?: number | null;
+  /**
+   * Shifted slots of each trajectory in ROLL, which pads every trajectory to sequence_length (so sequence_length - 1):
+   * the clip fractions divide the clipped entries (all on sampled tokens) by B times this, as ROLL counts them in its
+   * [B, sequence_length - 1] tensors. Default T.
+   */
+  slotsPerTrajectory?: number;
 }
 
 /**
@@ -224,8 +236,8 @@ function statMetrics(name: string, xs: readonly number[]): Record<string, number
 }
 
 /**
- * ROLL's batch KL (apply_kl_penalty / compute_token_reward current_kl): the mean over trajectories of each one's
- * masked token mean, sum_t(kl m) / (sum_t m + 1e-8), a trajectory without sampled tokens counting as 0.
+ * ROLL's batch KL (compute_token_reward current_kl): the mean over trajectories of each one's masked token mean,
+ * sum_t(kl m) / (sum_t m + 1e-8), a trajectory without sampled tokens counting as 0.
  */
 function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly number[])[]): number {
   if (kl.length === 0) return 0;
@@ -239,16 +251,19 @@ function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly nu
 }
 
 /**
- * The StarPO advantage pipeline (SPEC.md §5; ROLL compute_token_reward + compute_advantage):
- * normalizeScores -> tokenRewards -> (R[t] -= klCoef * tokenKl[t] when klCoef is given) -> R * m ->
- * reinforceReturns (reinforce, grpo; the default) / agenticReinforceReturns / gaeAdvantages (gae, with values and
- * lambd) -> whiten (or just A*m) -> clipAdvantages.
- * Metrics (SPEC.md §6): critic/score/{mean,max,min} (raw scores), critic/rewards/{mean,max,min} (normalised, after
- * reward_clip), critic/advantages/{mean,max,min} (final, over masked tokens), critic/returns/{mean,max,min} (over
- * masked tokens), critic/advantage_clip_frac (fraction of masked tokens with |A| > advantage_clip before clipping;
- * 0 without a clip); with gae critic/values/{mean,max,min} (masked tokens); with tokenKl critic/kl (ROLL's batch KL:
- * mean over trajectories of the masked token mean; feed it to KlController.update) and critic/kl_coef (klCoef, or 0
- * when the KL is only measured). All 0 when there is no masked token.
+ * The StarPO advantage pipeline (SPEC.md §5; ROLL roll/pipeline/agentic/utils.py compute_response_level_rewards,
+ * roll/utils/functionals.py compute_token_reward, agentic_compute_advantage): normalizeScores -> reward_clip ->
+ * tokenRewards -> (R[t] -= klCoef * tokenKl[t] when klCoef is given) -> reward_clip again on every token reward -> R * m
+ * -> reinforceReturns (reinforce, grpo; the default) / agenticReinforceReturns / gaeAdvantages (gae, with the unmasked
+ * values and lambd) -> whiten (or just A*m) -> advantage_clip.
+ * Metrics under ROLL's names (SPEC.md §6): critic/score/{mean,max,min} (raw scores); critic/rewards/{mean,max,min}
+ * (per trajectory, the sum of its final token rewards); critic/advantages/{mean,max,min} and critic/returns/{mean,max,min}
+ * over masked tokens; critic/reward_clip_frac (share of trajectories whose normalised score was clipped),
+ * critic/token_reward_clip_frac and critic/advantage_clip_frac (clipped entries over B * slotsPerTrajectory, as ROLL
+ * counts them in its padded tensors), each 0 when its clip is off; with gae critic/values/{mean,max,min} (masked
+ * tokens); critic/kl (ROLL's batch KL: the mean over trajectories of the masked token mean of tokenKl, 0 without
+ * tokenKl; feed it to KlController.update) and critic/kl_coef (the beta these rewards used: klCoef, or 0).
+ * All 0 when there is no masked token.
  * @throws RangeError on shape mismatches or bad values, an unknown advEstimator, gae without values or lambd,
  *   or klCoef without tokenKl.
  */
@@ -267,14 +282,31 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   if (input.tokenKl) checkMatrix('tokenKl', input.tokenKl, B, T);
   if (est === 'gae' && !input.values) throw new RangeError('computeAdvantages: adv_estimator gae needs the critic values ([B][T] `values`)');
   if (est === 'gae' && input.lambd === undefined) throw new RangeError('computeAdvantages: adv_estimator gae needs `lambd`');
+  const slots = input.slotsPerTrajectory ?? T;
+  if (!(Number.isInteger(slots) && slots > 0)) throw new RangeError(`computeAdvantages: slotsPerTrajectory must be a positive integer, got ${slots}`);
+  const numel = Math.max(B * slots, 1);
+  const rewardClip = input.rewardClip ?? null;
 
-  const normalizedScores = normalizeScores(input.scores, input.groupKeys, input.norm, input.rewardClip);
-  const rewards = tokenRewards(normalizedScores, input.lastIndex, T).map((row, i) => row.map((r, t) =>
-    (r - (klCoef !== null ? klCoef * input.tokenKl![i][t] : 0)) * mask[i][t]));
+  let normalizedScores = normalizeScores(input.scores, input.groupKeys, input.norm);
+  let rewardClipFrac = 0;
+  let tokenRewardClipFrac = 0;
+  if (rewardClip !== null) {
+    const r = clipMatrix([normalizedScores], rewardClip, 'reward_clip');
+    normalizedScores = r.clipped[0];
+    rewardClipFrac = B > 0 ? r.count / B : 0;
+  }
+  let rewards = tokenRewards(normalizedScores, input.lastIndex, T);
+  if (klCoef !== null) rewards = rewards.map((row, i) => row.map((r, t) => r - klCoef * input.tokenKl![i][t] * mask[i][t]));
+  if (rewardClip !== null) {
+    const r = clipMatrix(rewards, rewardClip, 'reward_clip');
+    rewards = r.clipped;
+    tokenRewardClipFrac = r.count / numel;
+  }
+  rewards = rewards.map((row, i) => row.map((r, t) => r * mask[i][t]));
   let returns: number[][];
   let raw: number[][];
   if (est === 'gae') {
-    ({ advantages: raw, returns } = gaeAdvantages(rewards, input.values!, mask, input.gamma, input.lambd!));
+    ({ advantages: raw, returns } = gaeAdvantages(rewards, input.values!, input.gamma, input.lambd!));
   } else {
     returns = est === 'agentic_reinforce'
       ? agenticReinforceReturns(rewards, mask, input.gamma)
@@ -282,20 +314,20 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
     raw = returns;
   }
   let adv = input.whiten ? whiten(raw, mask) : raw.map((row, i) => row.map((a, t) => a * mask[i][t]));
-  const c = input.advantageClip ?? null;
-  const before = maskedValues(adv, mask);
-  const clipFrac = c !== null && before.length > 0 ? before.filter((a) => Math.abs(a) > c).length / before.length : 0;
-  if (c !== null) adv = clipAdvantages(adv, c);
+  let advantageClipFrac = 0;
+  if (input.advantageClip !== undefined && input.advantageClip !== null) {
+    const r = clipMatrix(adv, input.advantageClip, 'advantage_clip');
+    adv = r.clipped;
+    advantageClipFrac = r.count / numel;
+  }
 
   const metrics: Record<string, number> = {
-    ...statMetrics('score', input.scores), ...statMetrics('rewards', normalizedScores),
+    ...statMetrics('score', input.scores), ...statMetrics('rewards', rewards.map((row) => row.reduce((a, b) => a + b, 0))),
     ...statMetrics('advantages', maskedValues(adv, mask)), ...statMetrics('returns', maskedValues(returns, mask)),
-    'critic/advantage_clip_frac': clipFrac,
+    'critic/reward_clip_frac': rewardClipFrac, 'critic/token_reward_clip_frac': tokenRewardClipFrac,
+    'critic/advantage_clip_frac': advantageClipFrac,
+    'critic/kl': input.tokenKl ? batchKl(input.tokenKl, mask) : 0, 'critic/kl_coef': klCoef ?? 0,
   };
   if (est === 'gae') Object.assign(metrics, statMetrics('values', maskedValues(input.values!, mask)));
-  if (input.tokenKl) {
-    metrics['critic/kl'] = batchKl(input.tokenKl, mask);
-    metrics['critic/kl_coef'] = klCoef ?? 0;
-  }
   return { advantages: adv, returns, normalizedScores, metrics };
 }

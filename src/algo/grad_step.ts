@@ -1,7 +1,7 @@
 /**
  * One optimizer step with gradient accumulation over micro-batches, global grad-norm clipping and a
- * guard against non-finite values (issue 2, item 7: a non-finite loss or gradient norm skips the
- * step and is logged, never applied to the weights). Yields between micro-batches so the activity's
+ * guard against non-finite values (a non-finite loss or gradient norm skips the step and is
+ * logged, never applied to the weights). Yields between micro-batches so the activity's
  * heartbeats go out (DESIGN.md, Workers and compute).
  */
 import * as tf from '@tensorflow/tfjs';
@@ -9,7 +9,7 @@ import { AdamW, clipByGlobalNorm } from './adamw';
 
 /** Result of one optimizer step. */
 export interface StepResult {
-  /** Sum over micro-batches of the returned (already scaled) losses. */
+  /** Sum over micro-batches of their shares: the minibatch loss. */
   loss: number;
   /** Global L2 norm of the accumulated gradient before clipping. */
   gradNorm: number;
@@ -19,27 +19,29 @@ export interface StepResult {
   seconds: { forward: number; backward: number; optimizer: number };
 }
 
+/** Summed gradients (keyed by HF weight name) and loss of a list of micro-batch losses. Caller disposes the grads. */
+export interface AccumulatedGradients {
+  grads: Map<string, tf.Tensor>;
+  loss: number;
+  seconds: { forward: number; backward: number };
+}
+
 /**
- * Accumulates the gradients of `lossFns` (each builds one micro-batch's scalar loss, already divided
- * by the number of micro-batches), clips them to `maxGradNorm` and applies AdamW at `lr`.
+ * Sums the gradients and values of `lossFns` (each builds one micro-batch's share of the minibatch loss, so the sums
+ * are the minibatch's loss and gradient).
  * @param vars trainable variables keyed by HF weight name
  * @param afterMicroBatch awaited after each micro-batch (heartbeat / event-loop yield)
  */
-export async function optimizerStep(opts: {
-  vars: Map<string, tf.Variable>;
-  optimizer: AdamW;
-  lossFns: Array<() => tf.Scalar>;
-  lr: number;
-  maxGradNorm: number;
-  afterMicroBatch?: () => Promise<void>;
-}): Promise<StepResult> {
-  const names = [...opts.vars.keys()];
-  const varList = names.map((n) => opts.vars.get(n) as tf.Variable);
+export async function accumulateGradients(
+  vars: Map<string, tf.Variable>, lossFns: Array<() => tf.Scalar>, afterMicroBatch?: () => Promise<void>,
+): Promise<AccumulatedGradients> {
+  const names = [...vars.keys()];
+  const varList = names.map((n) => vars.get(n) as tf.Variable);
   const byTfName = new Map(varList.map((v, i) => [v.name, names[i]]));
   const acc = new Map<string, tf.Tensor>();
   let loss = 0;
-  const seconds = { forward: 0, backward: 0, optimizer: 0 };
-  for (const fn of opts.lossFns) {
+  const seconds = { forward: 0, backward: 0 };
+  for (const fn of lossFns) {
     // tfjs CPU backends run synchronously, so wall time splits cleanly into the loss and the gradient.
     const t0 = performance.now();
     let forwardMs = 0;
@@ -62,14 +64,31 @@ export async function optimizerStep(opts: {
         g.dispose();
       } else acc.set(name, g);
     }
-    if (opts.afterMicroBatch) await opts.afterMicroBatch();
+    if (afterMicroBatch) await afterMicroBatch();
   }
+  return { grads: acc, loss, seconds };
+}
+
+/**
+ * One optimizer step: accumulateGradients over the micro-batches' shares of the minibatch loss, clipping to
+ * `maxGradNorm` and AdamW at `lr`.
+ * @param vars trainable variables keyed by HF weight name
+ * @param afterMicroBatch awaited after each micro-batch (heartbeat / event-loop yield)
+ */
+export async function optimizerStep(opts: {
+  vars: Map<string, tf.Variable>;
+  optimizer: AdamW;
+  lossFns: Array<() => tf.Scalar>;
+  lr: number;
+  maxGradNorm: number;
+  afterMicroBatch?: () => Promise<void>;
+}): Promise<StepResult> {
+  const { grads: acc, loss, seconds } = await accumulateGradients(opts.vars, opts.lossFns, opts.afterMicroBatch);
   const t0 = performance.now();
   const { grads, norm } = clipByGlobalNorm(acc, opts.maxGradNorm);
   const applied = Number.isFinite(loss) && Number.isFinite(norm);
   if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars);
   for (const g of acc.values()) g.dispose();
   for (const g of grads.values()) if (!g.isDisposed) g.dispose();
-  seconds.optimizer = (performance.now() - t0) / 1000;
-  return { loss, gradNorm: norm, applied, seconds };
+  return { loss, gradNorm: norm, applied, seconds: { ...seconds, optimizer: (performance.now() - t0) / 1000 } };
 }

@@ -17,15 +17,14 @@ import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../config/schema_bloc
 import type { Trajectory } from '../rollout/types';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
-import { tokenLogProbs } from '../model/logprobs';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
 import { resolveNormTypes } from './normalize';
-import { entropyBonus, klLoss, maskedMean, ppoLoss, valueLoss } from './loss';
-import { lengthBucketedMicroBatches, packBatch, paddedLength, shiftedArrays } from './batch';
+import { paddedLength, shiftedArrays } from './batch';
 import { optimizerStep, StepResult } from './grad_step';
 import { filterGroups } from './filter';
+import { actorLossFns, criticLossFns, StatAccumulator, type UpdateRows } from './minibatch_losses';
 import { prepass } from './prepass';
 import { dropStale, oldLogpRows, stalenessOf } from './staleness';
 import type { KlController } from './kl_controller';
@@ -74,6 +73,11 @@ export function minibatchesPerEpoch(config: RunConfig): number {
  */
 export function optimizerStepsPerUpdate(config: RunConfig): number {
   return config.ppo_epochs * minibatchesPerEpoch(config);
+}
+
+/** Critic optimizer steps of one update: one pass over the batch, as ROLL's critic worker makes whatever ppo_epochs is. */
+export function criticStepsPerUpdate(config: RunConfig): number {
+  return minibatchesPerEpoch(config);
 }
 
 /** Result of ppoUpdate. */
@@ -133,7 +137,9 @@ export async function ppoUpdate(opts: {
   const args = config.actor_train.training_args;
   const microSize = args.per_device_train_batch_size;
   const miniSize = Math.ceil(B / minibatchesPerEpoch(config));
-  const T = paddedLength(trajectories) - 1;
+  // One shifted slot past the longest trajectory's last token: GAE reads every trajectory's value after its last
+  // token there, as ROLL does for every trajectory shorter than the sequence_length it pads to.
+  const T = paddedLength(trajectories);
   const full = shiftedArrays(trajectories, T + 1);
   // Stale trajectories (sampled by an older policy) take their sampling log-probs as old log-probs; the
   // current policy's are computed for the others when the ratio can move off 1 during the update.
@@ -155,70 +161,33 @@ export async function ppoUpdate(opts: {
     norm: resolveNormTypes(config.reward_normalization), gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
     rewardClip: config.reward_clip, advantageClip: config.advantage_clip, advEstimator: config.adv_estimator,
     values: pre.values ?? undefined, tokenKl: pre.tokenKl ?? undefined, klCoef: klInRewards ? opts.klController.value : undefined,
+    slotsPerTrajectory: config.sequence_length - 1,
   });
 
   const trainActor = !gae || opts.step >= config.critic_warmup;
-  const lengths = trajectories.map((t) => t.inputIds.length);
-  const sums: Record<string, number> = {};
-  const add = (k: string, v: number) => (sums[k] = (sums[k] ?? 0) + v);
+  const rows: UpdateRows = {
+    trajectories, padId: opts.padId, mask: full.mask, advantages: adv.advantages, oldLogp, refLogp: pre.refLogp,
+    values: pre.values, returns: adv.returns,
+  };
+  const stats = { actor: new StatAccumulator(), critic: new StatAccumulator() };
   const steps = { actor: [] as StepResult[], critic: [] as StepResult[] };
-  let actorMicro = 0;
-  let criticMicro = 0;
 
   for (let epoch = 0; epoch < config.ppo_epochs; epoch++) {
     const order = new Rng(config.seed, 'minibatch', opts.step, epoch).shuffle([...Array(B).keys()]);
     for (let start = 0; start < B; start += miniSize) {
-      const micro = lengthBucketedMicroBatches(order.slice(start, start + miniSize), lengths, microSize);
-      /** Packs one micro-batch; `pick` slices [B][T] arrays to its rows and length. */
-      const withBatch = (idx: number[], f: (ids: tf.Tensor2D, am: tf.Tensor2D, mask: tf.Tensor2D, pick: (rows: number[][]) => tf.Tensor2D) => tf.Scalar) => () => {
-        const batch = packBatch(idx.map((i) => trajectories[i]), opts.padId);
-        const Tm = batch.mask[0].length;
-        const pick = (rows: number[][]) => tf.tensor2d(idx.map((i) => rows[i].slice(0, Tm)), [idx.length, Tm]);
-        try {
-          return tf.div(f(batch.ids, batch.attentionMask, tf.tensor2d(batch.mask, [idx.length, Tm]), pick), micro.length) as tf.Scalar;
-        } finally {
-          batch.ids.dispose();
-          batch.attentionMask.dispose();
-        }
-      };
+      const minibatch = order.slice(start, start + miniSize);
       if (trainActor) {
-        const lossFns = micro.map((idx) => withBatch(idx, (ids, am, mask, pick) => {
-          const { logp, entropy } = tokenLogProbs(actor.model, ids, am);
-          // Without recomputed old log-probs this is the first and only minibatch: the detached current ones.
-          const old = oldLogp ? pick(oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
-          const pg = ppoLoss({ logp, oldLogp: old, advantages: pick(adv.advantages), mask }, {
-            pgClip: config.pg_clip, usePgClipRange: config.use_pg_clip_range, pgClipLow: config.pg_clip_low,
-            pgClipHigh: config.pg_clip_high, dualClip: config.dual_clip_loss, lossAggMode: config.loss_agg_mode,
-          });
-          for (const [k, v] of Object.entries(pg.stats())) add(k, v);
-          add('actor/entropy', maskedMean(entropy, mask).dataSync()[0]);
-          let loss: tf.Scalar = pg.loss;
-          if (config.use_kl_loss) {
-            const kl = klLoss(logp, pick(pre.refLogp!), mask, config.loss_agg_mode);
-            add('actor/kl_loss', kl.dataSync()[0]);
-            loss = tf.add(loss, tf.mul(kl, config.kl_loss_coef));
-          }
-          if (config.entropy_loss_coef > 0) loss = tf.sub(loss, tf.mul(entropyBonus(entropy, mask, config.loss_agg_mode), config.entropy_loss_coef));
-          add('actor/total_loss', loss.dataSync()[0]);
-          actorMicro += 1;
-          return loss;
-        }));
         steps.actor.push(await optimizerStep({
-          vars: actor.model.trainableVariables(), optimizer: actor.optimizer, lossFns, lr: actor.lr(steps.actor.length),
+          vars: actor.model.trainableVariables(), optimizer: actor.optimizer, lr: actor.lr(steps.actor.length),
+          lossFns: actorLossFns(actor.model, rows, minibatch, microSize, config, stats.actor),
           maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
         }));
       }
-      if (gae) {
-        const lossFns = micro.map((idx) => withBatch(idx, (ids, am, mask, pick) => {
-          const [b, L] = ids.shape;
-          const values = tf.slice(critic!.model.values(ids, am), [0, 0], [b, L - 1]) as tf.Tensor2D;
-          const vf = valueLoss({ values, oldValues: pick(pre.values!), returns: pick(adv.returns), mask, valueClip: config.value_clip, mode: config.loss_agg_mode });
-          for (const [k, v] of Object.entries(vf.stats())) add(k, v);
-          criticMicro += 1;
-          return vf.loss;
-        }));
+      // ROLL's critic worker makes one pass over the batch whatever ppo_epochs is.
+      if (gae && epoch === 0) {
         steps.critic.push(await optimizerStep({
-          vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lossFns, lr: critic!.lr(steps.critic.length),
+          vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lr: critic!.lr(steps.critic.length),
+          lossFns: criticLossFns(critic!.model, rows, minibatch, microSize, config, stats.critic),
           maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
         }));
       }
@@ -226,10 +195,11 @@ export async function ppoUpdate(opts: {
   }
   if (klInRewards) opts.klController.update(adv.metrics['critic/kl'], B);
 
-  const metrics: Record<string, number> = { ...fresh.metrics, ...filter.metrics, ...adv.metrics };
-  for (const [k, v] of Object.entries(sums)) metrics[k] = v / (k.startsWith('critic/') ? criticMicro : actorMicro);
+  const metrics: Record<string, number> = {
+    ...fresh.metrics, ...filter.metrics, ...adv.metrics,
+    ...stats.actor.result(steps.actor.length), ...stats.critic.result(steps.critic.length),
+  };
   Object.assign(metrics, stepMetrics('actor', steps.actor, actor.lr(0)), gae ? stepMetrics('critic', steps.critic, critic!.lr(0)) : {});
-  metrics['critic/kl_coef'] = opts.klController.value;
   const all = [...steps.actor, ...steps.critic];
   metrics['time/update/prepass'] = prepassSeconds;
   for (const part of ['forward', 'backward', 'optimizer'] as const) {

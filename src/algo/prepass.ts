@@ -15,7 +15,7 @@ import type { Trajectory } from '../rollout/types';
 import { lengthBucketedMicroBatches, packBatch } from './batch';
 import { klFull, klPenalty, type KlPenalty } from './kl';
 
-/** What the pass computes. All arrays are [B][T] shifted (T = padded batch length - 1), 0 off the response mask. */
+/** What the pass computes. All arrays are [B][T] shifted (T >= padded batch length - 1); see each for its zeros. */
 export interface PrepassOutput {
   /** log pi_old(token t+1), nats, when `oldLogp` was asked (or a KL needs it). */
   oldLogp: number[][] | null;
@@ -23,7 +23,10 @@ export interface PrepassOutput {
   refLogp: number[][] | null;
   /** kl_penalty estimate of KL(old || ref) per token, nats, when a reference model was given. */
   tokenKl: number[][] | null;
-  /** V(state after token t) from the critic, when a critic was given. */
+  /**
+   * V(state after token t) from the critic, when a critic was given: at EVERY position of the trajectory (prompt and
+   * observation tokens too, and its last token), as ROLL's GAE reads them; 0 past the trajectory's end.
+   */
   values: number[][] | null;
 }
 
@@ -33,9 +36,17 @@ function scatterRows(out: number[][], idx: readonly number[], t: tf.Tensor2D, ma
   idx.forEach((i, r) => rows[r].forEach((v, k) => { out[i][k] = v * mask[r][k]; }));
 }
 
+/** Copies the first lengths[i] entries of rows of a [b, Lm] tensor into full-length [T] rows (no mask). */
+function scatterPrefixes(out: number[][], idx: readonly number[], t: tf.Tensor2D, lengths: readonly number[]): void {
+  const rows = t.arraySync();
+  idx.forEach((i, r) => {
+    for (let k = 0; k < Math.min(lengths[i], out[i].length); k++) out[i][k] = rows[r][k];
+  });
+}
+
 /**
  * Runs the pass in micro-batches of `microSize` trajectories (bucketed by length).
- * @param T shifted length of the whole batch (paddedLength - 1)
+ * @param T shifted length of the whole batch (>= paddedLength - 1)
  * @param oldLogp compute old log-probs even without a reference (ppo_epochs > 1 or several minibatches)
  * @param reference frozen reference policy; with it refLogp and tokenKl are computed
  * @param critic value model; with it values are computed
@@ -79,11 +90,7 @@ export async function prepass(opts: {
           scatterRows(out.tokenKl!, idx, kl, batch.mask);
         }
       }
-      if (opts.critic) {
-        const [b, L] = batch.ids.shape;
-        const v = tf.slice(opts.critic.values(batch.ids, batch.attentionMask), [0, 0], [b, L - 1]) as tf.Tensor2D;
-        scatterRows(out.values!, idx, v, batch.mask);
-      }
+      if (opts.critic) scatterPrefixes(out.values!, idx, opts.critic.values(batch.ids, batch.attentionMask), lengths);
     });
     batch.ids.dispose();
     batch.attentionMask.dispose();

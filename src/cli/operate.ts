@@ -16,7 +16,7 @@ const QUERY_SECONDS = 5;
 
 /** Metrics `starpo status` shows of the last step, when present. */
 const STATUS_METRICS = [
-  'env/success', 'env/score', 'actor/pg_loss', 'actor/entropy', 'actor/grad_norm', 'critic/vf_loss', 'rollout/in_group_std', 'time/step',
+  'env/success', 'env/score', 'actor/pg_loss', 'actor/entropy', 'actor/grad_norm', 'critic/loss', 'rollout/in_group_std', 'time/step',
 ];
 
 /** Describes the newest execution of a run. @throws WorkflowNotFoundError (exit 2) naming the run id when unknown */

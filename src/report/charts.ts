@@ -106,7 +106,7 @@ export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Ch
       ['approx KL (old vs new)', 'actor/approxkl'], ['policy KL', 'actor/policykl'], ['KL loss (vs reference)', 'actor/kl_loss'], ['token KL in rewards', 'critic/kl'],
     ])),
     chart('clipfrac', 'Clip fraction', 'fraction', nn, seriesOf(metrics, [
-      ['actor', 'actor/clipfrac'], ['actor high', 'actor/clipfrac_high'], ['actor low', 'actor/clipfrac_low'], ['critic value', 'critic/vf_clipfrac'],
+      ['actor', 'actor/clipfrac'], ['ratio high', 'actor/ppo_ratio_high_clipfrac'], ['ratio low', 'actor/ppo_ratio_low_clipfrac'], ['critic value', 'critic/clipfrac'],
     ])),
     chart('lr', 'Learning rate (first optimizer step of the update)', 'lr', nn, seriesOf(metrics, [['actor', 'actor/lr'], ['critic', 'critic/lr']])),
     chart('response_length', 'Response length', 'tokens per episode', nn, perTag(metrics, 'response_length')),

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  agenticReinforceReturns, clipAdvantages, computeAdvantages, reinforceReturns, tokenRewards, whiten,
+  agenticReinforceReturns, clipMatrix, computeAdvantages, reinforceReturns, tokenRewards, whiten,
 } from '../../src/algo/advantages';
 import { normTypesOf } from '../../src/algo/normalize';
 
@@ -53,9 +53,11 @@ test('whiten is skipped when sum(mask) <= 1 (still masked)', () => {
   closeM(whiten([[2, 5]], [[0, 0]]), [[0, 0]]);
 });
 
-test('clipAdvantages', () => {
-  closeM(clipAdvantages([[-0.5, 0.1, 0.3]], 0.2), [[-0.2, 0.1, 0.2]]);
-  assert.throws(() => clipAdvantages([[0]], 0), /advantage_clip must be a positive number, got 0/);
+test('clipMatrix clamps to [-c, c] and counts the entries outside (ROLL compute_clip_fraction + clamp)', () => {
+  const { clipped, count } = clipMatrix([[-0.5, 0.1, 0.3], [0.2, -0.2, 0]], 0.2, 'advantage_clip');
+  closeM(clipped, [[-0.2, 0.1, 0.2], [0.2, -0.2, 0]]);
+  assert.equal(count, 2, '|x| = c is not clipped');
+  assert.throws(() => clipMatrix([[0]], 0, 'advantage_clip'), /advantage_clip must be a positive finite number or null, got 0/);
 });
 
 // Two groups of two; multi-turn mask with padding; trajectory 3 has no sampled token.
@@ -78,13 +80,14 @@ test('computeAdvantages: mean_std, gamma 1, no whitening: every sampled token ge
     'critic/advantages/mean': r / 6, 'critic/advantages/max': r, 'critic/advantages/min': -r,
     // unwhitened returns over the same masked tokens (r, r, r, -r, -r, 0)
     'critic/returns/mean': r / 6, 'critic/returns/max': r, 'critic/returns/min': -r,
-    'critic/advantage_clip_frac': 0,
+    'critic/reward_clip_frac': 0, 'critic/token_reward_clip_frac': 0, 'critic/advantage_clip_frac': 0,
+    'critic/kl': 0, 'critic/kl_coef': 0,
   };
   assert.deepEqual(Object.keys(m).sort(), Object.keys(expected).sort());
   for (const k of Object.keys(expected)) assert.ok(Math.abs(m[k] - expected[k]) < 1e-9, `${k}: ${m[k]} vs ${expected[k]}`);
 });
 
-test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over masked tokens', () => {
+test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over all B x T slots (ROLL)', () => {
   const out = computeAdvantages({
     scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1,
     whiten: true, advantageClip: 0.2, advEstimator: 'grpo',
@@ -97,7 +100,14 @@ test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over m
   const w0 = -mu / sd; // -0.16951: inside the clip
   assert.ok(Math.abs(w0) < 0.2 && (r - mu) / sd > 0.2 && (-r - mu) / sd < -0.2);
   closeM(out.advantages, [[0.2, 0.2, 0, 0.2, 0], [0, -0.2, -0.2, 0, 0], [w0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]);
-  assert.ok(Math.abs(out.metrics['critic/advantage_clip_frac'] - 5 / 6) < 1e-12);
+  // 5 clipped entries over B x T = 20 slots, as ROLL's compute_clip_fraction counts its padded [B, T] tensor
+  assert.ok(Math.abs(out.metrics['critic/advantage_clip_frac'] - 5 / 20) < 1e-12);
+  // with ROLL's padding to sequence_length 9 (8 slots per trajectory): 5 / 32
+  const padded = computeAdvantages({
+    scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1,
+    whiten: true, advantageClip: 0.2, advEstimator: 'grpo', slotsPerTrajectory: 8,
+  });
+  assert.ok(Math.abs(padded.metrics['critic/advantage_clip_frac'] - 5 / 32) < 1e-12);
   assert.ok(Math.abs(out.metrics['critic/advantages/min'] + 0.2) < 1e-12);
 });
 
@@ -107,6 +117,7 @@ test('computeAdvantages: identity + mean grouping batch, reward_clip, errors', (
     norm: normTypesOf('identity', 'traj_group_id'), gamma: 1, whiten: false, rewardClip: 1,
   });
   closeM(out.advantages, [[1, 1], [0, -1]]);
+  assert.equal(out.metrics['critic/reward_clip_frac'], 1, 'both normalised scores were outside [-1, 1]');
   assert.throws(() => computeAdvantages({
     scores: [1], groupKeys: ['a'], mask: [[1]], lastIndex: [0], norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false, advEstimator: 'gae2',
   }), /adv_estimator "gae2" is not supported here; allowed: reinforce, grpo, agentic_reinforce, gae/);
@@ -154,7 +165,7 @@ test('computeAdvantages: tokenKl without klCoef only measures the KL (kl_coef 0)
   closeM(out.advantages, [[0.5, 0.5, 0.5, 0], [-0.5, 0, -0.5, -0.5], [0, 0, 0, 0]]);
   assert.ok(Math.abs(out.metrics['critic/kl'] - K_BATCH_KL) < 1e-8);
   assert.equal(out.metrics['critic/kl_coef'], 0);
-  assert.equal(computeAdvantages(base).metrics['critic/kl'], undefined);
+  assert.equal(computeAdvantages(base).metrics['critic/kl'], 0, 'no reference: ROLL compares old with itself');
   assert.throws(() => computeAdvantages({ ...base, klCoef: 0.1 }), /klCoef is given but tokenKl is missing/);
   assert.throws(() => computeAdvantages({ ...base, tokenKl: [[0]], klCoef: 0.1 }), /tokenKl has 1 rows; expected 3/);
   assert.throws(() => computeAdvantages({ ...base, tokenKl: K_KL, klCoef: -1 }), /klCoef must be a finite number >= 0, got -1/);
@@ -168,4 +179,20 @@ test('computeAdvantages: agentic_reinforce with token KL uses R at each turn end
     tokenKl: K_KL, klCoef: 0.1, advEstimator: 'agentic_reinforce',
   });
   closeM(out.advantages, [[0.47, 0.47, 0.47, 0], [-0.56, 0, -0.54, -0.54], [0, -0.05, 0, 0]], 1e-12);
+});
+
+test('reward_clip, the smallest case: the token reward is clamped again after beta * KL (ROLL 0.5)', () => {
+  // mask [0, 1], score 0.4, reward_clip 0.5, beta 1, kl_penalty kl with old -1.0, ref -0.5: kl = old - ref = -0.5,
+  // R = 0.4 - 1 * (-0.5) = 0.9, clamped to 0.5. ROLL compute_token_reward: token_level_rewards [[0, 0.5]],
+  // critic/token_reward_clip_frac 0.5 (1 of its 2 slots), critic/reward_clip_frac 0 (0.4 was inside).
+  const out = computeAdvantages({
+    scores: [0.4], groupKeys: ['batch'], mask: [[0, 1]], lastIndex: [1], norm: normTypesOf('identity', 'batch'), gamma: 1,
+    whiten: false, rewardClip: 0.5, tokenKl: [[0, -0.5]], klCoef: 1,
+  });
+  closeM(out.advantages, [[0, 0.5]], 1e-12);
+  assert.equal(out.metrics['critic/token_reward_clip_frac'], 0.5);
+  assert.equal(out.metrics['critic/reward_clip_frac'], 0);
+  assert.equal(out.metrics['critic/rewards/mean'], 0.5);
+  assert.ok(Math.abs(out.metrics['critic/kl'] + 0.5) < 1e-7);
+  assert.equal(out.metrics['critic/kl_coef'], 1);
 });

@@ -11,42 +11,50 @@ const closeM = (actual: number[][], expected: number[][], tol = 1e-12): void => 
   });
 };
 
-// Row 0: one turn [0..2] then padding; row 1: two turns [0] and [2, 3] with a prompt slot at 1.
+// Row 0: one turn [0..2], then the slot after its last token; row 1: two turns [0] and [2, 3] with an observation slot at 1.
 const R = [[0, 0, 1, 0], [0, 0, 0, -1]];
-const MASK = [[1, 1, 1, 0], [1, 0, 1, 1]];
-// 7 and 5 sit off the mask: values are multiplied by the mask first, so they act as 0.
+// 7 and 5 sit off the mask: as in ROLL, the critic's values enter GAE unmasked.
 const V = [[0.5, 0.4, 0.9, 7], [0.2, 5, -0.1, -0.5]];
 
-test('gaeAdvantages: gamma 0.9, lambd 0.5 (gamma*lambd = 0.45), by hand', () => {
-  // row 0, Vm = [0.5, 0.4, 0.9, 0]:
-  //   t3: delta = 0 + 0.9*0 - 0 = 0                       A = 0
-  //   t2: delta = 1 + 0.9*0 - 0.9 = 0.1                   A = 0.1
-  //   t1: delta = 0 + 0.9*0.9 - 0.4 = 0.41                A = 0.41 + 0.45*0.1 = 0.455
-  //   t0: delta = 0 + 0.9*0.4 - 0.5 = -0.14               A = -0.14 + 0.45*0.455 = 0.06475
-  // row 1, Vm = [0.2, 0, -0.1, -0.5]:
+test('GAE, the smallest case: ROLL A = 0.835, returns 1.035 (the value after the last sampled token counts)', () => {
+  // mask [0, 1, 0], score 1 on slot 1, gamma 1, lambd 0.95, V = [0.5, 0.2, 0.7]; ROLL agentic_compute_advantage
+  // (compute_gae_advantage_return on the unmasked values): A = [0, 0.835, -0] after the mask, returns [0.99325, 1.035, 0]
+  const out = gaeAdvantages([[0, 1, 0]], [[0.5, 0.2, 0.7]], 1, 0.95);
+  // t2: delta = -0.7; t1: delta = 1 + 0.7 - 0.2 = 1.5, A = 1.5 + 0.95 * -0.7 = 0.835; t0: 0 + 0.2 - 0.5 + 0.95 * 0.835
+  closeM(out.advantages, [[-0.3 + 0.95 * 0.835, 0.835, -0.7]]);
+  closeM(out.returns, [[0.99325, 1.035, 0]]);
+});
+
+test('gaeAdvantages: gamma 0.9, lambd 0.5 (gamma*lambd = 0.45), by hand; ROLL compute_gae_advantage_return agrees', () => {
+  // row 0, V = [0.5, 0.4, 0.9, 7]:
+  //   t3: delta = 0 + 0.9*0 - 7 = -7                      A = -7
+  //   t2: delta = 1 + 0.9*7 - 0.9 = 6.4                   A = 6.4 + 0.45*(-7) = 3.25
+  //   t1: delta = 0 + 0.9*0.9 - 0.4 = 0.41                A = 0.41 + 0.45*3.25 = 1.8725
+  //   t0: delta = 0 + 0.9*0.4 - 0.5 = -0.14               A = -0.14 + 0.45*1.8725 = 0.702625
+  // row 1, V = [0.2, 5, -0.1, -0.5]:
   //   t3: delta = -1 + 0 + 0.5 = -0.5                     A = -0.5
   //   t2: delta = 0 + 0.9*(-0.5) + 0.1 = -0.35            A = -0.35 + 0.45*(-0.5) = -0.575
-  //   t1: delta = 0 + 0.9*(-0.1) - 0 = -0.09              A = -0.09 + 0.45*(-0.575) = -0.34875
-  //   t0: delta = 0 + 0.9*0 - 0.2 = -0.2                  A = -0.2 + 0.45*(-0.34875) = -0.3569375
-  const out = gaeAdvantages(R, V, MASK, 0.9, 0.5);
-  closeM(out.advantages, [[0.06475, 0.455, 0.1, 0], [-0.3569375, -0.34875, -0.575, -0.5]]);
-  // returns = A + Vm
-  closeM(out.returns, [[0.56475, 0.855, 1.0, 0], [-0.1569375, -0.34875, -0.675, -1.0]]);
+  //   t1: delta = 0 + 0.9*(-0.1) - 5 = -5.09              A = -5.09 + 0.45*(-0.575) = -5.34875
+  //   t0: delta = 0 + 0.9*5 - 0.2 = 4.3                   A = 4.3 + 0.45*(-5.34875) = 1.8930625
+  const out = gaeAdvantages(R, V, 0.9, 0.5);
+  closeM(out.advantages, [[0.702625, 1.8725, 3.25, -7], [1.8930625, -5.34875, -0.575, -0.5]]);
+  // returns = A + V
+  closeM(out.returns, [[1.202625, 2.2725, 4.15, 0], [2.0930625, -0.34875, -0.675, -1.0]]);
 });
 
 test('gaeAdvantages: lambd 1, gamma 1 telescopes to sum_{k>=t} R_k - V_t; lambd 0 is the TD error', () => {
-  const one = gaeAdvantages(R, V, MASK, 1, 1);
-  closeM(one.advantages, [[1 - 0.5, 1 - 0.4, 1 - 0.9, 0], [-1 - 0.2, -1 - 0, -1 + 0.1, -1 + 0.5]]);
+  const one = gaeAdvantages(R, V, 1, 1);
+  closeM(one.advantages, [[1 - 0.5, 1 - 0.4, 1 - 0.9, -7], [-1 - 0.2, -1 - 5, -1 + 0.1, -1 + 0.5]]);
   closeM(one.returns, [[1, 1, 1, 0], [-1, -1, -1, -1]]);
   // lambd 0, gamma 0.9: the deltas above
-  closeM(gaeAdvantages(R, V, MASK, 0.9, 0).advantages, [[-0.14, 0.41, 0.1, 0], [-0.2, -0.09, -0.35, -0.5]]);
+  closeM(gaeAdvantages(R, V, 0.9, 0).advantages, [[-0.14, 0.41, 6.4, -7], [4.3, -5.09, -0.35, -0.5]]);
 });
 
 test('gaeAdvantages: errors', () => {
-  assert.throws(() => gaeAdvantages(R, V, MASK, 1.1, 0.5), /gamma must be in \[0, 1\], got 1.1/);
-  assert.throws(() => gaeAdvantages(R, V, MASK, 1, -0.5), /lambd must be in \[0, 1\], got -0.5/);
-  assert.throws(() => gaeAdvantages(R, [[0, 0, 0]], MASK, 1, 1), /values has 1 rows; expected 2/);
-  assert.throws(() => gaeAdvantages(R, V, [[1, 1, 1, 0], [1, 0]], 1, 1), /mask\[1\] has length 2; expected 4/);
+  assert.throws(() => gaeAdvantages(R, V, 1.1, 0.5), /gamma must be in \[0, 1\], got 1.1/);
+  assert.throws(() => gaeAdvantages(R, V, 1, -0.5), /lambd must be in \[0, 1\], got -0.5/);
+  assert.throws(() => gaeAdvantages(R, [[0, 0, 0]], 1, 1), /values has 1 rows; expected 2/);
+  assert.throws(() => gaeAdvantages(R, [[0, 0, 0, 0], [0, 0]], 1, 1), /values\[1\] has length 2; expected 4/);
 });
 
 // End to end with a singleton group and token KL: the same batch as advantages.test.ts (B = 3, T = 4).
@@ -57,8 +65,9 @@ const LAST = [2, 3, 1];
 const KL = [[0.1, -0.2, 0.3, 9], [0.2, 9, 0, 0.4], [9, 0.5, 9, 9]];
 const VALUES = [[0.5, 0.4, 0.9, 7], [0.2, 5, -0.1, -0.5], [3, 0.1, 3, 3]];
 // R with beta 0.1: [[-0.01, 0.02, 0.47, 0], [-0.02, 0, 0, -0.54], [0, -0.05, 0, 0]]; suffix sums G:
-// [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]; Vm = [[0.5, 0.4, 0.9, 0], [0.2, 0, -0.1, -0.5], [0, 0.1, 0, 0]]
-// gamma = lambd = 1: A = G - Vm = [[-0.02, 0.09, -0.43, 0], [-0.76, -0.54, -0.44, -0.04], [-0.05, -0.15, 0, 0]], returns = G
+// [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]; gamma = lambd = 1: A = G - V (the later
+// values telescope away, so the off-mask 7, 5 and 3 only reach A on their own slots, which the mask zeroes), returns = G.
+// ROLL (compute_response_level_rewards -> compute_token_reward -> agentic_compute_advantage) gives the same to 1e-6.
 const input = {
   scores: SCORES, groupKeys: KEYS, mask: E_MASK, lastIndex: LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, lambd: 1,
   whiten: false, advEstimator: 'gae', values: VALUES, tokenKl: KL, klCoef: 0.1,
@@ -79,6 +88,9 @@ test('computeAdvantages gae: A = G - V on masked slots, returns = A + V for the 
   assert.ok(Math.abs(m['critic/advantages/min'] + 0.76) < 1e-12);
   assert.ok(Math.abs(m['critic/returns/mean'] + 0.25 / 7) < 1e-12);
   assert.equal(m['critic/kl_coef'], 0.1);
+  // per trajectory, the sum of its final token rewards: 0.48, -0.56, -0.05 (ROLL -0.04333333 / 0.48 / -0.56)
+  assert.ok(Math.abs(m['critic/rewards/mean'] - (0.48 - 0.56 - 0.05) / 3) < 1e-12);
+  assert.ok(Math.abs(m['critic/rewards/max'] - 0.48) < 1e-12 && Math.abs(m['critic/rewards/min'] + 0.56) < 1e-12);
 });
 
 test('computeAdvantages gae: whitening (masked, unbiased) then advantage_clip 1', () => {
@@ -92,12 +104,13 @@ test('computeAdvantages gae: whitening (masked, unbiased) then advantage_clip 1'
   closeM(w.returns, [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]);
   const c = computeAdvantages({ ...input, whiten: true, advantageClip: 1 });
   closeM(c.advantages, [[0.7588376, 1, -0.5938729, 0], [-1, 0, -0.6268658, 0.6928517], [0, 0.3299294, 0, 0]], 1e-6);
-  assert.ok(Math.abs(c.metrics['critic/advantage_clip_frac'] - 2 / 7) < 1e-12); // 1.12 and -1.68 of 7
+  // 1.12 and -1.68 clipped, counted over all B x T = 12 slots as ROLL's compute_clip_fraction does: ROLL 0.16666667
+  assert.ok(Math.abs(c.metrics['critic/advantage_clip_frac'] - 2 / 12) < 1e-12);
 });
 
 test('computeAdvantages gae: whitening is skipped when sum(mask) <= 1', () => {
-  // one sampled token at t 1, score 1 (identity), V = [0.3, 0.6] -> Vm = [0, 0.6]; gamma = lambd = 1:
-  // A1 = 1 - 0.6 = 0.4, A0 = 1 - 0 = 1 (off the mask) -> masked [0, 0.4]; whitening would need n >= 2
+  // one sampled token at t 1, score 1 (identity), V = [0.3, 0.6]; gamma = lambd = 1:
+  // A1 = 1 - 0.6 = 0.4, A0 = 1 - 0.3 = 0.7 (off the mask) -> masked [0, 0.4]; whitening would need n >= 2 (ROLL: the same)
   const out = computeAdvantages({
     scores: [1], groupKeys: ['batch'], mask: [[0, 1]], lastIndex: [1], norm: normTypesOf('identity', 'traj_group_id'), gamma: 1, lambd: 1,
     whiten: true, advEstimator: 'gae', values: [[0.3, 0.6]],

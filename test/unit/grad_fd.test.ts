@@ -65,7 +65,8 @@ test('actor loss gradients of a tiny Qwen2 match central finite differences', as
   const { value, grads } = tf.variableGrads(loss, names.map((n) => vars.get(n) as tf.Variable));
   value.dispose();
   // the clip is really active: 1 of 6 masked tokens below 0.8, 2 above 1.2
-  assert.ok(Math.abs(pgStats['actor/clipfrac_low'] - 1 / 6) < 1e-6 && Math.abs(pgStats['actor/clipfrac_high'] - 2 / 6) < 1e-6, JSON.stringify(pgStats));
+  assert.ok(Math.abs(pgStats['actor/ppo_ratio_low_clipfrac'] - 1 / 6) < 1e-6 && Math.abs(pgStats['actor/ppo_ratio_high_clipfrac'] - 2 / 6) < 1e-6,
+    JSON.stringify(pgStats));
 
   const lossAt = (v: tf.Variable, base: Float32Array, k: number, d: number): number => {
     const w = base.slice();

@@ -6,7 +6,7 @@ import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { ValueModel } from '../../src/model/value_model';
 import { AdamW } from '../../src/algo/adamw';
-import { ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../src/algo/ppo_update';
+import { criticStepsPerUpdate, ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
 import type { Trajectory } from '../../src/rollout/types';
 import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
@@ -65,13 +65,17 @@ test('gae: the critic trains from the policy; during critic_warmup the actor doe
   assert.deepEqual(snapshot(model), before);
   assert.ok(head().some((x) => x !== 0), 'the value head moved');
   assert.equal(metrics['critic/optimizer_steps'], 1);
-  assert.ok(Number.isFinite(metrics['critic/vf_loss']) && metrics['critic/vf_loss'] > 0);
+  assert.ok(Number.isFinite(metrics['critic/loss']) && metrics['critic/loss'] > 0);
   assert.equal(metrics['actor/optimizer_steps'], 0);
-  // step 1 >= critic_warmup: the actor trains too
+  // step 1 >= critic_warmup: the actor trains too, ppo_epochs times; the critic makes one pass (ROLL's critic worker)
+  const twoEpochs = fixtureConfig({ adv_estimator: 'gae', critic_warmup: 1, ppo_epochs: 2, critic: { training_args: { learning_rate: 1e-3 } } });
   const r = await ppoUpdate({
-    actor: trainee(model), critic: trainee(critic), klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 1, padId: tokenizer.padId,
+    actor: trainee(model), critic: trainee(critic), klController: klControllerFromConfig(twoEpochs), trajectories: batch(spread), config: twoEpochs,
+    step: 1, padId: tokenizer.padId,
   });
-  assert.equal(r.metrics['actor/optimizer_steps'], 1);
+  assert.equal(r.metrics['actor/optimizer_steps'], 2);
+  assert.equal(r.metrics['critic/optimizer_steps'], 1);
+  assert.equal(criticStepsPerUpdate(twoEpochs), 1);
   assert.notDeepEqual(snapshot(model), before);
   critic.dispose();
   model.dispose();
@@ -106,9 +110,10 @@ test('token-level KL penalty: beta * kl enters the rewards and the adaptive cont
   });
   const kl = metrics['critic/kl'];
   assert.ok(kl > 0);
-  // AdaptiveKLController: err = clip(kl/target - 1, -0.2, 0.2) = 0.2 (kl >> target); beta = 0.2 * (1 + 0.2 * 16/100)
-  assert.ok(Math.abs(metrics['critic/kl_coef'] - 0.2 * (1 + (0.2 * 16) / 100)) < 1e-12);
-  assert.equal(klController.value, metrics['critic/kl_coef']);
+  // critic/kl_coef is the beta these rewards used (ROLL compute_token_reward); then AdaptiveKLController:
+  // err = clip(kl/target - 1, -0.2, 0.2) = 0.2 (kl >> target); beta = 0.2 * (1 + 0.2 * 16/100) for the next step
+  assert.equal(metrics['critic/kl_coef'], 0.2);
+  assert.ok(Math.abs(klController.value - 0.2 * (1 + (0.2 * 16) / 100)) < 1e-12);
   reference.dispose();
   model.dispose();
 });

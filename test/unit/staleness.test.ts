@@ -76,11 +76,12 @@ async function update(config: RunConfig, trajectories: (model: Qwen2) => Traject
 }
 
 test('ppoUpdate: stale trajectories use their sampling log-probs as old log-probs; on-policy ones the current policy', async () => {
-  // one minibatch, one epoch: before the optimizer step logp is the current policy, so policykl = mean(old - logp) is the shift used
+  // one minibatch, one epoch: before the optimizer step logp is the current policy, so policykl = mean(logp - old) is minus
+  // the shift used (ROLL's sign)
   const config = fixtureConfig({ async_generation_ratio: 1, actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
   const stale = await update(config, (m) => withSampleLogprobs(m, 4, 1, 0.3), 11);
   assert.equal(stale.skipReason, null);
-  assert.ok(Math.abs(stale.metrics['actor/policykl'] - 0.3) < 1e-3, `policykl ${stale.metrics['actor/policykl']}`);
+  assert.ok(Math.abs(stale.metrics['actor/policykl'] + 0.3) < 1e-3, `policykl ${stale.metrics['actor/policykl']}`);
   assert.ok(Math.abs(stale.metrics['actor/ratio_mean'] - Math.exp(-0.3)) < 1e-3, `ratio_mean ${stale.metrics['actor/ratio_mean']}`);
   assert.equal(stale.metrics['rollout/staleness/mean'], 1);
   assert.equal(stale.metrics['rollout/staleness/max'], 1);
@@ -93,7 +94,7 @@ test('ppoUpdate: stale trajectories use their sampling log-probs as old log-prob
 
   // half the groups stale: their shift shows in policykl, the on-policy half (recomputed) adds 0
   const mixed = await update(config, (m) => withSampleLogprobs(m, 4, 1, 0.3).map((t, i) => (i < 8 ? { ...t, staleness: 0 } : t)), 11);
-  assert.ok(mixed.metrics['actor/policykl'] > 0.05 && mixed.metrics['actor/policykl'] < 0.25, `policykl ${mixed.metrics['actor/policykl']}`);
+  assert.ok(mixed.metrics['actor/policykl'] < -0.05 && mixed.metrics['actor/policykl'] > -0.25, `policykl ${mixed.metrics['actor/policykl']}`);
   assert.equal(mixed.metrics['rollout/staleness/mean'], 0.5);
 });
 
