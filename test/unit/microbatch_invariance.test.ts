@@ -11,7 +11,7 @@ import * as tf from '@tensorflow/tfjs';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
-import { ValueModel } from '../../src/model/value_model';
+import { ValueModel, VALUE_HEAD } from '../../src/model/value_model';
 import { AdamW } from '../../src/algo/adamw';
 import { accumulateGradients } from '../../src/algo/grad_step';
 import { LOSS_AGG_MODES } from '../../src/algo/loss_agg_modes';
@@ -82,6 +82,9 @@ test('actor and critic: the same loss and gradient for micro-batches of 1, 3, 4 
   const actor = Qwen2.random(tinyPreset(tokenizer.vocabSize), 21);
   const reference = Qwen2.random(tinyPreset(tokenizer.vocabSize), 22);
   const critic = ValueModel.fromPolicy(actor);
+  // a non-zero value head (fromPolicy starts it at 0), so values and the trunk's gradients are not 0
+  const head = critic.trainableVariables().get(VALUE_HEAD)!;
+  head.assign(tf.randomNormal(head.shape, 0, 0.5, 'float32', 24));
   const rows = await updateRows(actor, reference, critic);
   const minibatch = [...trajectories.keys()];
   for (const mode of LOSS_AGG_MODES) {

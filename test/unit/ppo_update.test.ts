@@ -4,7 +4,9 @@ import * as tf from '@tensorflow/tfjs';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
-import { ValueModel } from '../../src/model/value_model';
+import { ValueModel, VALUE_HEAD } from '../../src/model/value_model';
+import { paddedLength } from '../../src/algo/batch';
+import { prepass } from '../../src/algo/prepass';
 import { AdamW } from '../../src/algo/adamw';
 import { criticStepsPerUpdate, ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
@@ -77,6 +79,28 @@ test('gae: the critic trains from the policy; during critic_warmup the actor doe
   assert.equal(r.metrics['critic/optimizer_steps'], 1);
   assert.equal(criticStepsPerUpdate(twoEpochs), 1);
   assert.notDeepEqual(snapshot(model), before);
+  critic.dispose();
+  model.dispose();
+});
+
+test('gae prepass: the critic\'s value at every position of a trajectory (prompt, observations, last token), 0 past its end', async () => {
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 6);
+  const critic = ValueModel.fromPolicy(model);
+  const head = critic.trainableVariables().get(VALUE_HEAD)!;
+  head.assign(tf.randomNormal(head.shape, 0, 0.5, 'float32', 3));
+  const trajectories = demos.slice(2, 5); // 205, 265 and 144 tokens
+  // one slot past the longest trajectory's last token, as ppoUpdate sizes it: GAE reads each last token's value there
+  const T = paddedLength(trajectories);
+  const pre = await prepass({ actor: model, critic, trajectories, T, padId: tokenizer.padId, microSize: 2, oldLogp: false, klPenalty: 'kl' });
+  trajectories.forEach((t, i) => {
+    const L = t.inputIds.length;
+    const alone = tf.tidy(() => critic.values(tf.tensor2d([t.inputIds], [1, L], 'int32'), tf.ones([1, L]) as tf.Tensor2D).arraySync()[0]);
+    pre.values![i].forEach((v, k) => {
+      if (k < L) assert.ok(Math.abs(v - alone[k]) < 1e-5, `[${i}][${k}] ${v} vs ${alone[k]}`);
+      else assert.equal(v, 0, `[${i}][${k}] past the end`);
+    });
+    assert.ok(Math.abs(pre.values![i][0]) > 1e-4 && Math.abs(pre.values![i][L - 1]) > 1e-4, 'the prompt and the last token carry values');
+  });
   critic.dispose();
   model.dispose();
 });
