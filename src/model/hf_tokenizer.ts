@@ -43,7 +43,7 @@ class HfTokenizer implements Tokenizer {
   constructor(private readonly json: HfTokenizerJSON) {
     this.lib = new HfLibTokenizer(json, { clean_up_tokenization_spaces: false });
     const vocab = this.lib.get_vocab(true);
-    this.vocabSize = Math.max(-1, ...vocab.values()) + 1;
+    this.vocabSize = [...vocab.values()].reduce((max, id) => Math.max(max, id), -1) + 1; // no spread: a whole vocabulary as arguments overflows the stack
     this.specialTokens = Object.fromEntries(json.added_tokens.filter((t) => t.special).map((t) => [t.content, t.id]));
     const missing = REQUIRED_TOKENS.filter((t) => vocab.get(t) === undefined);
     if (missing.length > 0) {

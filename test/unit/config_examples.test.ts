@@ -9,8 +9,21 @@ import { loadConfigFile, acceptedNotes } from '../../src/config/load';
 import { ConfigError } from '../../src/config/errors';
 import { parseFrozenLakeConfig } from '../../src/envs/frozen_lake';
 import { parseBanditConfig } from '../../src/envs/bandit';
+import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
+/** The real-model config: its `pretrain` folder is not in the repository (docs/config.md). */
+const QWEN = 'configs/qwen2.5-0.5b-instruct_frozen_lake.yaml';
+
+function assertConfigError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err;
+  }
+  assert.fail('expected a ConfigError');
+}
 
 test('ROLL\'s agent_val_frozen_lake example resolves through its defaults file', () => {
   const { config } = loadConfigFile(EXAMPLE);
@@ -83,7 +96,7 @@ test('every shipped config loads, and every custom_env of traj_envs.yaml resolve
   const shipped = readdirSync('configs', { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.yaml') && !f.startsWith('config/')).map((f) => join('configs', f));
   assert.ok(shipped.length >= 6, shipped.join(', '));
-  for (const file of shipped) assert.ok(loadConfigFile(file).config, file);
+  for (const file of shipped.filter((f) => f !== QWEN)) assert.ok(loadConfigFile(file).config, file);
   const tags = Object.keys(parse(readFileSync('configs/config/traj_envs.yaml', 'utf8')).custom_env as object);
   assert.ok(tags.includes('FrozenLakeThink'), tags.join(', '));
   const { config } = loadConfigFile(EXAMPLE, tags.map((tag) => `++custom_envs.${tag}=\${custom_env.${tag}}`));
@@ -101,6 +114,29 @@ test('a top-level key that is neither a schema key nor from a defaults file is s
   } catch (err) {
     assert.ok(err instanceof ConfigError);
     assert.match(err.message, /unknown key `my_var`/);
+  }
+});
+
+test('the Qwen2.5-0.5B-Instruct config is ROLL\'s example at ROLL\'s values; without the model folder the one problem names it', () => {
+  const err = assertConfigError(() => loadConfigFile(QWEN));
+  assert.equal(err.problems.length, 1, err.message);
+  assert.ok(err.problems[0].startsWith(`\`pretrain\`: ${resolve('models/Qwen2.5-0.5B-Instruct')} is not a folder; `), err.problems[0]);
+  // A tiny Qwen2 folder with the real Qwen2.5 tokenizer stands in for the 0.5B weights.
+  const dir = materializeHfVariant('tied_gqa');
+  try {
+    const { config, warnings } = loadConfigFile(QWEN, [`pretrain=${dir}`]);
+    assert.equal(config.pretrain, dir);
+    assert.deepEqual(warnings, []);
+    assert.equal(config.warmup.type, 'none');
+    assert.deepEqual([config.adv_estimator, config.whiten_advantages, config.advantage_clip, config.init_kl_coef], ['grpo', true, 0.2, 0]);
+    assert.deepEqual(config.reward_normalization, { grouping: 'traj_group_id', method: 'mean_std', norm_mean_type: 'group', norm_std_type: 'group' });
+    assert.deepEqual([config.rollout_batch_size, config.val_batch_size, config.sequence_length, config.max_steps], [1024, 1024, 8192, 1024]);
+    const t = config.actor_train.training_args;
+    assert.deepEqual([t.learning_rate, t.per_device_train_batch_size, t.gradient_accumulation_steps, t.warmup_steps, t.lr_scheduler_type], [1e-6, 2, 64, 10, 'cosine']);
+    assert.deepEqual(config.val_env_manager.tags, ['SimpleSokoban', 'LargerSokoban', 'SokobanDifferentGridVocab', 'FrozenLake']);
+    assert.equal(config.custom_envs.FrozenLake.max_tokens_per_step, 64);
+  } finally {
+    removeHfFolder(dir);
   }
 });
 
