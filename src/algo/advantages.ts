@@ -261,8 +261,8 @@ function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly nu
  * over masked tokens; critic/reward_clip_frac (share of trajectories whose normalised score was clipped),
  * critic/token_reward_clip_frac and critic/advantage_clip_frac (clipped entries over B * slotsPerTrajectory, as ROLL
  * counts them in its padded tensors), each 0 when its clip is off; with gae critic/values/{mean,max,min} (masked
- * tokens); critic/kl (ROLL's batch KL: the mean over trajectories of the masked token mean of tokenKl, 0 without
- * tokenKl; feed it to KlController.update) and critic/kl_coef (the beta these rewards used: klCoef, or 0).
+ * tokens); critic/kl with tokenKl (ROLL's batch KL: the mean over trajectories of the masked token mean of tokenKl; feed it
+ * to KlController.update) and critic/kl_coef (the beta these rewards used: klCoef, or 0).
  * All 0 when there is no masked token.
  * @throws RangeError on shape mismatches or bad values, an unknown advEstimator, gae without values or lambd,
  *   or klCoef without tokenKl.
@@ -326,8 +326,9 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
     ...statMetrics('advantages', maskedValues(adv, mask)), ...statMetrics('returns', maskedValues(returns, mask)),
     'critic/reward_clip_frac': rewardClipFrac, 'critic/token_reward_clip_frac': tokenRewardClipFrac,
     'critic/advantage_clip_frac': advantageClipFrac,
-    'critic/kl': input.tokenKl ? batchKl(input.tokenKl, mask) : 0, 'critic/kl_coef': klCoef ?? 0,
+    'critic/kl_coef': klCoef ?? 0,
   };
+  if (input.tokenKl) metrics['critic/kl'] = batchKl(input.tokenKl, mask);
   if (est === 'gae') Object.assign(metrics, statMetrics('values', maskedValues(input.values!, mask)));
   return { advantages: adv, returns, normalizedScores, metrics };
 }
