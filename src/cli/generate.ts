@@ -14,9 +14,9 @@ import type { ChatMessage } from '../model/chat_template';
 import { initBackend } from '../model/backend';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { generate } from '../model/generate';
-import { tokenLogProbs } from '../model/logprobs';
 import { pretrainedProblems } from '../model/pretrained';
 import { Qwen2 } from '../model/qwen2';
+import { logSumExp } from '../model/sampling';
 import { charTokenizer, tokenizerFromFiles, type ChatTokenizer } from '../model/tokenizer';
 import { configFromJSONBytes, modelFromFolder, modelFromSafetensors } from '../model/weights_io';
 import type { ObjectStore } from '../storage/object_store';
@@ -166,7 +166,7 @@ export function generateReply(m: LoadedModel, messages: ChatMessage[], args: Gen
 
 /**
  * The log-prob of every token of `continuation` (tokenized on its own, as rollouts keep a reply's ids)
- * after the prompt of `messages`, from one forward pass.
+ * after the prompt of `messages`, from one forward pass (nats, temperature 1, like generate's).
  * @throws BadInputError when the continuation is empty or does not fit the context
  */
 export function scoreReply(m: LoadedModel, messages: ChatMessage[], continuation: string): GenerateOutput {
@@ -175,11 +175,15 @@ export function scoreReply(m: LoadedModel, messages: ChatMessage[], continuation
   if (ids.length === 0) throw new BadInputError('--score: the text has no tokens');
   checkLength(m, promptIds.length, ids.length, '--score tokens');
   const all = [...promptIds, ...ids];
+  // log-softmax on the host in float64 (sampling.ts logSumExp), as generate's log-probs are computed
+  const V = m.model.config.vocab_size;
   const input = tf.tensor2d([all], [1, all.length], 'int32');
   const mask = tf.ones([1, all.length], 'float32') as tf.Tensor2D;
-  const { logp, entropy } = tokenLogProbs(m.model, input, mask);
-  const values = Array.from(logp.dataSync()).slice(promptIds.length - 1);
-  tf.dispose([input, mask, logp, entropy]);
+  const logits = m.model.forward(input, mask);
+  const rows = tf.slice(logits, [0, promptIds.length - 1, 0], [1, ids.length, V]);
+  const data = rows.dataSync();
+  tf.dispose([input, mask, logits, rows]);
+  const values = ids.map((id, i) => (data[i * V + id] as number) - logSumExp(data, i * V, V));
   return { mode: 'score', model: m.source, messages, prompt, prompt_ids: promptIds, ids, text: m.tokenizer.decode(ids), logprobs: values };
 }
 
