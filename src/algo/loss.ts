@@ -11,18 +11,10 @@ import { LOSS_AGG_MODES, type LossAggMode } from './loss_agg_modes';
 
 export { LOSS_AGG_MODES, type LossAggMode };
 
+/** Added to a row's token count in row means (ROLL masked_mean). */
 const DENOM_FLOOR = 1e-8;
 /** Added to the row count of the seq-mean modes (ROLL agg_loss). */
 const ROWS_EPS = 1e-8;
-
-/**
- * sum(values * mask) / max(sum(mask), 1e-8): the masked mean, 0 when the mask is empty.
- * @param values any shape; @param mask same shape, 0/1 float32
- * @returns scalar float32
- */
-export function maskedMean(values: tf.Tensor, mask: tf.Tensor): tf.Scalar {
-  return tf.div(tf.sum(tf.mul(values, mask)), tf.maximum(tf.sum(mask), DENOM_FLOOR)) as tf.Scalar;
-}
 
 /**
  * The denominators of loss aggregation, taken from a whole minibatch (SPEC.md §6; ROLL strategy.py

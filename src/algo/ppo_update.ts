@@ -10,7 +10,6 @@
  * roll/distributed/scheduler/rollout_scheduler.py): groups more than r policy versions behind the update
  * are dropped first, and the old log-probs of stale trajectories are their sampling log-probs.
  */
-import * as tf from '@tensorflow/tfjs';
 import { ConfigError } from '../config/errors';
 import type { RunConfig } from '../config/schema';
 import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../config/schema_blocks';
