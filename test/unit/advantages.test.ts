@@ -100,7 +100,8 @@ test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over a
   const w0 = -mu / sd; // -0.16951: inside the clip
   assert.ok(Math.abs(w0) < 0.2 && (r - mu) / sd > 0.2 && (-r - mu) / sd < -0.2);
   closeM(out.advantages, [[0.2, 0.2, 0, 0.2, 0], [0, -0.2, -0.2, 0, 0], [w0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]);
-  // 5 clipped entries over B x T = 20 slots, as ROLL's compute_clip_fraction counts its padded [B, T] tensor
+  // 5 clipped entries over B x T = 20 slots, as ROLL's compute_clip_fraction counts its padded [B, T] tensor (ROLL
+  // agentic_compute_advantage: 0.25, and the same advantages, w0 = -0.169516)
   assert.ok(Math.abs(out.metrics['critic/advantage_clip_frac'] - 5 / 20) < 1e-12);
   // with ROLL's padding to sequence_length 9 (8 slots per trajectory): 5 / 32
   const padded = computeAdvantages({
@@ -137,6 +138,8 @@ const K_KL = [[0.1, -0.2, 0.3, 9], [0.2, 9, 0, 0.4], [9, 0.5, 9, 9]];
 // R = (r at last - 0.1 * kl) * m:
 //   row 0: [-0.01, 0.02, 0.5 - 0.03 = 0.47, 0]; row 1: [-0.02, 0, 0, -0.5 - 0.04 = -0.54]; row 2: [0, 0 - 0.05, 0, 0]
 // reinforce, gamma 1 (suffix sums): row 0 [0.48, 0.49, 0.47, 0]; row 1 [-0.56, -0.54, -0.54, -0.54]; row 2 [-0.05, -0.05, 0, 0]
+// (ROLL compute_token_reward -> agentic_compute_advantage on the same inputs: the same returns, critic/kl 0.2555555, and for
+// agentic_reinforce [[0.47, 0.47, 0.47, 0], [-0.56, 0, -0.54, -0.54], [0, -0.05, 0, 0]])
 const K_RETURNS = [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]];
 // critic/kl: per-trajectory masked means (0.1 - 0.2 + 0.3)/3 = 0.0666667, (0.2 + 0 + 0.4)/3 = 0.2, 0.5/1; mean 0.2555556
 const K_BATCH_KL = (0.2 / 3 + 0.2 + 0.5) / 3;
