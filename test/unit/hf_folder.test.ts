@@ -5,6 +5,7 @@
  * an HF tokenizer's own files travel unchanged; bad folders are reported naming the file and key.
  */
 import { test } from 'node:test';
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,11 +15,15 @@ import { hfTokenizer } from '../../src/model/hf_tokenizer';
 import { charTokenizerHfJSON } from '../../src/model/hf_char_tokenizer';
 import { hfFolderFiles } from '../../src/model/hf_folder';
 import { pretrainedIdentity, pretrainedProblems } from '../../src/model/pretrained';
+import { generateReply } from '../../src/cli/generate';
+import { initBackend } from '../../src/model/backend';
+import type { ChatMessage } from '../../src/model/chat_template';
 import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../src/model/weights_io';
 import { decodeSafetensors, encodeSafetensors } from '../../src/model/safetensors';
+import { tinyExportFiles } from '../helpers/tiny_export';
 
 const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',
@@ -152,6 +157,63 @@ test("a checkpoint with an HF tokenizer exports the source's tokenizer files byt
   // the stop ids of the source's generation_config; temperature 0 decodes greedily in starpo, so no sampling keys
   assert.deepEqual(JSON.parse(new TextDecoder().decode(out['generation_config.json'])), { bos_token_id: 0, eos_token_id: [2], pad_token_id: 0, max_new_tokens: 8, do_sample: false });
   assert.equal(JSON.parse(new TextDecoder().decode(out['config.json'])).eos_token_id, 2);
+});
+
+/** test/fixtures/hf/export_fixtures.py's record of what transformers 4 and 5 make of the tiny export. */
+interface TinyExportFixture {
+  files_sha256: Record<string, string>;
+  texts: string[];
+  chats: ChatMessage[][];
+  max_new_tokens: number;
+  transformers: Record<string, {
+    tokenizer: string;
+    dtype: string;
+    texts: Array<{ ids: number[]; decode: string }>;
+    chats: Array<{ text: string; ids: number[]; greedy: number[]; logprobs: number[] }>;
+  }>;
+}
+
+test('transformers 4 and 5 read the tiny export as starpo does: ids, decodes, chat prompts, greedy tokens and log-probs', async () => {
+  const fixture = JSON.parse(readFileSync('test/fixtures/hf/tiny_export.json', 'utf8')) as TinyExportFixture;
+  const files = tinyExportFiles();
+  const hashes = Object.fromEntries(Object.entries(files).map(([name, bytes]) => [name, createHash('sha256').update(bytes).digest('hex')]));
+  assert.deepEqual(hashes, fixture.files_sha256, 'the folder transformers read is the one starpo exports (else re-run test/fixtures/hf/export_fixtures.py)');
+  assert.deepEqual(Object.keys(fixture.transformers).map((v) => v.split('.')[0]).sort(), ['4', '5']);
+  await initBackend();
+  const dir = writeFolder(files);
+  const loaded = modelFromFolder(dir);
+  const char = charTokenizer();
+  const alphabet = new Set((char.toJSON() as CharTokenizerJSON).chars);
+  const inAlphabet = (text: string) => [...Object.keys(char.specialTokens).reduce((t, s) => t.split(s).join(''), text)].every((c) => alphabet.has(c));
+  try {
+    for (const [version, hf] of Object.entries(fixture.transformers)) {
+      assert.equal(hf.dtype, 'float32', version);
+      fixture.texts.forEach((text, i) => {
+        const { ids, decode } = hf.texts[i] as { ids: number[]; decode: string };
+        const what = `transformers ${version}, ${JSON.stringify(text)}`;
+        assert.deepEqual(loaded.tokenizer.encode(text), ids, `${what}: the exported tokenizer as starpo reads it`);
+        assert.equal(loaded.tokenizer.decode(ids), decode, what);
+        if (inAlphabet(text)) {
+          assert.deepEqual(char.encode(text), ids, `${what}: starpo's char tokenizer`);
+          assert.equal(decode, text, `${what}: decodes back`);
+        }
+      });
+      assert.ok(fixture.texts.some((t) => !inAlphabet(t)), 'a text outside the alphabet is recorded too');
+      fixture.chats.forEach((messages, i) => {
+        const want = hf.chats[i] as TinyExportFixture['transformers'][string]['chats'][number];
+        const what = `transformers ${version}, chat ${i}`;
+        assert.equal(char.chat.render(messages, true), want.text, what);
+        assert.deepEqual(char.encode(want.text), want.ids, what);
+        const out = generateReply({ ...loaded, source: dir }, messages, { max_new_tokens: fixture.max_new_tokens, temperature: 0, top_p: 1, top_k: 0, do_sample: false, num_beams: 1, num_return_sequences: 1 }, 0);
+        assert.deepEqual(out.prompt_ids, want.ids, what);
+        assert.deepEqual(out.ids, want.greedy, `${what}: greedy tokens`);
+        out.logprobs.forEach((lp, j) => assert.ok(Math.abs(lp - (want.logprobs[j] as number)) < 1e-4, `${what}: log-prob ${j}: ${lp} vs ${want.logprobs[j]}`));
+      });
+    }
+  } finally {
+    loaded.model.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('sharded weights (model.safetensors.index.json) load like a single file', async () => {
