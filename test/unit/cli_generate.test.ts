@@ -45,7 +45,7 @@ function logSoftmaxRows(model: Qwen2, ids: number[]): number[][] {
   const V = model.config.vocab_size;
   return ids.map((_, t) => {
     const row = Array.from(data.subarray(t * V, (t + 1) * V));
-    const m = Math.max(...row);
+    const m = row.reduce((a, b) => Math.max(a, b), -Infinity);
     const lse = m + Math.log(row.reduce((s, x) => s + Math.exp(x - m), 0));
     return row.map((x) => x - lse);
   });
