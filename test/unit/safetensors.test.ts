@@ -57,7 +57,7 @@ test('errors name the problem', () => {
 });
 
 test("Python's safetensors file (odd-sized BF16 and F16 tensors) reads back and is written again byte for byte", () => {
-  // test/fixtures/hf/odd_safetensors.py wrote it with safetensors.torch.save_file.
+  // test/fixtures/hf/safetensors_fixtures.py wrote it with safetensors.torch.save_file.
   const python = new Uint8Array(readFileSync('test/fixtures/hf/odd.safetensors'));
   const { tensors, metadata } = decodeSafetensors(python);
   assert.deepEqual(metadata, { format: 'pt' });
