@@ -95,8 +95,8 @@ export function generatingArgs(base: GeneratingArgs | undefined, flags: Generati
 
 /**
  * Loads `--model DIR|tiny` or `--run <id> [--step N]` (the tfjs backend initialised first). A folder
- * is checked as `config check` checks `pretrain` before any model is built; `tiny` is the preset's seeded random init (the run's step-0
- * policy before its warm-up, for the same seed).
+ * is checked as `config check` checks `pretrain` before any model is built; `tiny` is the preset's
+ * seeded random init (the run's step-0 policy before its warm-up, for the same seed).
  * @param store the object store (runs only)
  * @throws BadInputError listing every problem of a folder; the errors of loadRunSpec / pickCheckpoint for a run
  */
@@ -132,9 +132,17 @@ export async function loadModel(
   };
 }
 
-/** The prompt of `messages` as rollouts render it (chat template with the generation prompt) and its ids. */
+/**
+ * The prompt of `messages` as rollouts render it (chat template with the generation prompt) and its ids.
+ * @throws BadInputError when the template refuses the messages (its raise_exception)
+ */
 function renderPrompt(tokenizer: ChatTokenizer, messages: ChatMessage[]): { prompt: string; ids: number[] } {
-  const prompt = tokenizer.chat.render(messages, true);
+  let prompt: string;
+  try {
+    prompt = tokenizer.chat.render(messages, true);
+  } catch (err) {
+    throw new BadInputError(`the model's chat template refuses these messages: ${(err as Error).message}`);
+  }
   return { prompt, ids: tokenizer.encode(prompt) };
 }
 

@@ -4,7 +4,7 @@
  * --json log-probs are that pass's log-softmax, --score gives the same log-probs for the same reply,
  * the prompt is the model's chat template render; for the tiny preset and for an HF folder made by
  * transformers (test/helpers/hf_models.ts). Bad folders are refused as `config check` refuses them
- * (exit 2, every problem naming the file), bad flags and chats exit 2 naming them.
+ * (exit 2, every problem naming the file); bad flags, chats and chats the template refuses exit 2.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../src/model/backend';
+import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { tinyPreset } from '../../src/model/config';
 import { pretrainedProblems } from '../../src/model/pretrained';
 import { Qwen2 } from '../../src/model/qwen2';
@@ -22,6 +23,7 @@ import { modelFromFolder } from '../../src/model/weights_io';
 import { deriveSeed } from '../../src/util/rng';
 import type { GenerateOutput } from '../../src/cli/generate';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
+import { writeTinyExport } from '../helpers/tiny_export';
 
 /** `starpo generate <args>`: exit code, stdout, stderr. */
 function generate(args: string[], input?: string): { code: number | null; stdout: string; stderr: string } {
@@ -140,6 +142,19 @@ test('a bad folder is refused as config check refuses it: exit 2, every problem 
     assert.match(res.stderr, new RegExp(`${join(dir, 'config.json')}: model_type = "llama"`));
     assert.match(res.stderr, new RegExp(`${join(dir, 'tokenizer.json')} does not exist`));
     assert.equal(res.stdout, '');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a chat the model's template refuses (raise_exception) exits 2 with the template's message", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'starpo-generate-'));
+  try {
+    writeTinyExport(dir);
+    writeFileSync(join(dir, 'chat_template.jinja'), "{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('the first message cannot be the assistant') }}{% endif %}" + CHATML_TEMPLATE);
+    const res = generate(['--model', dir, '--chat', '-'], '[{"role": "assistant", "content": "x"}]');
+    assert.equal(res.code, 2, res.stderr);
+    assert.match(res.stderr, /^error: the model's chat template refuses these messages: .*the first message cannot be the assistant/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
