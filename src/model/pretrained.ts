@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { validateQwen2Config, weightShapes, type Qwen2Config } from './config';
+import { activeSlidingWindow, validateQwen2Config, weightShapes, type Qwen2Config } from './config';
 import { HF_FILES } from './hf_folder';
 import { parseSafetensorsHeader, safetensorsHeaderLength, type SafeTensorInfo } from './safetensors';
 import { readTokenizerFiles, tokenizerFromFiles, TOKENIZER_FILE_NAMES, type ChatTokenizer } from './tokenizer';
@@ -88,7 +88,8 @@ function headerOf(file: string): Record<string, SafeTensorInfo> {
 
 /**
  * Every problem of `dir` as an initial policy for a run with `sequenceLength`, one line each naming the
- * file and key: the folder, config.json (a valid Qwen2 config, max_position_embeddings >= sequenceLength),
+ * file and key: the folder, config.json (a valid Qwen2 config, max_position_embeddings >= sequenceLength, no
+ * active sliding window shorter than sequenceLength),
  * tokenizer.json (loadable, ChatML tokens, ids < vocab_size) and each weight's name, dtype and shape in
  * the safetensors headers against config.json. Empty when it can be loaded.
  */
@@ -111,6 +112,10 @@ export function pretrainedProblems(dir: string, sequenceLength: number): string[
   const configFile = join(dir, HF_FILES.config);
   if (config && sequenceLength > config.max_position_embeddings) {
     problems.push(`sequence_length ${sequenceLength} is more than ${configFile} max_position_embeddings (${config.max_position_embeddings}); allowed: sequence_length <= ${config.max_position_embeddings}`);
+  }
+  const sliding = config ? activeSlidingWindow(config) : null;
+  if (sliding && sequenceLength > sliding.window) {
+    problems.push(`${configFile}: sliding_window = ${sliding.window} is active (use_sliding_window true, layer ${sliding.layer} is sliding_attention) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`);
   }
   if (config && tokenizer && tokenizer.vocabSize > config.vocab_size) {
     problems.push(`${join(dir, HF_FILES.tokenizer)} has ids up to ${tokenizer.vocabSize - 1}, more than ${configFile} vocab_size (${config.vocab_size}) allows`);

@@ -8,7 +8,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
-import { Qwen2Config, headDim, validateQwen2Config, weightShapes } from './config';
+import { Qwen2Config, activeSlidingWindow, headDim, validateQwen2Config, weightShapes } from './config';
 import { causalMask, disposeMask, groupedAttention, type AttentionMask } from './attention';
 import { linear, WeightTransposes } from './matmul';
 import { applyRope, ropeCosSin } from './rope';
@@ -98,9 +98,12 @@ export class Qwen2 {
   private readonly transposes = new WeightTransposes();
   private disposed = false;
 
+  private readonly sliding: { window: number; layer: number } | null;
+
   private constructor(config: Qwen2Config, vars: Map<string, tf.Variable>) {
     this.config = config;
     this.vars = vars;
+    this.sliding = activeSlidingWindow(config);
   }
 
   /**
@@ -268,6 +271,10 @@ export class Qwen2 {
     for (let i = 0; i < inp.positions.length; i++) {
       if (inp.positions[i] >= cfg.max_position_embeddings) {
         throw new RangeError(`Qwen2: position ${inp.positions[i]} >= max_position_embeddings = ${cfg.max_position_embeddings}`);
+      }
+      // Sliding-window attention is not implemented: it equals full attention while no position reaches the window.
+      if (this.sliding && inp.positions[i] >= this.sliding.window) {
+        throw new RangeError(`Qwen2: position ${inp.positions[i]} >= sliding_window = ${this.sliding.window} of layer ${this.sliding.layer} (sliding-window attention is not implemented)`);
       }
     }
     const D = headDim(cfg);
