@@ -105,15 +105,20 @@ export function layerWindows(raw: Record<string, unknown>, layers: number): Arra
 }
 
 /**
- * The smallest sliding window any layer uses, with the layer, or null when every layer attends fully
- * (see layerWindows). Attention over at most that many positions equals full attention.
+ * The smallest sliding window any layer uses, with the layer and why it slides, or null when every layer
+ * attends fully (see layerWindows). Attention over at most that many positions equals full attention.
  */
-export function activeSlidingWindow(cfg: Qwen2Config): { window: number; layer: number } | null {
-  let best: { window: number; layer: number } | null = null;
-  layerWindows(cfg, cfg.num_hidden_layers).forEach((w, layer) => {
-    if (w !== null && (!best || w < best.window)) best = { window: w, layer };
+export function activeSlidingWindow(cfg: Qwen2Config): { window: number; layer: number; because: string } | null {
+  const windows = layerWindows(cfg, cfg.num_hidden_layers);
+  let layer = -1;
+  windows.forEach((w, i) => {
+    if (w !== null && (layer < 0 || w < (windows[layer] as number))) layer = i;
   });
-  return best;
+  if (layer < 0) return null;
+  const because = cfg.layer_types
+    ? `layer_types[${layer}] = "sliding_attention"`
+    : `layer ${layer} >= max_window_layers = ${cfg.max_window_layers ?? SLIDING_DEFAULTS.max_window_layers}`;
+  return { window: windows[layer] as number, layer, because };
 }
 
 /**

@@ -115,7 +115,7 @@ export function pretrainedProblems(dir: string, sequenceLength: number): string[
   }
   const sliding = config ? activeSlidingWindow(config) : null;
   if (sliding && sequenceLength > sliding.window) {
-    problems.push(`${configFile}: sliding_window = ${sliding.window} is active (use_sliding_window true, layer ${sliding.layer} is sliding_attention) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`);
+    problems.push(`${configFile}: sliding_window = ${sliding.window} is active (use_sliding_window true, ${sliding.because}) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`);
   }
   if (config && tokenizer && tokenizer.vocabSize > config.vocab_size) {
     problems.push(`${join(dir, HF_FILES.tokenizer)} has ids up to ${tokenizer.vocabSize - 1}, more than ${configFile} vocab_size (${config.vocab_size}) allows`);
