@@ -85,17 +85,16 @@ export function groupIndices(groupKeys: readonly string[]): Map<string, number[]
  * Normalises episode scores as ROLL's agentic_reward_norm. The mean is the batch's (norm_mean_type batch),
  * the group's (group) or 0 (null); the std, unbiased, likewise or none. With a std: r = (s - mean) /
  * (std + 1e-6), and r = 0 for a whole group of one member or whose std is <= 1e-6 (ROLL tests the group's
- * size even when the std is the batch's). Without: r = s - mean. Then, when rewardClip is set,
- * r = clamp(r, -rewardClip, rewardClip).
+ * size even when the std is the batch's). Without: r = s - mean. reward_clip is applied by the caller
+ * (advantages.ts), to the normalised scores and again to the token rewards, as ROLL does.
  * @param scores [B] episode scores (env reward units), finite
  * @param groupKeys [B] group key per trajectory (e.g. traj_group_id; one shared key = grouping "batch")
  * @param norm the types in effect (resolveNormTypes)
- * @param rewardClip reward_clip (> 0) or null/undefined for none
  * @returns [B] normalised scores, in the input order
- * @throws RangeError on a length mismatch, a non-finite score, an unknown type or a bad rewardClip.
+ * @throws RangeError on a length mismatch, a non-finite score or an unknown type.
  */
 export function normalizeScores(
-  scores: readonly number[], groupKeys: readonly string[], norm: NormTypes, rewardClip?: number | null,
+  scores: readonly number[], groupKeys: readonly string[], norm: NormTypes,
 ): number[] {
   if (scores.length !== groupKeys.length) {
     throw new RangeError(`normalizeScores: scores has ${scores.length} entries but groupKeys has ${groupKeys.length}; they must match`);
@@ -104,9 +103,6 @@ export function normalizeScores(
     if (norm[key] !== null && !NORM_TYPES.includes(norm[key])) {
       throw new RangeError(`normalizeScores: reward_normalization.${key} "${String(norm[key])}" is not known; allowed: ${NORM_TYPES.join(', ')} or null`);
     }
-  }
-  if (rewardClip !== undefined && rewardClip !== null && !(rewardClip > 0 && Number.isFinite(rewardClip))) {
-    throw new RangeError(`normalizeScores: reward_clip must be a positive finite number or null, got ${rewardClip}`);
   }
   scores.forEach((s, i) => {
     if (!Number.isFinite(s)) throw new RangeError(`normalizeScores: scores[${i}] must be finite, got ${s}`);
@@ -120,9 +116,6 @@ export function normalizeScores(
     const sigma = norm.norm_std_type === 'batch' ? batchStd : norm.norm_std_type === 'group' ? unbiasedStd(vals) : null;
     const flat = sigma !== null && (idx.length < 2 || sigma <= NORM_STD_EPS);
     for (const i of idx) out[i] = flat ? 0 : sigma === null ? scores[i] - mu : (scores[i] - mu) / (sigma + NORM_STD_EPS);
-  }
-  if (rewardClip !== undefined && rewardClip !== null) {
-    for (let i = 0; i < out.length; i++) out[i] = Math.min(rewardClip, Math.max(-rewardClip, out[i]));
   }
   return out;
 }

@@ -46,17 +46,10 @@ test('grouping batch: one key for all', () => {
   close(normalizeScores(s, ['batch', 'batch', 'batch', 'batch'], byMethod('mean_std')), [-1.5 / sd, -0.5 / sd, 0.5 / sd, 1.5 / sd]);
 });
 
-test('reward_clip clamps after normalisation', () => {
-  close(normalizeScores(SCORES, KEYS, byMethod('mean'), 1.5), [-1, 1, -1.5, -1.5, 1.5]);
-  close(normalizeScores([-3, 0.2], ['a', 'b'], byMethod('identity'), 1), [-1, 0.2]);
-  close(normalizeScores([-3, 0.2], ['a', 'b'], byMethod('identity'), null), [-3, 0.2]);
-});
-
 test('errors name the field, value and what is allowed', () => {
   assert.throws(() => normalizeScores([1], ['a', 'b'], byMethod('mean')), /scores has 1 entries but groupKeys has 2/);
   assert.throws(() => normalizeScores([1], ['a'], { norm_mean_type: 'zscore' as NormType, norm_std_type: null }), /norm_mean_type "zscore" is not known; allowed: batch, group or null/);
   assert.throws(() => normalizeScores([NaN], ['a'], byMethod('mean')), /scores\[0\] must be finite, got NaN/);
-  assert.throws(() => normalizeScores([1], ['a'], byMethod('mean'), -1), /reward_clip must be a positive finite number or null, got -1/);
 });
 
 // The grouping keys below are what ppo_update's groupKeyOf produces for each reward_normalization.grouping.
@@ -87,16 +80,9 @@ test('grouping tags: one group per env tag', () => {
 test('grouping by an arbitrary trajectory field (e.g. seed): its stringified value is the key', () => {
   const keys = ['11', '11', '11', '12', '12', '12'];
   // seed 11 [1, 0, 0]: mu 1/3 -> 2/3, -1/3, -1/3; seed 12 [0.5, 0.5, 2]: mu 1 -> -0.5, -0.5, 1
-  close(normalizeScores(G_SCORES, keys, byMethod('mean'), null), [2 / 3, -1 / 3, -1 / 3, -0.5, -0.5, 1]);
+  close(normalizeScores(G_SCORES, keys, byMethod('mean')), [2 / 3, -1 / 3, -1 / 3, -0.5, -0.5, 1]);
   // identity ignores the groups entirely
   close(normalizeScores(G_SCORES, keys, byMethod('identity')), G_SCORES);
-});
-
-test('reward_clip applies after mean_std (and symmetric)', () => {
-  // one batch group [0, 0, 3]: mu 1, deviations -1, -1, 2, ss 6, var 3, sd 1.7320508
-  // r = -0.5773501, -0.5773501, 1.1547003 -> clip 1 -> -0.5773501, -0.5773501, 1
-  const sd = Math.sqrt(3) + 1e-6;
-  close(normalizeScores([0, 0, 3], ['batch', 'batch', 'batch'], byMethod('mean_std'), 1), [-1 / sd, -1 / sd, 1]);
 });
 
 // ROLL's own agentic_reward_norm and RewardNormalizationConfig (roll/pipeline/agentic/utils.py and
