@@ -58,15 +58,16 @@ export function ropeOf(raw: Record<string, unknown>): RopeSpec {
   if (isObject(params.full_attention) || isObject(params.sliding_attention)) {
     throw new Error(`Qwen2Config: ${source} = ${JSON.stringify(params)} gives RoPE per layer type; allowed: one {"rope_type": "default", "rope_theta": ...}`);
   }
-  const typeKey = params.rope_type !== undefined ? 'rope_type' : params.type !== undefined ? 'type' : 'rope_type';
-  const rope_type = params[typeKey] ?? 'default';
+  // A key present with null is kept as transformers keeps it (and then fails on it), not defaulted.
+  const typeKey = params.rope_type !== undefined ? 'rope_type' : params.type !== undefined ? 'type' : null;
+  const rope_type = typeKey ? params[typeKey] : 'default';
   const thetaKey = params.rope_theta !== undefined ? `${source}.rope_theta` : 'rope_theta';
-  const rope_theta = params.rope_theta ?? raw.rope_theta ?? 10000;
+  const rope_theta = params.rope_theta !== undefined ? params.rope_theta : raw.rope_theta !== undefined ? raw.rope_theta : 10000;
   if (typeof rope_type !== 'string') throw new Error(`Qwen2Config: ${source}.${typeKey} = ${JSON.stringify(rope_type)} is invalid; allowed: "default"`);
   if (typeof rope_theta !== 'number' || !Number.isFinite(rope_theta) || rope_theta <= 0) {
     throw new Error(`Qwen2Config: ${thetaKey} = ${JSON.stringify(rope_theta)} is invalid; allowed: a finite number > 0`);
   }
-  return { rope_type, rope_theta, typeKey: `${source}.${typeKey}` };
+  return { rope_type, rope_theta, typeKey: `${source}.${typeKey ?? 'rope_type'}` };
 }
 
 /** transformers' Qwen2Config defaults of the sliding-window keys (configuration_qwen2.py). */
