@@ -192,16 +192,6 @@ function parseJSONFile(files: Record<string, Uint8Array>, name: string, where: (
 }
 
 /**
- * The chat template source of a checkpoint's (or folder's) files: chat_template.jinja, else
- * tokenizer_config.json chat_template; CHATML_TEMPLATE when tokenizer.json is starpo's char tokenizer.
- * Exports write it as the folder's chat template.
- * @throws ChatTemplateError naming the file when an HF tokenizer has no chat template
- */
-export function chatTemplateOf(files: Record<string, Uint8Array>): string {
-  return tokenizerFromFiles(files).chat.source;
-}
-
-/**
  * The ChatTokenizer of a model folder's or checkpoint's files (by name): tokenizer.json (required);
  * for an HF tokenizer.json the chat template (chat_template.jinja, else tokenizer_config.json
  * chat_template), its special-token variables (tokenizer_config.json) and the stop ids

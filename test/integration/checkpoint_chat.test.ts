@@ -2,7 +2,7 @@
  * A `pretrain: DIR` policy's chat format travels with its checkpoints through a real S3 server: the
  * folder's tokenizer_config.json and generation_config.json are stored byte for byte, listed in the
  * manifest with their sha256, and the tokenizer a worker rebuilds from the checkpoint renders the same
- * prompts and stops at the same ids; export reads the same template back (chatTemplateOf).
+ * prompts and stops at the same ids; export reads the same template back.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
 import { readCheckpoint } from '../../src/storage/manifest';
 import { loadCheckpoint, saveCheckpoint, disposeCheckpoint } from '../../src/activities/checkpoint';
 import { modelFromFolder } from '../../src/model/weights_io';
-import { chatTemplateOf } from '../../src/model/tokenizer';
+import { tokenizerFromFiles } from '../../src/model/tokenizer';
 
 let servers: TestServers;
 let store: ObjectStore;
@@ -44,7 +44,7 @@ test('checkpoints of an HF folder carry its tokenizer_config.json and generation
     assert.equal(entry?.sha256, sha256Hex(source), `${name} listed with the folder's sha256`);
     assert.deepEqual(Buffer.from(files[name] as Uint8Array), source);
   }
-  assert.equal(chatTemplateOf(files), tokenizer.chat.source);
+  assert.equal(tokenizerFromFiles(files).chat.source, tokenizer.chat.source);
 
   const loaded = await loadCheckpoint(store, ref);
   try {

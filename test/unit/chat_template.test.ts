@@ -12,7 +12,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChatTemplate } from '../../src/model/chat_template';
 import { CHATML_TEMPLATE } from '../../src/model/chatml';
-import { charTokenizer, chatTemplateOf, readTokenizerFiles, tokenizerFromFiles, type ChatTokenizer } from '../../src/model/tokenizer';
+import { charTokenizer, readTokenizerFiles, tokenizerFromFiles, type ChatTokenizer } from '../../src/model/tokenizer';
 import { pretrainedProblems } from '../../src/model/pretrained';
 import { customEnvSchema } from '../../src/config/schema_blocks';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
@@ -147,7 +147,7 @@ test('the tiny preset keeps its ChatML template: no default system prompt, stop 
   assert.equal(tiny.chat.render([{ role: 'user', content: 'Go.' }], true), '<|im_start|>user\nGo.<|im_end|>\n<|im_start|>assistant\n');
   assert.deepEqual(tiny.eosIds.map((id) => tiny.decode([id])), ['<|im_end|>', '<|endoftext|>']);
   assert.deepEqual(tiny.chatFiles, {});
-  assert.equal(chatTemplateOf({ 'tokenizer.json': bytes(JSON.stringify(tiny.toJSON())) }), CHATML_TEMPLATE);
+  assert.equal(tokenizerFromFiles({ 'tokenizer.json': bytes(JSON.stringify(tiny.toJSON())) }).chat.source, CHATML_TEMPLATE);
 });
 
 test('where the template comes from: chat_template.jinja first, a list takes "default", none is refused naming the file', () => {
@@ -155,9 +155,9 @@ test('where the template comes from: chat_template.jinja first, a list takes "de
   const config = JSON.parse(new TextDecoder().decode(files['tokenizer_config.json'])) as Record<string, unknown>;
   const withConfig = (patch: Record<string, unknown>) => ({ ...files, 'tokenizer_config.json': bytes(JSON.stringify({ ...config, ...patch })) });
   const jinja = "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
-  assert.equal(chatTemplateOf({ ...files, 'chat_template.jinja': bytes(jinja) }), jinja);
-  assert.equal(chatTemplateOf(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }, { name: 'default', template: jinja }] })), jinja);
-  assert.equal(chatTemplateOf(files), config.chat_template);
+  assert.equal(tokenizerFromFiles({ ...files, 'chat_template.jinja': bytes(jinja) }).chat.source, jinja);
+  assert.equal(tokenizerFromFiles(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }, { name: 'default', template: jinja }] })).chat.source, jinja);
+  assert.equal(tokenizerFromFiles(files).chat.source, config.chat_template);
   assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: undefined }), (f) => `/m/${f}`),
     /^ChatTemplateError: \/m\/tokenizer_config\.json: chat_template is missing \(and there is no chat_template\.jinja\).*allowed: a Jinja string, or a list of \{name, template\} with one named "default"; or a \/m\/chat_template\.jinja file$/);
   assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }] })), /chat_template lists templates \["tool_use"\] but none named "default"/);
@@ -184,7 +184,7 @@ test('config check refuses a pretrain folder without a chat template, naming the
       `${dir}/tokenizer_config.json: chat_template is missing (and there is no chat_template.jinja); starpo renders prompts with the model's own chat template; ` +
         `allowed: a Jinja string, or a list of {name, template} with one named "default"; or a ${dir}/chat_template.jinja file`,
     ]);
-    writeFileSync(join(dir, 'chat_template.jinja'), chatTemplateOf(qwenFiles()));
+    writeFileSync(join(dir, 'chat_template.jinja'), tokenizerFromFiles(qwenFiles()).chat.source);
     assert.deepEqual(pretrainedProblems(dir, 256), []);
     rmSync(join(dir, 'generation_config.json'));
     assert.deepEqual(tokenizerFromFiles(readTokenizerFiles(dir)).eosIds, [151645]);
