@@ -90,8 +90,11 @@ export function layerWindows(raw: Record<string, unknown>, layers: number): Arra
     throw new Error(`Qwen2Config: sliding_window = ${JSON.stringify(window)} is invalid; allowed: a positive integer or null`);
   }
   const maxWindowLayers = raw.max_window_layers ?? SLIDING_DEFAULTS.max_window_layers;
+  if (typeof maxWindowLayers !== 'number' || !Number.isInteger(maxWindowLayers) || maxWindowLayers < 0) {
+    throw new Error(`Qwen2Config: max_window_layers = ${JSON.stringify(maxWindowLayers)} is invalid; allowed: an integer >= 0`);
+  }
   const types = raw.layer_types ?? Array.from({ length: layers }, (_, i) =>
-    window !== null && i >= (maxWindowLayers as number) ? 'sliding_attention' : 'full_attention');
+    window !== null && i >= maxWindowLayers ? 'sliding_attention' : 'full_attention');
   const allowed = ['full_attention', 'sliding_attention'];
   if (!Array.isArray(types) || types.length !== layers || types.some((t) => !allowed.includes(t))) {
     throw new Error(`Qwen2Config: layer_types = ${JSON.stringify(types)} is invalid; allowed: ${layers} (num_hidden_layers) of ${allowed.map((t) => JSON.stringify(t)).join(', ')}`);
