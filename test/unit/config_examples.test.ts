@@ -10,20 +10,11 @@ import { ConfigError } from '../../src/config/errors';
 import { parseFrozenLakeConfig } from '../../src/envs/frozen_lake';
 import { parseBanditConfig } from '../../src/envs/bandit';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
+import { configErrorOf } from '../helpers/config_error';
 
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
 /** The real-model config: its `pretrain` folder is not in the repository (docs/config.md). */
 const QWEN = 'configs/qwen2.5-0.5b-instruct_frozen_lake.yaml';
-
-function assertConfigError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err;
-  }
-  assert.fail('expected a ConfigError');
-}
 
 test('ROLL\'s agent_val_frozen_lake example resolves through its defaults file', () => {
   const { config } = loadConfigFile(EXAMPLE);
@@ -118,7 +109,7 @@ test('a top-level key that is neither a schema key nor from a defaults file is s
 });
 
 test('the Qwen2.5-0.5B-Instruct config is ROLL\'s example at ROLL\'s values; without the model folder the one problem names it', () => {
-  const err = assertConfigError(() => loadConfigFile(QWEN));
+  const err = configErrorOf(() => loadConfigFile(QWEN));
   assert.equal(err.problems.length, 1, err.message);
   assert.ok(err.problems[0].startsWith(`\`pretrain\`: ${resolve('models/Qwen2.5-0.5B-Instruct')} is not a folder; `), err.problems[0]);
   // A tiny Qwen2 folder with the real Qwen2.5 tokenizer stands in for the 0.5B weights.

@@ -11,23 +11,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { acceptedNotes, loadConfigFile, validateConfig } from '../../src/config/load';
-import { ConfigError } from '../../src/config/errors';
 import { configWarnings } from '../../src/config/warnings';
+import { configErrorOf } from '../helpers/config_error';
 
 const ROLL_EXAMPLE = 'test/fixtures/roll/qwen2.5-0.5B-agentic/agent_val_frozen_lake.yaml';
 const ROLL_TRAJ_ENVS = 'test/fixtures/roll/config/traj_envs.yaml';
 /** The tiny model instead of ROLL's Hub id, and a context it has. */
 const ON_TINY = ['pretrain=tiny', 'sequence_length=2048'];
-
-function errorOf(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err;
-  }
-  assert.fail('expected a ConfigError');
-}
 
 /** Writes `text` as main.yaml in a fresh temp dir; returns its path. */
 function mainFile(text: string): string {
@@ -60,7 +50,7 @@ test('ROLL\'s own agent_val_frozen_lake.yaml with its traj_envs.yaml loads: help
   assert.equal(notes[notes.length - 1],
     `unused variables from ${ROLL_TRAJ_ENVS} (nothing refers to them): all_response_pattern, single_prompt_agent_system_template, single_prompt_agent_template`);
   // ROLL's file as is: the Hub id is the one problem (starpo downloads nothing).
-  const asIs = errorOf(() => loadConfigFile(ROLL_EXAMPLE));
+  const asIs = configErrorOf(() => loadConfigFile(ROLL_EXAMPLE));
   assert.equal(asIs.problems.length, 1, asIs.message);
   assert.match(asIs.problems[0], /^`pretrain`: .*\/Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; /);
 });
@@ -72,7 +62,7 @@ test('a user\'s helper variable referenced by an env is accepted and listed; an 
   assert.equal(loaded.config.custom_envs.FrozenLakeThink.env_config.action_pattern, '<think>(.*?)</think><answer>(.*?)</answer>');
   assert.deepEqual(loaded.variables.find((v) => v.file === helper), { file: helper, keys: ['think_answer_pattern'] });
   const typo = mainFile(`defaults:\n  - ${resolve(ROLL_EXAMPLE)}\nthink_answer_pattern: x\nrollout_batch_sise: 64\n`);
-  const err = errorOf(() => loadConfigFile(typo, ON_TINY));
+  const err = configErrorOf(() => loadConfigFile(typo, ON_TINY));
   assert.deepEqual(err.problems.map((p) => p.replace(/ \(allowed at the top level: .*\)$/, '')), [
     'unknown key `think_answer_pattern`',
     'unknown key `rollout_batch_sise`; did you mean `rollout_batch_size`?',
@@ -80,7 +70,7 @@ test('a user\'s helper variable referenced by an env is accepted and listed; an 
   // In an included file, an unreferenced near miss of a config key is a typo, not a helper.
   const shared = mainFile(`defaults:\n  - ${resolve(ROLL_EXAMPLE)}\nval_batch_sise: 64\n`);
   const included = mainFile(`defaults:\n  - ${shared}\n`);
-  assert.match(errorOf(() => loadConfigFile(included, ON_TINY)).problems[0], /^unknown key `val_batch_sise` \(from .*\); did you mean `val_batch_size`\?/);
+  assert.match(configErrorOf(() => loadConfigFile(included, ON_TINY)).problems[0], /^unknown key `val_batch_sise` \(from .*\); did you mean `val_batch_size`\?/);
 });
 
 test('reward_normalization: norm_mean_type / norm_std_type win, the deprecated method fills the ones left null (ROLL)', () => {
@@ -94,7 +84,7 @@ test('reward_normalization: norm_mean_type / norm_std_type win, the deprecated m
   // ROLL defines global_scale_factor / global_shift_value but never applies them.
   const loaded = loadConfigFile('configs/frozen_lake.yaml', ['+reward_normalization.global_scale_factor=2']);
   assert.deepEqual(loaded.ignored, ['reward_normalization.global_scale_factor']);
-  const bad = errorOf(() => validateConfig(quickstart({ reward_normalization: { norm_std_type: 'rows' } }), 'test.yaml'));
+  const bad = configErrorOf(() => validateConfig(quickstart({ reward_normalization: { norm_std_type: 'rows' } }), 'test.yaml'));
   assert.deepEqual(bad.problems, ['`reward_normalization.norm_std_type`: Invalid option: expected one of "batch"|"group" (got "rows")']);
 });
 
