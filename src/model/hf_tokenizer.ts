@@ -1,13 +1,12 @@
 /**
- * HF tokenizer.json files (the `tokenizers` library's format, https://huggingface.co/docs/tokenizers):
- * loaded with @huggingface/tokenizers (pure JS), and written for starpo's char tokenizer as a BPE model
- * without merges (each character is its own token, unknown characters map to `<unk>`) whose
- * added_tokens are the ChatML special tokens, so `transformers`/`tokenizers` read an exported model's
- * tokenizer and encode exactly as starpo does. Pad and eos ids follow the ChatML convention of chatml.ts.
+ * HF tokenizer.json files (the `tokenizers` library's format, https://huggingface.co/docs/tokenizers),
+ * loaded with @huggingface/tokenizers (pure JS). Pad and eos ids follow the ChatML convention of
+ * chatml.ts; a folder's generation_config.json stop ids replace the eos ids (tokenizer.ts). The char
+ * tokenizer's export in this format is hf_char_tokenizer.ts.
  */
 import { Tokenizer as HfLibTokenizer } from '@huggingface/tokenizers';
 import { EOS_TOKENS, PAD_TOKEN, REQUIRED_TOKENS } from './chatml';
-import type { CharTokenizerJSON, Tokenizer } from './tokenizer';
+import type { Tokenizer } from './tokenizer';
 
 /** One `added_tokens` entry of tokenizer.json. */
 export interface HfAddedToken {
@@ -80,34 +79,4 @@ class HfTokenizer implements Tokenizer {
  */
 export function hfTokenizer(json: HfTokenizerJSON): Tokenizer {
   return new HfTokenizer(json);
-}
-
-/**
- * The HF tokenizer.json of a checkpoint's tokenizer.json: an HF file unchanged; starpo's char tokenizer
- * (CharTokenizerJSON) as a BPE model with the same ids (specials first), no merges, `<unk>` for unknown
- * characters, a Fuse decoder (tokens concatenated) and the special tokens as added_tokens.
- * @throws Error when `json` is neither.
- */
-export function toHfTokenizerJSON(json: unknown): HfTokenizerJSON {
-  if (isHfTokenizerJSON(json)) return json;
-  const spec = json as Partial<CharTokenizerJSON> | null;
-  if (!spec || spec.type !== 'starpo-char' || !Array.isArray(spec.special) || !Array.isArray(spec.chars) || typeof spec.unk !== 'string') {
-    throw new Error("tokenizer.json: neither an HF tokenizer.json nor starpo's char tokenizer (type 'starpo-char')");
-  }
-  const vocab: Record<string, number> = {};
-  [...spec.special, ...spec.chars].forEach((token, id) => (vocab[token] = id));
-  return {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: spec.special.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
-    normalizer: null,
-    pre_tokenizer: null,
-    post_processor: null,
-    decoder: { type: 'Fuse' },
-    model: {
-      type: 'BPE', dropout: null, unk_token: spec.unk, continuing_subword_prefix: null, end_of_word_suffix: null,
-      fuse_unk: false, byte_fallback: false, vocab, merges: [],
-    },
-  };
 }
