@@ -82,7 +82,7 @@ export const runConfigSchema = z
 
     // Critic (adv_estimator gae; SPEC.md §5.3, ROLL's `critic` role).
     critic_warmup: nonNegativeInt.default(0), // the actor trains only once step >= critic_warmup
-    value_clip: z.number().positive().nullable().default(0.5), // ROLL's critic value clipping (null = off)
+    value_clip: z.number().positive().nullable().default(null), // ROLL's critic value clipping (null = off, ROLL's default)
 
     // Rollouts.
     async_generation_ratio: z.number().nonnegative().default(0), // ROLL's: rollouts run r steps ahead of the update (an integer; checks.ts)

@@ -42,7 +42,7 @@ test('SPEC.md §2 defaults of the algorithm keys', () => {
   assert.equal(c.kl_loss_coef, 0);
   assert.equal(c.entropy_loss_coef, 0);
   assert.equal(c.critic_warmup, 0);
-  assert.equal(c.value_clip, 0.5);
+  assert.equal(c.value_clip, null);
   assert.equal(c.async_generation_ratio, 0);
   assert.equal(c.rollout_filter_ratio, 1);
   assert.equal(c.rollout_filter_type, 'std');
