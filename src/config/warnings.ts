@@ -28,8 +28,11 @@ function singletonGroupWarning(cfg: RunConfig): string[] {
     types.norm_std_type !== null ? `norm_std_type ${types.norm_std_type}` : undefined,
   ].filter((t) => t !== undefined);
   if (zeroing.length === 0) return [];
+  // A null type is filled from `method`, so the remedy without group statistics names `method` too.
+  const groups = grouping === 'trajId' ? 'reward_normalization.grouping traj_group_id with group_size >= 2' : 'train_env_manager.group_size >= 2';
   return [`${why}, and reward_normalization ${zeroing.join(' / ')} then makes every normalised score and every advantage 0 `
-    + '(nothing is learnt); use group_size >= 2, grouping batch or tags, or norm_mean_type batch with norm_std_type null'];
+    + `(nothing is learnt); use ${groups}, grouping batch or tags, or no group statistics `
+    + '(reward_normalization.method identity, or method mean with norm_mean_type batch)'];
 }
 
 /** One line per problem that lets the config load but keeps the run from learning (empty when none). */
