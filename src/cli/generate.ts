@@ -12,7 +12,7 @@ import { generatingArgsSchema } from '../config/schema_blocks';
 import type { GeneratingArgs } from '../config/schema';
 import type { ChatMessage } from '../model/chat_template';
 import { initBackend } from '../model/backend';
-import { TINY_PRESET, tinyPreset } from '../model/config';
+import { activeSlidingWindow, TINY_PRESET, tinyPreset } from '../model/config';
 import { generate } from '../model/generate';
 import { pretrainedProblems } from '../model/pretrained';
 import { Qwen2 } from '../model/qwen2';
@@ -146,10 +146,18 @@ function renderPrompt(tokenizer: ChatTokenizer, messages: ChatMessage[]): { prom
   return { prompt, ids: tokenizer.encode(prompt) };
 }
 
-/** @throws BadInputError when `total` tokens do not fit the model's context */
+/**
+ * @throws BadInputError when prompt + `more` tokens do not fit the model's context: max_position_embeddings,
+ *   or an active sliding window (not implemented; config check refuses it against sequence_length alike)
+ */
 function checkLength(m: LoadedModel, promptLength: number, more: number, what: string): void {
+  const total = `the prompt's ${promptLength} tokens + ${what} ${more}`;
   const max = m.model.config.max_position_embeddings;
-  if (promptLength + more > max) throw new BadInputError(`the prompt's ${promptLength} tokens + ${what} ${more} are more than the model's max_position_embeddings (${max})`);
+  if (promptLength + more > max) throw new BadInputError(`${total} are more than the model's max_position_embeddings (${max})`);
+  const sliding = activeSlidingWindow(m.model.config);
+  if (sliding && promptLength + more > sliding.window) {
+    throw new BadInputError(`${total} are more than the model's active sliding_window (${sliding.window}; use_sliding_window true, ${sliding.because}); sliding-window attention is not implemented`);
+  }
 }
 
 /**

@@ -22,6 +22,15 @@ function requiredShape(path: readonly PropertyKey[], expected: string): string {
   return `a ${expected === 'array' ? 'list' : expected}`;
 }
 
+/**
+ * Top-level keys of ROLL's RLVR pipeline that its agentic pipeline (and starpo) reads under another
+ * path: a ROLL user's YAML may carry them at the top.
+ */
+const AGENTIC_PATHS: Record<string, string> = {
+  norm_mean_type: 'reward_normalization.norm_mean_type',
+  norm_std_type: 'reward_normalization.norm_std_type',
+};
+
 /** One line per unknown key of one level; the keys allowed there come once, on the last line. */
 function unknownKeys(issue: Extract<z.core.$ZodIssue, { code: 'unrecognized_keys' }>, source: string, originOf?: OriginOf): Problem[] {
   const at = issue.path.map(String);
@@ -30,7 +39,8 @@ function unknownKeys(issue: Extract<z.core.$ZodIssue, { code: 'unrecognized_keys
   const level = at.length === 0 ? 'at the top level' : `under \`${at.join('.')}\``;
   return issue.keys.map((key, i) => {
     const origin = originOf?.([...at, key]);
-    const near = nearestKey(key, known);
+    const agentic = at.length === 0 ? AGENTIC_PATHS[key] : undefined;
+    const near = agentic ?? nearestKey(key, known);
     const allowed = i === issue.keys.length - 1 ? ` (allowed ${level}: ${known.join(', ')})` : '';
     return { text: `unknown key \`${[...at, key].join('.')}\`${fromNote(origin, source)}${near ? `; did you mean \`${near}\`?` : ''}${allowed}`, origin };
   });

@@ -156,6 +156,9 @@ export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY
  * (load.ts, algo/normalize.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
  * but never applies them: accepted and ignored.
  */
+/** A norm type, or null (filled from `method`): the error names null as allowed too. */
+const normType = () => z.enum(NORM_TYPES, { error: `expected one of ${NORM_TYPES.map((t) => `"${t}"`).join('|')} or null` }).nullable().default(null);
+
 export const rewardNormalizationSchema = z
   .object({
     grouping: z.enum(REWARD_GROUPINGS, {
@@ -165,8 +168,8 @@ export const rewardNormalizationSchema = z
       },
     }).default('batch'),
     method: z.enum(NORM_METHODS).default('identity'),
-    norm_mean_type: z.enum(NORM_TYPES).nullable().default(null),
-    norm_std_type: z.enum(NORM_TYPES).nullable().default(null),
+    norm_mean_type: normType(),
+    norm_std_type: normType(),
     ...ignoredShape(['global_scale_factor', 'global_shift_value']),
   })
   .strict();

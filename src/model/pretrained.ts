@@ -77,7 +77,15 @@ function headerOf(file: string): Record<string, SafeTensorInfo> {
     if (8 + n > statSync(file).size) throw new Error(`header length ${n} exceeds the file size`);
     const header = new Uint8Array(n);
     readSync(fd, header, 0, n, 8);
-    return parseSafetensorsHeader(header).entries;
+    const { entries } = parseSafetensorsHeader(header);
+    // A cut-short file (an interrupted download) has a whole header: its data must still reach every tensor's end.
+    const dataBytes = statSync(file).size - 8 - n;
+    for (const [name, info] of Object.entries(entries)) {
+      if (info.data_offsets[1] > dataBytes) {
+        throw new Error(`tensor ${name} ends at data byte ${info.data_offsets[1]} but the file has ${dataBytes} data bytes (a truncated file?); allowed: a complete safetensors file`);
+      }
+    }
+    return entries;
   } catch (err) {
     if (err instanceof PretrainedFolderError) throw err;
     throw new PretrainedFolderError(`${file}: ${(err as Error).message.replace(/^safetensors: /, '')}`);

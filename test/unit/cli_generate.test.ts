@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -157,6 +157,19 @@ test("a chat the model's template refuses (raise_exception) exits 2 with the tem
     assert.match(res.stderr, /^error: the model's chat template refuses these messages: .*the first message cannot be the assistant/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a prompt longer than an active sliding window exits 2 naming the window, as config check refuses it against sequence_length', () => {
+  const dir = materializeHfVariant('tied_gqa');
+  try {
+    const configFile = join(dir, 'config.json');
+    writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), use_sliding_window: true, sliding_window: 16, layer_types: undefined, max_window_layers: 1 }));
+    const res = generate(['--model', dir, '--prompt', 'hi', '--max-new-tokens', '5']);
+    assert.equal(res.code, 2, res.stderr);
+    assert.match(res.stderr, /^error: the prompt's \d+ tokens \+ --max-new-tokens 5 are more than the model's active sliding_window \(16; use_sliding_window true, layer 1 >= max_window_layers = 1\); sliding-window attention is not implemented\n$/);
+  } finally {
+    removeHfFolder(dir);
   }
 });
 

@@ -85,7 +85,12 @@ test('reward_normalization: norm_mean_type / norm_std_type win, the deprecated m
   const loaded = loadConfigFile('configs/frozen_lake.yaml', ['+reward_normalization.global_scale_factor=2']);
   assert.deepEqual(loaded.ignored, ['reward_normalization.global_scale_factor']);
   const bad = configErrorOf(() => validateConfig(quickstart({ reward_normalization: { norm_std_type: 'rows' } }), 'test.yaml'));
-  assert.deepEqual(bad.problems, ['`reward_normalization.norm_std_type`: Invalid option: expected one of "batch"|"group" (got "rows")']);
+  assert.deepEqual(bad.problems, ['`reward_normalization.norm_std_type`: expected one of "batch"|"group" or null (got "rows")']);
+});
+
+test('ROLL\'s top-level norm_mean_type / norm_std_type (its RLVR spelling) point to reward_normalization', () => {
+  const bad = configErrorOf(() => validateConfig(quickstart({ norm_mean_type: 'group' })));
+  assert.match(bad.problems[0] ?? '', /^unknown key `norm_mean_type`; did you mean `reward_normalization\.norm_mean_type`\?/);
 });
 
 test('gradient_accumulation_steps defaults to 1 as in ROLL\'s TrainingArguments; the shipped configs keep their minibatches', () => {

@@ -260,6 +260,8 @@ test('bad pretrained folders: every problem names the file and the key', async (
     ['no weights', Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'model.safetensors')), 400, /model\.safetensors does not exist/],
     ['no config', Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'config.json')), 400, /config\.json does not exist/],
     ['not JSON', { ...hf, 'config.json': new TextEncoder().encode('{oops') }, 400, /config\.json is not valid JSON/],
+    ['truncated weights', { ...hf, 'model.safetensors': (hf['model.safetensors'] as Uint8Array).subarray(0, 20_000) }, 400,
+      /model\.safetensors: tensor \S+ ends at data byte \d+ but the file has \d+ data bytes \(a truncated file\?\); allowed: a complete safetensors file/],
   ];
   for (const [name, folder, sequenceLength, expected] of cases) {
     const dir = writeFolder(folder);
