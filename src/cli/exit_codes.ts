@@ -29,9 +29,11 @@ export function isUnreachable(err: unknown): boolean {
 export function exitCodeOf(err: unknown): number {
   const name = err instanceof Error ? err.name : '';
   if (name === 'ConfigError' || name === 'InfraConfigError' || name === 'CommanderError' || name === 'BadInputError') return EXIT.badInput;
+  if (name === 'UnknownBackendError') return EXIT.badInput; // STARPO_BACKEND names no backend (model/backend_choice.ts)
   if (name === 'InvalidKeyPartError') return EXIT.badInput; // a run id, step or name outside the allowed key characters (storage/keys.ts)
   if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)
   if (name === 'InfraUnavailableError' || name === 'InfraStartError' || name === 'NoControlWorkerError') return EXIT.infraUnavailable;
+  if (name === 'NativeInstallError' || name === 'NativeBackendError') return EXIT.infraUnavailable; // the host lacks a tool or the native build
   if (name === 'WorkflowFailedError') return EXIT.runFailed;
   return isUnreachable(err) ? EXIT.infraUnavailable : EXIT.runFailed;
 }

@@ -13,6 +13,7 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo train configs/starpo_s_frozen_lake.yaml max_steps=10 rollout_filter_ratio=0.5 --run-id my-run',
     'starpo train configs/frozen_lake.yaml pretrain=exported/frozen-lake warmup.type=none',
     'starpo train configs/frozen_lake.yaml --no-workers      # workers run elsewhere (starpo worker)',
+    'starpo train configs/frozen_lake.yaml --backend tensorflow      # native TensorFlow (starpo backend install)',
   ],
   resume: ['starpo resume frozen_lake-20261129-231500', 'starpo resume my-run --rollout-workers 1'],
   eval: [
@@ -34,7 +35,7 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   report: ['starpo report frozen_lake-20261129-231500', 'starpo report my-run -o my-run.html'],
   trajectories: ['starpo trajectories my-run --step 3', 'starpo trajectories my-run --step 3 --tag FrozenLake --group 2', 'starpo trajectories my-run --step 10 --split val'],
-  worker: ['starpo worker --role all', 'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout'],
+  worker: ['starpo worker --role all', 'starpo worker --role update --backend tensorflow      # after starpo backend install', 'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout'],
   'run-json': [
     'starpo run-json configs/frozen_lake.yaml -o run.json --run-id my-run',
     'temporal workflow start --type starpoTraining --task-queue starpo --workflow-id my-run --input-file run.json',
@@ -51,6 +52,9 @@ const EXAMPLES: Record<string, string[]> = {
   'infra up': ['starpo infra up', 'starpo infra up --json --state-dir /tmp/starpo-infra'],
   'infra down': ['starpo infra down'],
   'infra status': ['starpo infra status', 'starpo infra status --json'],
+  backend: ['starpo backend install', 'starpo backend status', 'STARPO_BACKEND=tensorflow npm start'],
+  'backend install': ['starpo backend install', 'npm run backend:install', 'starpo backend install --force      # rebuild'],
+  'backend status': ['starpo backend status', 'starpo backend status --json'],
 };
 
 /** The exit codes, one line each (top-level help, README "Exit codes"). */
@@ -58,7 +62,7 @@ export const EXIT_CODE_LINES = [
   `${EXIT.ok}  ok`,
   `${EXIT.runFailed}  the run failed (or an unexpected error)`,
   `${EXIT.badInput}  bad input: config, arguments, an unknown run id, a request the run refuses`,
-  `${EXIT.infraUnavailable}  infra unavailable: Temporal or S3 unreachable, server binaries not installable, no control worker answering`,
+  `${EXIT.infraUnavailable}  infra unavailable: Temporal or S3 unreachable, server binaries not installable, no control worker answering, a native backend missing or not buildable`,
 ];
 
 const TOP_LEVEL = `

@@ -1,6 +1,6 @@
 /**
  * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments),
- * 3 infra unavailable (no server binary, servers unreachable). Help texts and examples: help.ts.
+ * 3 infra unavailable (no server binary, servers unreachable, a requested native backend not installed). Help texts and examples: help.ts.
  */
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -8,6 +8,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { registerReportCommands } from './report';
+import { registerBackendCommands } from './backend';
+import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../config/load';
 import { ROLES, Role } from '../workers/roles';
 import { errorMessage, exitCodeOf } from './exit_codes';
@@ -21,6 +23,22 @@ import { runIdArgument } from './known_run';
 const log = (line: string) => console.log(line);
 
 const OVERRIDES_HELP = 'Hydra-style overrides applied before interpolation: a.b=value, +a.b=value (new key), ++a.b=value';
+
+/**
+ * `--backend`: the tfjs backend of the rollout and update workers this command starts. It is passed on as
+ * STARPO_BACKEND (which initBackend reads, and spawned workers inherit), so it wins over an inherited value.
+ */
+const backendOption = () => new Option('--backend <name>', 'tfjs backend of the rollout and update workers (default wasm; tensorflow needs `starpo backend install`)').choices([...BACKEND_NAMES]);
+
+/**
+ * Applies `--backend`, then refuses (before anything starts) a backend that STARPO_BACKEND or the flag names
+ * but that cannot be used: an unknown name (exit 2), a native build that is not installed (exit 3).
+ */
+function useBackend(name: string | undefined): void {
+  if (name !== undefined) process.env.STARPO_BACKEND = name;
+  const { requireInstalled } = require('../model/native_build') as typeof import('../model/native_build');
+  if (requestedBackend(process.env) === 'tensorflow') requireInstalled();
+}
 
 /** One rollout worker per core (rollout shards are independent, CPU-bound processes). */
 const defaultRolloutWorkers = Math.max(1, Math.min(4, availableParallelism()));
@@ -53,8 +71,10 @@ program
   .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>')
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
-  .action(async (path: string, overrides: string[], opts: { runId?: string; workers: boolean; rolloutWorkers: number }) => {
+  .addOption(backendOption())
+  .action(async (path: string, overrides: string[], opts: { runId?: string; workers: boolean; rolloutWorkers: number; backend?: string }) => {
     const { input, ...accepted } = runInputFromFile(path, opts.runId, overrides);
+    if (opts.workers) useBackend(opts.backend);
     acceptedNotes(accepted).forEach(log);
     const { train } = require('./train') as typeof import('./train');
     await train(input, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
@@ -66,7 +86,9 @@ program
   .argument('<runId>')
   .option('--no-workers', 'do not spawn local workers')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
-  .action(async (runId: string, opts: { workers: boolean; rolloutWorkers: number }) => {
+  .addOption(backendOption())
+  .action(async (runId: string, opts: { workers: boolean; rolloutWorkers: number; backend?: string }) => {
+    if (opts.workers) useBackend(opts.backend);
     const { resume } = require('./train') as typeof import('./train');
     await resume(runId, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
   });
@@ -167,7 +189,9 @@ program
   .command('worker')
   .description('run workers of one role against TEMPORAL_ADDRESS / S3_ENDPOINT (or the local infra)')
   .addOption(new Option('--role <role>', 'which task queues to poll').choices([...ROLES]).default('all'))
-  .action(async (opts: { role: Role }) => {
+  .addOption(backendOption())
+  .action(async (opts: { role: Role; backend?: string }) => {
+    useBackend(opts.backend);
     const { runWorkers } = require('../workers/run') as typeof import('../workers/run');
     await runWorkers(opts.role, await resolveEndpoints({ start: false, log }), log);
   });
@@ -244,6 +268,7 @@ program
 
 registerInfraCommands(program);
 registerReportCommands(program);
+registerBackendCommands(program);
 applyHelp(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

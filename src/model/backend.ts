@@ -1,87 +1,75 @@
 /**
  * TensorFlow.js backend selection (DESIGN.md, "Workers and compute").
  *
- * Order: `@tensorflow/tfjs-node-gpu` (GPU hosts), `@tensorflow/tfjs-node`, `wasm` (the default on these
- * machines: ~20 GFLOP/s for a 256^3 matmul), then the pure-JS `cpu` backend (~1 GFLOP/s). The native
- * packages are loaded dynamically only when `require.resolve` finds them, so they are never dependencies.
- * The env var STARPO_BACKEND (`tensorflow-gpu` | `tensorflow` | `wasm` | `cpu`, or the package names
- * `tfjs-node-gpu` / `tfjs-node`) overrides the `prefer` argument.
+ * Default: `wasm` (~20 GFLOP/s for a 256^3 matmul), then the pure-JS `cpu` backend (~1 GFLOP/s) if wasm
+ * cannot start. The native backends are used only when asked for (STARPO_BACKEND, `--backend`, or the
+ * `prefer` argument; backend_choice.ts): `tensorflow` loads the build `starpo backend install` keeps in the
+ * cache (native_backend.ts; never an `@tensorflow/tfjs-node` in node_modules, whose install script fetches an
+ * old libtensorflow); `tensorflow-gpu` loads `@tensorflow/tfjs-node-gpu` from node_modules. The two native
+ * packages ship libraries of the same names, so a process that loaded one refuses the other.
  */
 import * as tf from '@tensorflow/tfjs';
+import { DEFAULT_BACKEND, requestedBackend, type BackendName } from './backend_choice';
+import { loadNativeCpu } from './native_backend';
+import { NativeBackendError } from './native_build';
 import { installZeroCopyIdentity } from './wasm_identity';
 
+export { BACKEND_NAMES } from './backend_choice';
+
 let initialized: Promise<string> | null = null;
-let initializedFor: string | undefined;
+let initializedFor: BackendName | undefined;
+/** The native package this process loaded, if any. */
+let nativeLoaded: 'tfjs-node' | 'tfjs-node-gpu' | null = null;
 
-/** Canonical backend names accepted by initBackend / STARPO_BACKEND. */
-export const BACKEND_NAMES = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as const;
-
-function canonical(name: string): string {
-  const n = name.trim().toLowerCase();
-  if (n === 'tfjs-node-gpu' || n === 'node-gpu' || n === 'gpu' || n === 'tensorflow-gpu') return 'tensorflow-gpu';
-  if (n === 'tfjs-node' || n === 'node' || n === 'tensorflow') return 'tensorflow';
-  if (n === 'wasm' || n === 'cpu') return n;
-  throw new Error(
-    `initBackend: backend "${name}" is not known; allowed: ${BACKEND_NAMES.join(', ')} (or tfjs-node-gpu, tfjs-node)`,
-  );
-}
-
-function tryRequire(pkg: string): boolean {
+/** true when `pkg` resolves from this project. */
+function resolvable(pkg: string): boolean {
   try {
     require.resolve(pkg);
-  } catch {
-    return false;
-  }
-  try {
-    // Dynamic require: registers the 'tensorflow' backend with the shared tfjs-core engine.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    require(pkg);
     return true;
   } catch {
     return false;
   }
 }
 
-async function trySet(name: string): Promise<boolean> {
-  if (name === 'tensorflow-gpu') {
-    if (!tryRequire('@tensorflow/tfjs-node-gpu')) return false;
-    return tf.setBackend('tensorflow');
+/** Loads one native package (registering the 'tensorflow' backend), refusing the other one. */
+function loadNative(which: 'tfjs-node' | 'tfjs-node-gpu'): void {
+  if (nativeLoaded === which) return;
+  if (nativeLoaded) throw new NativeBackendError(`@tensorflow/${nativeLoaded} is loaded in this process; @tensorflow/${which} cannot be loaded beside it (same library names)`);
+  if (which === 'tfjs-node-gpu') {
+    if (!resolvable('@tensorflow/tfjs-node-gpu')) throw new NativeBackendError('backend tensorflow-gpu was requested but @tensorflow/tfjs-node-gpu is not installed');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    require('@tensorflow/tfjs-node-gpu');
+  } else {
+    loadNativeCpu(); // throws saying how to install or repair the build
   }
-  if (name === 'tensorflow') {
-    if (!tryRequire('@tensorflow/tfjs-node')) return false;
-    return tf.setBackend('tensorflow');
-  }
-  if (name === 'wasm') {
-    try {
-      // Side-effect import registers the wasm backend.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      require('@tensorflow/tfjs-backend-wasm');
-      installZeroCopyIdentity();
-      return await tf.setBackend('wasm');
-    } catch {
-      return false;
-    }
-  }
-  return tf.setBackend('cpu');
+  nativeLoaded = which;
 }
 
-async function init(prefer: string | undefined): Promise<string> {
-  const order = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'];
-  if (prefer !== undefined && prefer !== '') {
-    const p = canonical(prefer);
-    if (await trySet(p)) {
-      await tf.ready();
-      return tf.getBackend();
-    }
-    throw new Error(`initBackend: requested backend "${prefer}" could not be initialized (package missing or init failed)`);
+/** Makes `name` the active backend. @throws Error saying why it cannot be used */
+async function activate(name: BackendName): Promise<void> {
+  if (name === 'tensorflow' || name === 'tensorflow-gpu') loadNative(name === 'tensorflow' ? 'tfjs-node' : 'tfjs-node-gpu');
+  if (name === 'wasm') {
+    // Side-effect import registers the wasm backend.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    require('@tensorflow/tfjs-backend-wasm');
+    installZeroCopyIdentity();
   }
-  for (const name of order) {
-    if (await trySet(name)) {
-      await tf.ready();
-      return tf.getBackend();
-    }
+  const tfName = name === 'tensorflow-gpu' ? 'tensorflow' : name;
+  if (!(await tf.setBackend(tfName))) throw new Error(`initBackend: the ${tfName} backend failed to initialize`);
+  await tf.ready();
+}
+
+async function init(want: BackendName | undefined): Promise<string> {
+  if (want) {
+    await activate(want);
+    return tf.getBackend();
   }
-  throw new Error('initBackend: no tfjs backend could be initialized (tried tfjs-node-gpu, tfjs-node, wasm, cpu)');
+  try {
+    await activate(DEFAULT_BACKEND);
+  } catch {
+    await activate('cpu');
+  }
+  return tf.getBackend();
 }
 
 /**
@@ -89,11 +77,12 @@ async function init(prefer: string | undefined): Promise<string> {
  * (a later call asking for a different backend re-selects it).
  *
  * @param prefer optional backend ('tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu'); STARPO_BACKEND wins.
- * @returns the active tfjs backend name (`tf.getBackend()`), e.g. 'wasm'.
- * @throws Error when a requested backend name is unknown or cannot be initialized.
+ * @returns the active tfjs backend name (`tf.getBackend()`), e.g. 'wasm' (both native backends are 'tensorflow').
+ * @throws Error when a requested backend name is unknown or cannot be initialized (NativeBackendError saying
+ *   how to install a missing native build).
  */
 export function initBackend(prefer?: string): Promise<string> {
-  const want = process.env.STARPO_BACKEND || prefer || undefined;
+  const want = requestedBackend(process.env, prefer);
   if (initialized && initializedFor === want) return initialized;
   initializedFor = want;
   initialized = init(want);

@@ -1,0 +1,98 @@
+/**
+ * Loads the native TensorFlow backend from the build `starpo backend install` keeps in the cache
+ * (native_build.ts), so that it registers with this project's own tfjs engine.
+ *
+ * Why a shim folder: tfjs-node's JS requires `@tensorflow/tfjs` (and through it tfjs-core), and Node resolves
+ * that by walking up from the requiring file. From the cache it would never reach this project's
+ * node_modules, and a second tfjs-core would be a second engine that the model never sees. So the small JS
+ * part (package.json and dist/*.js, about 1 MB) is copied into `<node_modules>/.cache/starpo-native/<id>/`,
+ * inside the very node_modules folder that holds this project's `@tensorflow/tfjs`: walking up from there
+ * reaches it. Beside the copy, symlinks lead to the cache for the rest: `lib` (the binding; Node loads it by
+ * its real path, so its RUNPATH `$ORIGIN/../../deps/lib` finds the libraries in the cache), `deps` and
+ * `node_modules` (tfjs-node's other JS dependencies, found before the walk goes further up; @tensorflow
+ * packages are not among them). tfjs-node's files run unmodified. `npm ci` removes the copy with
+ * node_modules; the next load writes it again (tmp folder + rename, so concurrent workers are safe).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { NativeBackendError, nativeBuildDir, NATIVE_CPU, requireInstalled, type NativeManifest } from './native_build';
+
+/** The node_modules folder holding the `@tensorflow/tfjs` this project resolves. */
+function projectNodeModules(): string {
+  return path.resolve(require.resolve('@tensorflow/tfjs/package.json'), '..', '..', '..');
+}
+
+/** Copies package.json and dist's JS (not tests) of `buildDir` into `to`. */
+function copyJs(buildDir: string, to: string): void {
+  fs.cpSync(path.join(buildDir, 'package.json'), path.join(to, 'package.json'));
+  fs.cpSync(path.join(buildDir, 'dist'), path.join(to, 'dist'), {
+    recursive: true,
+    filter: (src) => fs.statSync(src).isDirectory() || (src.endsWith('.js') && !src.endsWith('_test.js')),
+  });
+}
+
+/**
+ * The shim folder for `buildDir`, written when missing. Its name hashes the build's real path and manifest,
+ * so a rebuilt or moved build gets a fresh shim and a stale one is never reused.
+ */
+export function ensureShim(buildDir: string, manifest: NativeManifest): string {
+  const real = fs.realpathSync(buildDir);
+  const id = createHash('sha256').update(real).update(JSON.stringify(manifest)).digest('hex').slice(0, 12);
+  const parent = path.join(projectNodeModules(), '.cache', 'starpo-native');
+  const shim = path.join(parent, `${path.basename(real)}-${id}`);
+  if (fs.existsSync(path.join(shim, 'dist', 'index.js'))) return shim;
+  const tmp = path.join(parent, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  fs.mkdirSync(tmp, { recursive: true });
+  try {
+    copyJs(real, tmp);
+    for (const link of ['lib', 'deps', 'node_modules']) fs.symlinkSync(path.join(real, link), path.join(tmp, link));
+    fs.renameSync(tmp, shim);
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (!fs.existsSync(path.join(shim, 'dist', 'index.js'))) throw err; // else another process wrote it first
+  }
+  return shim;
+}
+
+/** What loadNativeCpu loaded. */
+export interface NativeLoad {
+  /** The build folder in the cache. */
+  dir: string;
+  /** The shim folder that was required. */
+  shim: string;
+  /** TensorFlow's version as the binding reports it (TF_Version). */
+  tfVersion: string;
+}
+
+/**
+ * Requires the native CPU build from `buildDir`, which registers the 'tensorflow' backend with this project's
+ * tfjs engine. Checks first that the project's tfjs-core is the version the build was made for and that the
+ * shim resolves the very same tfjs-core file, then that the backend registered with this engine (one instance).
+ * @throws NativeBackendError when the build is missing or broken, or the versions or the engine differ
+ */
+export function loadNativeCpu(buildDir: string = nativeBuildDir()): NativeLoad {
+  const build = requireInstalled(buildDir);
+  const core = require('@tensorflow/tfjs-core/package.json') as { version: string };
+  if (core.version !== build.manifest.tfjsNode) {
+    throw new NativeBackendError(
+      `the native build is ${NATIVE_CPU.tfjsNode.name}@${build.manifest.tfjsNode}, made for tfjs-core ${build.manifest.tfjsNode}, but this project has tfjs-core ${core.version}; ` +
+        'pin the matching tfjs-node version in src/model/native_build.ts and run `starpo backend install`',
+    );
+  }
+  const shim = ensureShim(build.dir, build.manifest);
+  const own = require.resolve('@tensorflow/tfjs-core');
+  const theirs = require.resolve('@tensorflow/tfjs-core', { paths: [path.join(shim, 'dist')] });
+  if (own !== theirs) throw new NativeBackendError(`the native backend would load a second tfjs-core (${theirs}, not ${own}); remove ${shim} and retry`);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require(shim);
+  if (!tf.findBackendFactory('tensorflow')) throw new NativeBackendError(`${shim} loaded but registered no 'tensorflow' backend with this project's tfjs engine`);
+  return { dir: build.dir, shim, tfVersion: tfVersionOf(shim) };
+}
+
+/** TF_Version of the loaded binding (the binding module is cached by Node, so this loads nothing new). */
+function tfVersionOf(shim: string): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require(path.join(shim, 'lib', `napi-v${NATIVE_CPU.napiVersion}`, 'tfjs_binding.node')) as { TF_Version: string }).TF_Version;
+}

@@ -1,0 +1,156 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { canonicalBackend, requestedBackend, UnknownBackendError } from '../../src/model/backend_choice';
+import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_LIBRARIES, nativeBuildDir, requireInstalled, type NativeManifest } from '../../src/model/native_build';
+import { ensureShim } from '../../src/model/native_backend';
+import { nodeGypArgs, pipDownloadArgs } from '../../src/cli/backend_install';
+import { missingPrerequisites, versionAtLeast, type HostFacts } from '../../src/cli/native_host';
+import { exitCodeOf } from '../../src/cli/exit_codes';
+
+const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-native-'));
+
+test('pins: tfjs-node is the version of the tfjs this project resolves; the wheel file matches its name, version, tags', () => {
+  const core = require('@tensorflow/tfjs-core/package.json') as { version: string };
+  assert.equal(NATIVE_CPU.tfjsNode.version, core.version);
+  const w = NATIVE_CPU.wheel;
+  assert.equal(w.file, `${w.name.replace('-', '_')}-${w.version}-cp${w.pythonVersion}-cp${w.pythonVersion}-${w.platform}.whl`);
+  assert.match(w.sha256, /^[0-9a-f]{64}$/);
+  assert.ok(w.platform.startsWith(`manylinux_${NATIVE_CPU.minGlibc.replace('.', '_')}_`), 'minGlibc is the wheel tag');
+  assert.equal(BINDING_FILE, 'lib/napi-v8/tfjs_binding.node');
+});
+
+test('paths: the build folder is under <cache>/native and its name carries every pin', () => {
+  const dir = nativeBuildDir('/c');
+  assert.equal(path.dirname(dir), '/c/native');
+  for (const pin of [NATIVE_CPU.tfjsNode.version, NATIVE_CPU.wheel.name, NATIVE_CPU.wheel.version, `napi${NATIVE_CPU.napiVersion}`]) assert.ok(path.basename(dir).includes(pin), pin);
+});
+
+test('commands: pip fetches exactly the pinned wheel whatever Python runs it; node-gyp uses local headers and napi-v8', () => {
+  const pip = pipDownloadArgs('/d').join(' ');
+  assert.match(pip, /-m pip download tensorflow-cpu==2\.21\.0 --no-deps --only-binary=:all: --python-version 311 --implementation cp --platform manylinux_2_27_x86_64 --dest \/d/);
+  const gyp = nodeGypArgs('/b', '/usr');
+  assert.equal(gyp[0], 'rebuild');
+  assert.ok(gyp.includes('--nodedir=/usr'));
+  assert.ok(gyp.includes('--napi_build_version=8'));
+  assert.ok(gyp.includes('--module_path=/b/lib/napi-v8'));
+});
+
+/** A build folder with small stand-in files and a manifest recording their sizes. */
+function fakeBuild(dir: string, patch: Partial<NativeManifest> = {}): NativeManifest {
+  const files: NativeManifest['files'] = {};
+  for (const rel of [BINDING_FILE, ...NATIVE_LIBRARIES.map((l) => `deps/lib/${l}`)]) {
+    fs.mkdirSync(path.join(dir, path.dirname(rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), rel);
+    files[rel] = { bytes: Buffer.byteLength(rel), sha256: '0'.repeat(64) };
+  }
+  const manifest: NativeManifest = {
+    format: 1, variant: 'cpu', tfjsNode: NATIVE_CPU.tfjsNode.version,
+    tensorflow: { package: NATIVE_CPU.wheel.name, version: NATIVE_CPU.wheel.version, wheel: NATIVE_CPU.wheel.file, wheelSha256: NATIVE_CPU.wheel.sha256 },
+    napiVersion: NATIVE_CPU.napiVersion, builtWith: { node: 'v20', nodedir: '/usr', compiler: 'g++', glibc: '2.36' },
+    builtAt: '2026-01-01T00:00:00Z', seconds: { compile: 1 }, runtimeDeps: {}, files, ...patch,
+  };
+  fs.writeFileSync(path.join(dir, MANIFEST_FILE), JSON.stringify(manifest));
+  return manifest;
+}
+
+test('manifest: missing, installed, and broken builds (bad JSON, other pins, a file of another size) say which', () => {
+  const dir = path.join(tmp(), 'build');
+  assert.equal(inspectNativeBuild(dir).state, 'missing');
+  assert.throws(() => requireInstalled(dir), (e: Error) => e.name === 'NativeBackendError' && e.message.includes(dir) && e.message.includes('starpo backend install') && exitCodeOf(e) === 3);
+  const manifest = fakeBuild(dir);
+  const ok = inspectNativeBuild(dir);
+  assert.equal(ok.state, 'installed');
+  assert.deepEqual(ok.state === 'installed' && ok.manifest, manifest);
+
+  fs.appendFileSync(path.join(dir, 'deps/lib/libtensorflow_cc.so.2'), 'x');
+  const grown = inspectNativeBuild(dir);
+  assert.equal(grown.state, 'broken');
+  assert.match(grown.state === 'broken' ? grown.problem : '', /libtensorflow_cc\.so\.2 is \d+ bytes, the manifest says \d+/);
+  assert.throws(() => requireInstalled(dir), /starpo backend install --force/);
+
+  fakeBuild(dir, { tfjsNode: '4.0.0' });
+  const other = inspectNativeBuild(dir);
+  assert.match(other.state === 'broken' ? other.problem : '', /built from .*4\.0\.0.*not the pinned/);
+
+  fs.writeFileSync(path.join(dir, MANIFEST_FILE), '{"format":1');
+  const bad = inspectNativeBuild(dir);
+  assert.match(bad.state === 'broken' ? bad.problem : '', /is not a valid manifest/);
+});
+
+const host: HostFacts = {
+  platform: 'linux', arch: 'x64', glibc: '2.36', python: 'python3', compiler: 'g++ 12', make: true, npm: true,
+  nodedir: '/usr', nodeHeaders: true, nodeGyp: '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
+};
+
+test('prerequisites: none missing on a complete host; each missing tool is named with how to get it', () => {
+  assert.deepEqual(missingPrerequisites(host), []);
+  const one = (patch: Partial<HostFacts>) => {
+    const out = missingPrerequisites({ ...host, ...patch });
+    assert.equal(out.length, 1, JSON.stringify(out));
+    return out[0] as string;
+  };
+  assert.match(one({ python: null }), /^pip: .*apt-get install python3-pip/);
+  assert.match(one({ compiler: null }), /^a C\+\+ compiler: .*apt-get install g\+\+/);
+  assert.match(one({ make: false }), /^make: .*apt-get install make/);
+  assert.match(one({ npm: false }), /^npm: /);
+  assert.match(one({ nodeHeaders: false }), /^Node's headers: \/usr\/include\/node\/node_api\.h is missing; .*libnode-dev/);
+  assert.match(one({ nodeGyp: null }), /^node-gyp: .*npm run backend:install/);
+  assert.match(one({ glibc: '2.17' }), /^glibc 2\.17 is too old: .*>= 2\.27/);
+  assert.match(one({ glibc: null }), /^glibc: .*musl/);
+  assert.match(one({ platform: 'darwin', arch: 'arm64', python: null }), /linux x64 only.*darwin arm64: use the wasm backend/);
+  assert.ok(versionAtLeast('2.27', '2.27') && versionAtLeast('2.36', '2.27') && !versionAtLeast('2.9', '2.27'));
+});
+
+test('backend choice: STARPO_BACKEND wins over the caller; package names are accepted; an unknown name exits 2', () => {
+  assert.equal(requestedBackend({}), undefined);
+  assert.equal(requestedBackend({}, 'wasm'), 'wasm');
+  assert.equal(requestedBackend({ STARPO_BACKEND: 'tfjs-node' }, 'wasm'), 'tensorflow');
+  assert.equal(canonicalBackend('tfjs-node-gpu'), 'tensorflow-gpu');
+  assert.throws(() => requestedBackend({ STARPO_BACKEND: 'tpu' }), (e: Error) => e instanceof UnknownBackendError && /^STARPO_BACKEND: backend "tpu" is not known; allowed: tensorflow-gpu, tensorflow, wasm, cpu/.test(e.message) && exitCodeOf(e) === 2);
+});
+
+test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core, with symlinks to the build", () => {
+  const dir = path.join(tmp(), 'build');
+  const manifest = fakeBuild(dir);
+  fs.mkdirSync(path.join(dir, 'dist', 'io'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"@tensorflow/tfjs-node","main":"dist/index.js"}');
+  fs.writeFileSync(path.join(dir, 'dist', 'index.js'), "module.exports = require.resolve('@tensorflow/tfjs-core');");
+  fs.writeFileSync(path.join(dir, 'dist', 'io', 'file.js'), '');
+  fs.writeFileSync(path.join(dir, 'dist', 'index_test.js'), '');
+  fs.writeFileSync(path.join(dir, 'dist', 'index.d.ts'), '');
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  const shim = ensureShim(dir, manifest);
+  try {
+    assert.equal(ensureShim(dir, manifest), shim, 'reused');
+    assert.ok(shim.startsWith(path.resolve('node_modules', '.cache', 'starpo-native')));
+    assert.equal(require(shim), require.resolve('@tensorflow/tfjs-core'), 'the same tfjs-core file');
+    assert.ok(fs.existsSync(path.join(shim, 'dist', 'io', 'file.js')));
+    assert.ok(!fs.existsSync(path.join(shim, 'dist', 'index_test.js')) && !fs.existsSync(path.join(shim, 'dist', 'index.d.ts')), 'JS only, no tests');
+    for (const link of ['lib', 'deps', 'node_modules']) assert.equal(fs.readlinkSync(path.join(shim, link)), path.join(fs.realpathSync(dir), link));
+    assert.notEqual(ensureShim(dir, { ...manifest, builtAt: 'later' }), shim, 'a rebuilt build gets a fresh shim');
+  } finally {
+    for (const entry of fs.readdirSync(path.dirname(shim))) if (entry.startsWith('build-')) fs.rmSync(path.join(path.dirname(shim), entry), { recursive: true, force: true });
+  }
+});
+
+const installed = inspectNativeBuild().state === 'installed';
+test(
+  'native backend (skipped unless `starpo backend install` has run): a tiny model forward pass on it equals wasm within 1e-5, in a child process',
+  { skip: installed ? false : `no native build in ${nativeBuildDir()}; run \`starpo backend install\`` },
+  () => {
+    const env = { ...process.env };
+    delete env.STARPO_BACKEND;
+    const res = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/native_forward.ts'], { encoding: 'utf8', env, timeout: 120_000 });
+    const line = res.stdout.split('\n').find((l) => l.startsWith('{'));
+    assert.equal(res.status, 0, res.stderr);
+    const out = JSON.parse(line as string) as { backends: string[]; tfVersion: string; logits: number; maxAbsDiff: number };
+    assert.deepEqual(out.backends, ['wasm', 'tensorflow'], "the project's engine runs on the backend tfjs-node registered");
+    assert.equal(out.tfVersion, NATIVE_CPU.wheel.version);
+    assert.ok(out.logits > 1000);
+    assert.ok(out.maxAbsDiff <= 1e-5, `max |native - wasm| = ${out.maxAbsDiff}`);
+  },
+);
