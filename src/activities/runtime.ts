@@ -5,6 +5,7 @@
  * worker continues where a dead one stopped.
  */
 import { Context } from '@temporalio/activity';
+import { engine } from '@tensorflow/tfjs';
 import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
 import type { RunConfig } from '../config/schema';
@@ -81,8 +82,9 @@ export class ActivityRuntime {
 }
 
 /**
- * Heartbeats (with optional details), counts as progress for the worker's watchdog (workers/watchdog.ts) and
- * yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
+ * Heartbeats (with optional details, to which the name of the tfjs backend computing them is added as
+ * `backend`, so the Temporal UI's pending-activity details show it; read without initializing one), counts as
+ * progress for the worker's watchdog (workers/watchdog.ts) and yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
  * also where a cancelled activity stops: after the worker's
  * shutdownGraceTime (worker shutdown), or when the server no longer knows the activity (the run was
  * terminated or the attempt timed out).
@@ -92,7 +94,7 @@ export async function heartbeat(details?: unknown): Promise<void> {
   const context = Context.current();
   reportProgress();
   stallOnceIfArmed(context.info.activityType);
-  context.heartbeat(details);
+  context.heartbeat(details !== null && typeof details === 'object' ? { ...details, backend: engine().backendName } : details);
   await new Promise((resolve) => setImmediate(resolve));
   if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
 }
