@@ -6,19 +6,19 @@ import * as tf from '@tensorflow/tfjs';
 import { headDim, type Qwen2Config } from '../src/model/config';
 
 /**
- * GFLOP/s of a 256 x 256 x 256 float32 matmul on the current backend (mean of 20 after one warm-up; the same
- * operands every time, so XNNPACK reuses its packed right operand: the backend's best case), by wall time and by
- * this process's CPU time (the wasm backend runs on one thread: CPU time is the wall time the process would take
+ * GFLOP/s of an n x n x n float32 matmul on the current backend (default 256; mean of 20 after one warm-up; the
+ * same operands every time, so XNNPACK reuses its packed right operand: the backend's best case), by wall time and
+ * by this process's CPU time (the wasm backend runs on one thread: CPU time is the wall time the process would take
  * with a core of its own, so the CPU-time rate stays meaningful while other processes load the machine).
  */
-export function matmulGflops(): { wall: number; cpu: number } {
-  const a = tf.randomNormal([256, 256]);
-  const b = tf.randomNormal([256, 256]);
+export function matmulGflops(n = 256): { wall: number; cpu: number } {
+  const a = tf.randomNormal([n, n]);
+  const b = tf.randomNormal([n, n]);
   tf.matMul(a, b).dispose();
-  const n = 20;
+  const reps = 20;
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < reps; i++) {
     const c = tf.matMul(a, b);
     c.dataSync();
     c.dispose();
@@ -26,7 +26,7 @@ export function matmulGflops(): { wall: number; cpu: number } {
   const cpuMs = cpuSecondsSince(c0) * 1000;
   const ms = performance.now() - t0;
   tf.dispose([a, b]);
-  const flops = 2 * 256 ** 3 * n;
+  const flops = 2 * n ** 3 * reps;
   return { wall: flops / ms / 1e6, cpu: flops / cpuMs / 1e6 };
 }
 
