@@ -33,9 +33,22 @@ function copyJs(buildDir: string, to: string): void {
   });
 }
 
+/** Removes shims whose build is gone (a rebuilt build, a temporary one of a failed install). Never throws. */
+function removeOrphanShims(parent: string): void {
+  try {
+    for (const entry of fs.readdirSync(parent)) {
+      const dir = path.join(parent, entry);
+      if (!entry.startsWith('.tmp-') && !fs.existsSync(path.join(dir, 'lib'))) fs.rmSync(dir, { recursive: true, force: true }); // dangling `lib` symlink
+    }
+  } catch {
+    /* best effort */
+  }
+}
+
 /**
  * The shim folder for `buildDir`, written when missing. Its name hashes the build's real path and manifest,
  * so a rebuilt or moved build gets a fresh shim and a stale one is never reused.
+ * @throws NativeBackendError when the folder cannot be written (node_modules read-only)
  */
 export function ensureShim(buildDir: string, manifest: NativeManifest): string {
   const real = fs.realpathSync(buildDir);
@@ -44,15 +57,18 @@ export function ensureShim(buildDir: string, manifest: NativeManifest): string {
   const shim = path.join(parent, `${path.basename(real)}-${id}`);
   if (fs.existsSync(path.join(shim, 'dist', 'index.js'))) return shim;
   const tmp = path.join(parent, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  fs.mkdirSync(tmp, { recursive: true });
   try {
+    fs.mkdirSync(tmp, { recursive: true });
     copyJs(real, tmp);
     for (const link of ['lib', 'deps', 'node_modules']) fs.symlinkSync(path.join(real, link), path.join(tmp, link));
     fs.renameSync(tmp, shim);
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
-    if (!fs.existsSync(path.join(shim, 'dist', 'index.js'))) throw err; // else another process wrote it first
+    if (!fs.existsSync(path.join(shim, 'dist', 'index.js'))) { // else another process wrote it first
+      throw new NativeBackendError(`cannot write ${shim}, the copy of tfjs-node's JS that loads the native build with this project's tfjs: ${(err as Error).message}`);
+    }
   }
+  removeOrphanShims(parent);
   return shim;
 }
 

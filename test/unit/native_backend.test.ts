@@ -113,8 +113,8 @@ test('backend choice: STARPO_BACKEND wins over the caller; package names are acc
   assert.throws(() => requestedBackend({ STARPO_BACKEND: 'tpu' }), (e: Error) => e instanceof UnknownBackendError && /^STARPO_BACKEND: backend "tpu" is not known; allowed: tensorflow-gpu, tensorflow, wasm, cpu/.test(e.message) && exitCodeOf(e) === 2);
 });
 
-test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core, with symlinks to the build", () => {
-  const dir = path.join(tmp(), 'build');
+/** A fake build with tfjs-node's shape: package.json, dist/ with an index.js reporting the tfjs-core it resolves. */
+function fakePackage(dir: string): NativeManifest {
   const manifest = fakeBuild(dir);
   fs.mkdirSync(path.join(dir, 'dist', 'io'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"@tensorflow/tfjs-node","main":"dist/index.js"}');
@@ -123,17 +123,30 @@ test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core,
   fs.writeFileSync(path.join(dir, 'dist', 'index_test.js'), '');
   fs.writeFileSync(path.join(dir, 'dist', 'index.d.ts'), '');
   fs.mkdirSync(path.join(dir, 'node_modules'));
+  return manifest;
+}
+
+test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core, with symlinks to the build; orphans go", () => {
+  const dir = path.join(tmp(), 'build');
+  const manifest = fakePackage(dir);
   const shim = ensureShim(dir, manifest);
+  const parent = path.dirname(shim);
   try {
     assert.equal(ensureShim(dir, manifest), shim, 'reused');
-    assert.ok(shim.startsWith(path.resolve('node_modules', '.cache', 'starpo-native')));
+    assert.equal(parent, path.resolve('node_modules', '.cache', 'starpo-native'));
     assert.equal(require(shim), require.resolve('@tensorflow/tfjs-core'), 'the same tfjs-core file');
     assert.ok(fs.existsSync(path.join(shim, 'dist', 'io', 'file.js')));
     assert.ok(!fs.existsSync(path.join(shim, 'dist', 'index_test.js')) && !fs.existsSync(path.join(shim, 'dist', 'index.d.ts')), 'JS only, no tests');
     for (const link of ['lib', 'deps', 'node_modules']) assert.equal(fs.readlinkSync(path.join(shim, link)), path.join(fs.realpathSync(dir), link));
-    assert.notEqual(ensureShim(dir, { ...manifest, builtAt: 'later' }), shim, 'a rebuilt build gets a fresh shim');
+    const rebuilt = ensureShim(dir, { ...manifest, builtAt: 'later' });
+    assert.notEqual(rebuilt, shim, 'a rebuilt build gets a fresh shim');
+    assert.ok(fs.existsSync(shim), 'a shim whose build exists stays');
+    fs.rmSync(dir, { recursive: true });
+    const other = path.join(tmp(), 'build');
+    ensureShim(other, fakePackage(other));
+    assert.ok(!fs.existsSync(shim) && !fs.existsSync(rebuilt), 'shims of a deleted build are removed');
   } finally {
-    for (const entry of fs.readdirSync(path.dirname(shim))) if (entry.startsWith('build-')) fs.rmSync(path.join(path.dirname(shim), entry), { recursive: true, force: true });
+    for (const entry of fs.readdirSync(parent)) if (entry.startsWith('build-')) fs.rmSync(path.join(parent, entry), { recursive: true, force: true });
   }
 });
 
