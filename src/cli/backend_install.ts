@@ -115,8 +115,10 @@ async function fetchTfjsNode(buildDir: string): Promise<Record<string, string>> 
   const scratch = path.join(buildDir, '.npm');
   fs.mkdirSync(scratch, { recursive: true });
   const spec = `${NATIVE_CPU.tfjsNode.name}@${NATIVE_CPU.tfjsNode.version}`;
-  const pack = await step(`npm pack ${spec}`, 'npm', ['pack', spec, '--silent', '--pack-destination', scratch]);
-  const tgz = path.join(scratch, pack.tail.trim().split('\n').pop() as string);
+  const pack = await step(`npm pack ${spec}`, 'npm', ['pack', spec, '--loglevel=error', '--pack-destination', scratch]);
+  const file = pack.tail.split('\n').map((l) => l.trim()).find((l) => l.endsWith('.tgz'));
+  if (!file) throw new NativeInstallError(`npm pack ${spec} named no .tgz file:\n${tailLines(pack.tail)}`);
+  const tgz = path.join(scratch, file);
   await step('unpacking tfjs-node', 'tar', ['xzf', tgz, '--strip-components=1', '-C', buildDir]);
   const pkg = JSON.parse(fs.readFileSync(path.join(buildDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
   const deps = Object.entries(pkg.dependencies).filter(([name]) => !name.startsWith('@tensorflow/'));
@@ -164,6 +166,8 @@ async function build(tmp: string, host: HostFacts & { python: string }, log: (li
   await timed('unpack', () => step('unpacking the wheel', host.python, ['-c', UNPACK_PY, wheel, tmp, NATIVE_LIBRARIES.join(','), HEADER_PATTERNS.join(',')]));
   fs.rmSync(wheelDir, { recursive: true, force: true });
   const lib = path.join(tmp, 'deps', 'lib');
+  const absent = NATIVE_LIBRARIES.filter((l) => !fs.existsSync(path.join(lib, l)));
+  if (absent.length > 0) throw new NativeInstallError(`${NATIVE_CPU.wheel.file} has no ${absent.map((l) => `tensorflow/${l}`).join(', ')}`);
   // The binding links -ltensorflow (tfjs-node's name for the C API library, inside libtensorflow_cc here)
   // and -ltensorflow_framework; the linker wants unversioned names.
   fs.symlinkSync('libtensorflow_cc.so.2', path.join(lib, 'libtensorflow.so'));
