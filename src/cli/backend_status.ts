@@ -2,7 +2,7 @@
  * `starpo backend status`: which tfjs backends this host can run, the native build in the cache, and which
  * backend each worker role uses. The native build is loaded in a child process (the smoke test), never here.
  */
-import { folderBytes } from '../../infra/install_progress';
+import { folderBytes, mb } from '../../infra/install_progress';
 import { DEFAULT_BACKEND, requestedBackend, type BackendName } from '../model/backend_choice';
 import { inspectNativeBuild, type NativeBuildState } from '../model/native_build';
 import { smokeTest } from './backend_install';
@@ -54,8 +54,6 @@ export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promi
   };
 }
 
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
-
 /** Readable lines for a status. */
 export function formatBackendStatus(s: BackendStatus): string[] {
   const lines = [`host: ${s.host.platform} ${s.host.arch}, glibc ${s.host.glibc ?? 'none'}, node ${s.host.node}`, '', 'backends:'];
@@ -66,7 +64,7 @@ export function formatBackendStatus(s: BackendStatus): string[] {
     lines.push(
       `  ${`@tensorflow/tfjs-node ${m.tfjsNode}`}, ${m.tensorflow.package} ${m.tensorflow.version} (${m.tensorflow.wheel}), N-API ${m.napiVersion}`,
       `  built ${m.builtAt} with node ${m.builtWith.node}, ${m.builtWith.compiler}, glibc ${m.builtWith.glibc}`,
-      `  size ${mb(s.native.bytes ?? 0)}; install took ${Object.entries(m.seconds).map(([k, v]) => `${k} ${v} s`).join(', ')}`,
+      `  size ${mb(s.native.bytes ?? 0)} MB; install took ${Object.entries(m.seconds).map(([k, v]) => `${k} ${v} s`).join(', ')}`,
     );
   } else {
     lines.push(`  ${s.native.state}`);
