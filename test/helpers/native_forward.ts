@@ -1,7 +1,7 @@
 /**
  * Run as a child process by test/unit/native_backend.test.ts: the logits of a tiny random Qwen2 on wasm, then
- * on the native 'tensorflow' backend loaded from the cache. Prints one JSON line: the backends, TensorFlow's
- * version, whether the model's tfjs engine is the one tfjs-node registered with, and max |native - wasm|.
+ * on the native 'tensorflow' backend loaded from the cache. Prints one JSON line: the backends the project's
+ * engine ran on, TensorFlow's version, max |native - wasm|, and the error asking for tfjs-node-gpu afterwards gives.
  */
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../src/model/backend';
@@ -19,7 +19,8 @@ async function main(): Promise<void> {
   const onNative = m.forward(ids, mask).dataSync() as Float32Array;
   const backend = tf.backend() as unknown as { binding?: { TF_Version?: string } };
   const maxAbsDiff = onNative.reduce((mx, v, i) => Math.max(mx, Math.abs(v - (onWasm[i] as number))), 0);
-  process.stdout.write(`${JSON.stringify({ backends: [first, second], tfVersion: backend.binding?.TF_Version, logits: onNative.length, maxAbsDiff })}\n`);
+  const gpuRefused = await initBackend('tensorflow-gpu').then(() => null, (err: Error) => err.message);
+  process.stdout.write(`${JSON.stringify({ backends: [first, second], tfVersion: backend.binding?.TF_Version, logits: onNative.length, maxAbsDiff, gpuRefused })}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -152,7 +152,7 @@ test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core,
 
 const installed = inspectNativeBuild().state === 'installed';
 test(
-  'native backend (skipped unless `starpo backend install` has run): a tiny model forward pass on it equals wasm within 1e-5, in a child process',
+  'native backend (skipped unless `starpo backend install` has run): a tiny model forward pass on it equals wasm within 1e-5, in a child process that then refuses tfjs-node-gpu',
   { skip: installed ? false : `no native build in ${nativeBuildDir()}; run \`starpo backend install\`` },
   () => {
     const env = { ...process.env };
@@ -160,10 +160,11 @@ test(
     const res = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/native_forward.ts'], { encoding: 'utf8', env, timeout: 120_000 });
     const line = res.stdout.split('\n').find((l) => l.startsWith('{'));
     assert.equal(res.status, 0, res.stderr);
-    const out = JSON.parse(line as string) as { backends: string[]; tfVersion: string; logits: number; maxAbsDiff: number };
+    const out = JSON.parse(line as string) as { backends: string[]; tfVersion: string; logits: number; maxAbsDiff: number; gpuRefused: string | null };
     assert.deepEqual(out.backends, ['wasm', 'tensorflow'], "the project's engine runs on the backend tfjs-node registered");
     assert.equal(out.tfVersion, NATIVE_CPU.wheel.version);
     assert.ok(out.logits > 1000);
     assert.ok(out.maxAbsDiff <= 1e-5, `max |native - wasm| = ${out.maxAbsDiff}`);
+    assert.equal(out.gpuRefused, '@tensorflow/tfjs-node is loaded in this process; @tensorflow/tfjs-node-gpu cannot be loaded beside it (same library names)');
   },
 );
