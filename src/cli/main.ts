@@ -1,6 +1,6 @@
 /**
- * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments),
- * 3 infra unavailable (no server binary, servers unreachable, a requested native backend not installed). Help texts and examples: help.ts.
+ * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments), 3 infra unavailable
+ * (no server binary, servers unreachable, a requested native backend not installed). Help texts and examples: help.ts.
  */
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';

@@ -14,8 +14,6 @@ import { loadNativeCpu } from './native_backend';
 import { NativeBackendError } from './native_build';
 import { installZeroCopyIdentity } from './wasm_identity';
 
-export { BACKEND_NAMES } from './backend_choice';
-
 let initialized: Promise<string> | null = null;
 let initializedFor: BackendName | undefined;
 /** The native package this process loaded, if any. */
