@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { validateConfig } from '../../src/config/load';
 import type { RunConfig } from '../../src/config/schema';
-import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
+import { initTestBackend } from './backend';
 
 /** The fixture config with `patch`'s top-level keys replacing the file's. @throws ConfigError on a bad patch. */
 export function fixtureConfig(patch: Record<string, unknown> = {}): RunConfig {
@@ -19,10 +19,10 @@ export function fixtureConfig(patch: Record<string, unknown> = {}): RunConfig {
 
 /**
  * Format warm-up episodes (uniformly random valid actions, src/rollout/demonstrations.ts) of the fixture
- * config, after initialising the wasm backend: real packed trajectories to update on.
+ * config, after initialising the test backend (helpers/backend.ts): real packed trajectories to update on.
  * @param numEpisodes how many (warmup.num_episodes)
  */
 export async function fixtureDemos(numEpisodes: number): Promise<Trajectory[]> {
-  await initBackend('wasm');
+  await initTestBackend();
   return formatDemonstrations(fixtureConfig({ warmup: { type: 'format', num_episodes: numEpisodes } }), charTokenizer());
 }

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { AdamW, clipByGlobalNorm } from '../../src/algo/adamw';
+import { initTestBackend } from '../helpers/backend';
 
 test('AdamW steps match a hand-computed update on a 2-element tensor', async () => {
-  await initBackend();
+  await initTestBackend();
   const w = tf.variable(tf.tensor1d([1, -2]));
   const params = new Map([['w', w]]);
   const opt = new AdamW({ betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.1, params });
@@ -42,7 +42,7 @@ test('AdamW steps match a hand-computed update on a 2-element tensor', async () 
 });
 
 test('biases and norm weights get no decay by default; missing params throw', async () => {
-  await initBackend();
+  await initTestBackend();
   const b = tf.variable(tf.tensor1d([1]));
   const opt = new AdamW({ weightDecay: 0.5 });
   opt.applyGradients(new Map([['x.bias', tf.tensor1d([0])]]), 0.1, new Map([['x.bias', b]]));
@@ -52,7 +52,7 @@ test('biases and norm weights get no decay by default; missing params throw', as
 });
 
 test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is reported, not applied', async () => {
-  await initBackend();
+  await initTestBackend();
   const a = tf.tensor1d([3, 0]);
   const b = tf.tensor1d([4]);
   const { grads, norm } = clipByGlobalNorm(new Map([['a', a], ['b', b]]), 1);
@@ -68,7 +68,7 @@ test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is repor
 });
 
 test('AdamW, betas (0.8, 0.99), weight_decay 0.1, lr 0.1: two steps written out by hand', async () => {
-  await initBackend();
+  await initTestBackend();
   const w = tf.variable(tf.tensor1d([2, -1, 0.5]));
   const b = tf.variable(tf.tensor1d([1]));
   const params = new Map([['w', w], ['x.bias', b]]);

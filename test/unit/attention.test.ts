@@ -1,12 +1,12 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { causalMask, disposeMask, groupedAttention } from '../../src/model/attention';
 import { embedLookup } from '../../src/model/qwen2';
+import { initTestBackend } from '../helpers/backend';
 
 before(async () => {
-  assert.equal(await initBackend('wasm'), 'wasm');
+  await initTestBackend();
 });
 
 const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol: number, what: string): void => {

@@ -1,7 +1,8 @@
 /**
  * Deterministic steps (issue 5 item 1): one StarPO update from the same weights, trajectories and seed
- * gives bit-identical weights and optimizer state, on the wasm and on the cpu backend (each compared
- * with itself: the two backends round differently, so cross-backend equality is not expected); and
+ * gives bit-identical weights and optimizer state, on the wasm and on the cpu backend, or on native
+ * TensorFlow in the native suite's run (each compared with itself: backends round differently, so
+ * cross-backend equality is not expected); and
  * an update resumed from a checkpoint's bytes (model.safetensors, optimizer.safetensors) equals the
  * update continued in memory, which is what makes a resumed run equal the undisturbed one.
  */
@@ -19,6 +20,7 @@ import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
 import { sha256Hex } from '../../src/storage/object_store';
 import { fixtureConfig } from '../helpers/fixture';
+import { initTestBackend, TEST_BACKEND } from '../helpers/backend';
 
 const tokenizer = charTokenizer();
 // Two epochs of two minibatches: seeded shuffles (seed, step, epoch) and four optimizer steps per update.
@@ -28,7 +30,7 @@ const config = fixtureConfig({
 let batch: Trajectory[] = [];
 
 before(async () => {
-  await initBackend('wasm');
+  await initTestBackend();
   const demos = await formatDemonstrations({ ...config, warmup: { ...config.warmup, num_episodes: 8 } }, tokenizer);
   batch = demos.map((t, i) => ({ ...t, trajGroupId: `FrozenLake_${Math.floor(i / 4)}_0_1`, episodeScore: (i % 4) * 0.25 }));
 });
@@ -51,7 +53,8 @@ async function digest(model: Qwen2, optimizer: AdamW): Promise<string> {
   return `${sha256Hex(await modelToSafetensors(model))}/${sha256Hex(await optimizer.toSafetensors())}`;
 }
 
-for (const backend of ['wasm', 'cpu'] as const) {
+// The wasm run also checks the pure-JS cpu backend; a native run (STARPO_BACKEND) checks only its own.
+for (const backend of TEST_BACKEND === 'wasm' ? ['wasm', 'cpu'] : [TEST_BACKEND]) {
   test(`${backend}: the same update twice gives bit-identical weights and optimizer state`, async () => {
     assert.equal(await initBackend(backend), backend);
     const digests: string[] = [];
@@ -68,7 +71,7 @@ for (const backend of ['wasm', 'cpu'] as const) {
 }
 
 test('an update resumed from checkpoint bytes equals the one continued in memory', async () => {
-  await initBackend('wasm');
+  await initTestBackend();
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 12);
   const optimizer = new AdamW({});
   await updateOnce(model, optimizer, 0);

@@ -19,18 +19,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { validateQwen2Config } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { tokenLogProbs } from '../../src/model/logprobs';
 import { entropyBonus, klLoss, ppoLoss } from '../../src/algo/loss';
+import { initTestBackend } from '../helpers/backend';
 
 const EPS = 3e-3;
 const RTOL = 1e-2;
 const ATOL = 1.5e-4;
 
 test('actor loss gradients of a tiny Qwen2 match central finite differences', async () => {
-  assert.equal(await initBackend('wasm'), 'wasm');
+  await initTestBackend();
   const cfg = validateQwen2Config({
     model_type: 'qwen2', vocab_size: 13, hidden_size: 16, intermediate_size: 32, num_hidden_layers: 2,
     num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 64, rope_theta: 10000, rms_norm_eps: 1e-6,

@@ -9,18 +9,18 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { generate } from '../../src/model/generate';
 import { pretrainedProblems } from '../../src/model/pretrained';
 import type { Qwen2 } from '../../src/model/qwen2';
 import { logSumExp } from '../../src/model/sampling';
 import { modelFromFolder } from '../../src/model/weights_io';
 import { hfExpected, hfVariants, materializeHfVariant, removeHfFolder, type HfExpected } from '../helpers/hf_models';
+import { initTestBackend } from '../helpers/backend';
 
 const TOL = 1e-4;
 
 before(async () => {
-  await initBackend('wasm');
+  await initTestBackend();
 });
 
 /** Logits of right-padded rows (training forward), per row [L_i * V]. */

@@ -16,7 +16,6 @@ import { charTokenizerHfJSON } from '../../src/model/hf_char_tokenizer';
 import { hfFolderFiles } from '../../src/model/hf_folder';
 import { pretrainedIdentity, pretrainedProblems } from '../../src/model/pretrained';
 import { generateReply } from '../../src/cli/generate';
-import { initBackend } from '../../src/model/backend';
 import type { ChatMessage } from '../../src/model/chat_template';
 import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { tinyPreset } from '../../src/model/config';
@@ -24,6 +23,7 @@ import { Qwen2 } from '../../src/model/qwen2';
 import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../src/model/weights_io';
 import { decodeSafetensors, encodeSafetensors } from '../../src/model/safetensors';
 import { tinyExportFiles } from '../helpers/tiny_export';
+import { initTestBackend } from '../helpers/backend';
 
 const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',
@@ -179,7 +179,7 @@ test('transformers 4 and 5 read the tiny export as starpo does: ids, decodes, ch
   const hashes = Object.fromEntries(Object.entries(files).map(([name, bytes]) => [name, createHash('sha256').update(bytes).digest('hex')]));
   assert.deepEqual(hashes, fixture.files_sha256, 'the folder transformers read is the one starpo exports (else re-run test/fixtures/hf/export_fixtures.py)');
   assert.deepEqual(Object.keys(fixture.transformers).map((v) => v.split('.')[0]).sort(), ['4', '5']);
-  await initBackend();
+  await initTestBackend();
   const dir = writeFolder(files);
   const loaded = modelFromFolder(dir);
   const char = charTokenizer();

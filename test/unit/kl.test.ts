@@ -1,12 +1,12 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { klFull, klPenalty } from '../../src/algo/kl';
 import { klLoss } from '../../src/algo/loss';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
+import { initTestBackend } from '../helpers/backend';
 
-before(async () => assert.equal(await initBackend('wasm'), 'wasm'));
+before(initTestBackend);
 
 const t2 = (rows: number[][]): tf.Tensor2D => tf.tensor2d(rows, undefined, 'float32');
 const closeM = (actual: number[][], expected: number[][], tol = 1e-6, what = ''): void =>

@@ -1,17 +1,13 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import '@tensorflow/tfjs-backend-wasm';
 import {
   aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, VALUE_STATS, type LossAggMode,
 } from '../../src/algo/loss';
 import { StatAccumulator } from '../../src/algo/minibatch_losses';
+import { initTestBackend } from '../helpers/backend';
 
-before(async () => {
-  await tf.setBackend('wasm');
-  await tf.ready();
-  assert.equal(tf.getBackend(), 'wasm');
-});
+before(initTestBackend);
 
 const near = (a: number, b: number, tol = 1e-5, what = ''): void => assert.ok(Math.abs(a - b) <= tol, `${what} ${a} vs ${b}`);
 const t2 = (rows: number[][]): tf.Tensor2D => tf.tensor2d(rows, undefined, 'float32');

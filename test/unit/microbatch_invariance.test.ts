@@ -22,12 +22,14 @@ import { ppoUpdate } from '../../src/algo/ppo_update';
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
 import type { Trajectory } from '../../src/rollout/types';
 import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
+import { initTestBackend } from '../helpers/backend';
 
 const tokenizer = charTokenizer();
 const TOL = 1e-6;
 let trajectories: Trajectory[] = [];
 
 before(async () => {
+  await initTestBackend();
   // cut to 128..212 tokens (a 122-token prompt, then 6 to 90 tokens of turns), plus one trajectory without a sampled
   // token (a row no seq-mean denominator counts)
   const demos = (await fixtureDemos(8)).map((t, i) => {

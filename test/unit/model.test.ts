@@ -1,16 +1,16 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { countParams, tinyPreset, validateQwen2Config } from '../../src/model/config';
 import { Qwen2, rmsNorm } from '../../src/model/qwen2';
 import { applyRope, ropeCosSin } from '../../src/model/rope';
 import { bmm, linear } from '../../src/model/matmul';
 import { tokenLogProbs } from '../../src/model/logprobs';
 import { modelFromSafetensors, modelToSafetensors } from '../../src/model/weights_io';
+import { initTestBackend } from '../helpers/backend';
 
 before(async () => {
-  assert.equal(await initBackend('wasm'), 'wasm');
+  await initTestBackend();
 });
 
 const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol: number, what = ''): void => {

@@ -1,16 +1,16 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { tokenLogProbs } from '../../src/model/logprobs';
 import { generate } from '../../src/model/generate';
 import { sampleToken } from '../../src/model/sampling';
 import { Rng } from '../../src/util/rng';
+import { initTestBackend } from '../helpers/backend';
 
 before(async () => {
-  await initBackend('wasm');
+  await initTestBackend();
 });
 
 /** Log-probs of seq[from..] by full (uncached) forward. */

@@ -12,11 +12,13 @@ import { criticStepsPerUpdate, ppoUpdate, needsReference, optimizerStepsPerUpdat
 import { klControllerFromConfig } from '../../src/algo/kl_controller';
 import type { Trajectory } from '../../src/rollout/types';
 import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
+import { initTestBackend } from '../helpers/backend';
 
 const tokenizer = charTokenizer();
 let demos: Trajectory[] = [];
 
 before(async () => {
+  await initTestBackend();
   demos = await fixtureDemos(16);
 });
 

@@ -18,11 +18,13 @@ import { dropStale, oldLogpRows, stalenessOf } from '../../src/algo/staleness';
 import type { RunConfig } from '../../src/config/schema';
 import type { Trajectory } from '../../src/rollout/types';
 import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
+import { initTestBackend } from '../helpers/backend';
 
 const tokenizer = charTokenizer();
 let demos: Trajectory[] = [];
 
 before(async () => {
+  await initTestBackend();
   demos = await fixtureDemos(16);
 });
 

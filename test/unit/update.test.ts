@@ -1,7 +1,6 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
@@ -11,11 +10,12 @@ import { optimizerStep } from '../../src/algo/grad_step';
 import { groupKeyOf } from '../../src/algo/ppo_update';
 import { lrAt } from '../../src/algo/lr_schedule';
 import type { Trajectory } from '../../src/rollout/types';
+import { initTestBackend } from '../helpers/backend';
 
 const tokenizer = charTokenizer();
 
 before(async () => {
-  await initBackend('wasm');
+  await initTestBackend();
 });
 
 function traj(ids: number[], mask: number[], score: number, group: string): Trajectory {

@@ -1,13 +1,13 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { ValueModel, VALUE_HEAD } from '../../src/model/value_model';
+import { initTestBackend } from '../helpers/backend';
 
 before(async () => {
-  assert.equal(await initBackend('wasm'), 'wasm');
+  await initTestBackend();
 });
 
 const small = { ...tinyPreset(16), hidden_size: 8, intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 2 };
