@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { initBackend } from '../../src/model/backend';
 import { requestedBackend } from '../../src/model/backend_choice';
 
-/** The tfjs backend name this process is meant to compute on ('wasm', or 'tensorflow' for both native ones). */
 const requested = requestedBackend(process.env) ?? 'wasm';
+/** The tfjs backend name this process is meant to compute on ('wasm', or 'tensorflow' for both native ones). */
 export const TEST_BACKEND: string = requested === 'tensorflow-gpu' ? 'tensorflow' : requested;
 
 /** Initializes TEST_BACKEND and checks that it is the one active. @returns its name */
