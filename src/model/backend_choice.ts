@@ -8,8 +8,8 @@ export const BACKEND_NAMES = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as 
 export type BackendName = (typeof BACKEND_NAMES)[number];
 
 /**
- * The backend a process uses when nothing is requested. wasm stays the default on every host until the
- * model tests run on the native backend too: a native build in the cache is used only when asked for.
+ * The backend a process uses when nothing is requested. wasm stays the default on every host until
+ * throughput measurements pick native per role: a native build in the cache is used only when asked for.
  */
 export const DEFAULT_BACKEND: BackendName = 'wasm';
 
