@@ -120,7 +120,7 @@ export function hfFolderFiles(checkpoint: Record<string, Uint8Array>, generating
   }
   const config = validateQwen2Config(parseJSON(checkpoint[HF_FILES.config] as Uint8Array));
   const tokenizer = tokenizerFromFiles(checkpoint);
-  const tokenizerJSON = parseJSON(checkpoint[HF_FILES.tokenizer] as Uint8Array);
+  const tokenizerJSON = tokenizer.toJSON(); // already parsed: a Qwen tokenizer.json is megabytes
   const tokenizerFiles: Record<string, Uint8Array> = {};
   if (isHfTokenizerJSON(tokenizerJSON)) {
     for (const name of [HF_FILES.tokenizer, HF_FILES.tokenizerConfig, HF_FILES.chatTemplate]) {
