@@ -1,5 +1,5 @@
 /**
- * `starpo infra up|down|status` (issue 2 item 2). Wired into the `starpo` command by src/cli/main.ts.
+ * `starpo infra up|down|status`. Wired into the `starpo` command by src/cli/main.ts.
  */
 import type { Command } from 'commander';
 import { infraDown, infraStatus, infraUp } from './lifecycle';

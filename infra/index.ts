@@ -1,7 +1,7 @@
 /**
  * Local infrastructure for starpo: the Temporal dev server and an S3 server on 127.0.0.1, installed
  * into a cache outside the repo and started with state under `<repo>/.starpo/infra`; or external servers
- * from environment variables (DESIGN.md, "Infra on a developer or CI machine"; issue 2 item 2).
+ * from environment variables (DESIGN.md, "Infra on a developer or CI machine").
  */
 export type { InfraEndpoints, InfraOptions, S3Endpoint } from './types';
 export { SEARCH_ATTRIBUTES, type SearchAttributeType } from './search_attributes';

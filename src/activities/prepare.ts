@@ -2,8 +2,8 @@
  * Activity `prepareRun` (task queue "starpo-update"): stores run.json and provides the step-0
  * policy. A random-init model never answers in the <answer>...</answer> format, so the run starts,
  * as ROLL does from an instruct model, from a supervised warm-up: SFT on demonstration episodes,
- * `format` = uniformly random valid actions (format only, no skill; issue 2, item 5), `solver` = the
- * env solver's shortest plans for warmup.solver_fraction of them (issue 4, item 7). The warm-up
+ * `format` = uniformly random valid actions (format only, no skill), `solver` = the
+ * env solver's shortest plans for warmup.solver_fraction of them. The warm-up
  * episodes and checkpoint live under warmup/<sha256 of everything they depend on>/ and are reused
  * by every later run with the same settings (after verifying them). The metrics name the warm start:
  * warmup/type_<type> = 1. The run's initial.json and latest.json point at the step-0 checkpoint.

@@ -1,10 +1,10 @@
 /**
  * Activity `rollout` (task queue "starpo-rollout"): plays one shard of env groups with a policy
- * checkpoint through the env pool (complete groups only; failed groups replaced, issue 4 item 6) and
+ * checkpoint through the env pool (complete groups only; failed groups replaced) and
  * stores the trajectories as jsonl.gz at a key that is a pure function of (run, step, split, shard)
  * (DESIGN.md). Env failures are logged as warnings and counted in the metrics, never thrown.
  *
- * Idempotent (issue 5 item 2): after the trajectories, a commit record (rolloutRecordKey: their
+ * Idempotent: after the trajectories, a commit record (rolloutRecordKey: their
  * reference with sha256, the policy manifest's sha256, the pool's counts) is written. A retried or
  * replayed rollout whose record names the same policy and whose trajectories verify reuses the shard
  * instead of playing it again; otherwise it plays (same seeds, so the same bytes) and rewrites both.

@@ -1,7 +1,7 @@
 /**
  * Activity `update` (task queue "starpo-update"): one StarPO update (SPEC.md §5-7) on a step's
  * trajectories, then a new checkpoint runs/<run>/checkpoints/step-(N+1)/ with optimizer, critic and
- * trainer state, and latest.json. Idempotent (issue 5 item 2): a retried or replayed attempt whose
+ * trainer state, and latest.json. Idempotent: a retried or replayed attempt whose
  * checkpoint already has a manifest whose objects verify returns it (and points latest.json at it)
  * instead of training again; a damaged one is trained again, rewriting identical objects (the update is
  * deterministic). A corrupt policy checkpoint or trajectory shard ends the attempt with a

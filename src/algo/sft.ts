@@ -1,6 +1,6 @@
 /**
  * Supervised fine-tuning on demonstration trajectories: token-mean negative log-likelihood of the
- * response tokens (the same mask the RL loss uses). Used by the format warm-up (issue 2, item 5).
+ * response tokens (the same mask the RL loss uses). Used by the format warm-up.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2 } from '../model/qwen2';

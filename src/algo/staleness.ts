@@ -1,5 +1,5 @@
 /**
- * Off-policy bookkeeping of asynchronous rollouts (`async_generation_ratio` r > 0, issue 7 item 4):
+ * Off-policy bookkeeping of asynchronous rollouts (`async_generation_ratio` r > 0):
  * how many policy versions a trajectory lags behind the update that consumes it, the discard of groups
  * older than r allows, and the old log-probs of the PPO ratio for stale trajectories.
  *

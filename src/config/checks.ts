@@ -58,7 +58,7 @@ function envProblems(cfg: RunConfig): string[] {
   return problems;
 }
 
-/** `warmup.type: solver` needs a solve() on the env of every train tag (Env.solve, issue 4 item 7). */
+/** `warmup.type: solver` needs a solve() on the env of every train tag (Env.solve). */
 function solverProblems(cfg: RunConfig): string[] {
   if (cfg.warmup.type !== 'solver') return [];
   return cfg.train_env_manager.tags.flatMap((tag) => {

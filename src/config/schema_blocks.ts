@@ -119,7 +119,7 @@ export const envManagerSchema = z
  * use_thread_lock and max_env_step_concurrent (envs run in-process), history_length (no step history),
  * user_prompt_format and reward_template (prompts come from agent_template, rewards from the env).
  * episode_timeout_seconds is starpo's own: the env time (reset + steps, wall seconds) one episode may
- * use; an episode over it fails and its group is replaced, like an env that throws (issue 4, item 6).
+ * use; an episode over it fails and its group is replaced, like an env that throws.
  */
 export const customEnvSchema = z
   .object({
@@ -175,7 +175,7 @@ export const rewardNormalizationSchema = z
   .strict();
 
 /**
- * The supervised warm-up that teaches a random-init model the answer format (issue 2, item 5):
+ * The supervised warm-up that teaches a random-init model the answer format:
  * `format` = episodes whose actions are uniformly random valid actions (no skill); `solver` = episodes
  * whose actions come from each env's BFS solver (Env.solve), a solver_fraction of them, the rest random
  * valid actions (RAGEN's "SFT on solver trajectories"); `none` = start from the random init. Not a

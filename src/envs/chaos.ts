@@ -1,5 +1,5 @@
 /**
- * `chaos`: a fault-injection wrapper env, a TESTING TOOL for the env pool (issue 4 item 6; the pool
+ * `chaos`: a fault-injection wrapper env, a TESTING TOOL for the env pool (the pool
  * must survive an env that throws or hangs). It plays an inner env unchanged and, in the episodes it
  * picks, throws in reset, throws in a given step, or blocks a given step for a while. Not a ROLL env.
  */

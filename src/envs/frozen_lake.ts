@@ -1,7 +1,7 @@
 /**
  * FrozenLake text env (SPEC.md §8; ROLL roll/pipeline/agentic/env/frozen_lake/env.py, RAGEN
  * ragen/env/frozen_lake). Seeded random map per reset, gymnasium slippery dynamics, text render,
- * and a BFS solver for tests and solver demonstrations (issue 4 item 7).
+ * and a BFS solver for tests and solver demonstrations.
  */
 import { Rng } from '../util/rng';
 import {

@@ -1,5 +1,5 @@
 /**
- * Breadth-first Sokoban solver over (player cell, box cells) states (issue 4 item 7; SPEC.md §8 says
+ * Breadth-first Sokoban solver over (player cell, box cells) states (SPEC.md §8 says
  * generated rooms are solvable by construction and tests check it with a BFS solver). Every action
  * (a move or a push) costs one step, so the result is a shortest action sequence, the one that earns
  * the most reward (11 - 0.1k for one box). Transitions are tryMove, the env's own rules.

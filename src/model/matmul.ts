@@ -3,10 +3,10 @@
  *
  * tfjs-backend-wasm 4.22 (src/cc/batch_mat_mul_impl.cc) sends a BatchMatMul to XNNPACK only when it is a single
  * (batch 1) product with transposeA = transposeB = false; every other case (batched, or a transpose flag, which
- * tfjs's own matMul gradient uses) runs a naive loop at ~1 GFLOP/s. Slicing a batch apart is no way out either:
- * the wasm Slice/SplitV/Gather kernels copy the WHOLE input per output (readSync), O(S^2) for S slices.
- * Measured on this machine: x[4096,64] @ W^T via the transposeB flag 0.97 GFLOP/s vs explicit transpose + plain
- * matmul 11.5 GFLOP/s; [32,512,256] @ [32,256,16] batched 1.45 GFLOP/s vs 32 plain products 8.3 GFLOP/s.
+ * tfjs's own matMul gradient uses) runs a naive loop, an order of magnitude slower than an explicit transpose plus
+ * a plain matmul, and a batched product several times slower than its slices as plain products. Slicing a batch
+ * apart is no way out either: the wasm Slice/SplitV/Gather kernels copy the WHOLE input per output (readSync),
+ * O(S^2) for S slices.
  *
  * So:
  *  - `linear` issues plain 2-D matmuls with explicit tf.transpose, forward and backward (tf.customGrad);

@@ -1,7 +1,7 @@
 /**
  * Demonstration episodes for the supervised warm-up (prepare.ts): `format` episodes play uniformly
- * random valid actions (the answer format, no skill; issue 2 item 5); `solver` episodes play each
- * env's BFS plan (Env.solve; issue 4 item 7, RAGEN's SFT on solver trajectories).
+ * random valid actions (the answer format, no skill); `solver` episodes play each
+ * env's BFS plan (Env.solve; RAGEN's SFT on solver trajectories).
  */
 import type { RunConfig } from '../config/schema';
 import type { ChatTokenizer } from '../model/tokenizer';

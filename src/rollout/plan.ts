@@ -62,8 +62,8 @@ export function rolloutGroup(tag: string, groupId: number, episode: number, seed
 }
 
 /**
- * The fresh group that replaces a failed one (an env threw or ran over its time budget; issue 4
- * item 6): same tag, id and episode, seed deriveSeed(old seed, "replace"), stream [...old, "replace"].
+ * The fresh group that replaces a failed one (an env threw or ran over its time budget): same
+ * tag, id and episode, seed deriveSeed(old seed, "replace"), stream [...old, "replace"].
  * Deterministic, so a replayed step replaces the same way; chaining gives each retry new states.
  */
 export function replacementGroup(failed: RolloutGroup): RolloutGroup {

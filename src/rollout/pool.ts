@@ -1,5 +1,5 @@
 /**
- * The env pool of one rollout activity (issue 4 item 6; SPEC.md §3): plays whole env groups and
+ * The env pool of one rollout activity (SPEC.md §3): plays whole env groups and
  * returns only complete groups, whatever the envs do.
  * - group_size_redundancy (ROLL EnvManagerConfig): each group runs group_size + redundancy envs and
  *   keeps the first group_size finishers, fewest lockstep turns first, ties by env id; the others are

@@ -1,5 +1,5 @@
 /**
- * Scripted policies for the warm-up demonstrations (issue 2 item 5, issue 4 item 7): they answer
+ * Scripted policies for the warm-up demonstrations: they answer
  * "<answer>{action}</answer>" (or "<think></think><answer>{action}</answer>" for a think-pattern tag),
  * then the model's first stop token (<|im_end|> for Qwen2.5 instruct and the tiny preset), with
  * - randomActionPolicy: a uniformly random valid action from each row's seeded stream (format only;

@@ -2,8 +2,7 @@
  * Checkpoints as a set of objects plus `manifest.json` written LAST (every object's key, bytes, sha256),
  * `latest.json` pointing at the newest complete manifest and `initial.json` at the step-0 one. A
  * checkpoint exists only once its manifest exists; readers verify sha256 and fall back to the newest
- * older checkpoint that verifies, logging what they skip and why (DESIGN.md, "Object store layout";
- * issue 2 item 9, issue 5 item 2).
+ * older checkpoint that verifies, logging what they skip and why (DESIGN.md, "Object store layout").
  */
 import { z } from 'zod';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';

@@ -4,7 +4,7 @@
  * prepareRun, writeMetrics and loadRun activities on "starpo-update"; `all` runs the three in one process.
  * CPU-heavy tfjs work blocks Node's event loop, so production keeps roles in separate processes.
  *
- * Liveness (issue 5 item 3): a worker started while the Temporal or S3 server is down (a restart)
+ * Liveness: a worker started while the Temporal or S3 server is down (a restart)
  * waits for it instead of exiting; once running, the SDK keeps re-polling through server restarts.
  * SIGINT/SIGTERM shut down gracefully: polling stops at once, a running activity gets SHUTDOWN_GRACE
  * to finish (an update of the CPU quickstart takes ~6-11 s); one still running after that is cancelled

@@ -1,5 +1,5 @@
 /**
- * The activity watchdog of a worker process (issue 7 item 2): an activity that makes no progress for
+ * The activity watchdog of a worker process: an activity that makes no progress for
  * `watchdog_seconds` ends its worker process, so its attempt fails (heartbeat timeout) and Temporal retries
  * it on a fresh process, instead of the run hanging.
  *

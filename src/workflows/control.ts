@@ -1,5 +1,5 @@
 /**
- * Operating a running workflow (issue 5 item 5): the `progress` and `config` queries and the
+ * Operating a running workflow: the `progress` and `config` queries and the
  * `pause`, `unpause` and `stop` updates. Requests take effect at step boundaries: the step in
  * flight always finishes and writes its checkpoint and metrics. Workflow code: deterministic, no I/O.
  */

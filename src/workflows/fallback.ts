@@ -1,5 +1,5 @@
 /**
- * Reading the CheckpointCorruptError of an activity (issue 5 item 2, src/activities/fallback.ts): an
+ * Reading the CheckpointCorruptError of an activity (src/activities/fallback.ts): an
  * input in the store was corrupt or missing, and the activity names the newest complete checkpoint
  * the run can replay from. Deterministic; workflow code.
  */

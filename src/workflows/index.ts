@@ -128,7 +128,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
       outs = await rollouts.take(step);
       rolloutWait = (Date.now() - waitFrom) / 1000;
       if (outs.every((o) => !o.metrics.counts['env/success'])) {
-        // the env pool dropped every group (issue 4 item 6): a broken env, not something a retry fixes
+        // the env pool dropped every group: a broken env, not something a retry fixes
         throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, 'EnvFailure');
       }
       // r > 0: the next steps' rollouts play with this step's checkpoint while it is updated (none when pausing or stopping).

@@ -1,6 +1,6 @@
 /**
  * The train rollouts of workflow starpoTraining, synchronous or asynchronous (`async_generation_ratio`
- * r, issue 7 item 4). With r = 0 the rollouts of step k are launched when step k needs them, with the
+ * r). With r = 0 the rollouts of step k are launched when step k needs them, with the
  * step's own checkpoint (the commands of the synchronous loop, unchanged). With r > 0 the rollouts of
  * steps k+1..k+r are launched on "starpo-rollout" while step k's update runs on "starpo-update", with
  * the newest checkpoint there is (step k's, before its update lands), so an uninterrupted run plays
