@@ -86,3 +86,23 @@ export function initBackend(prefer?: string): Promise<string> {
   initialized = init(want);
   return initialized;
 }
+
+/** The backend computing in this process and the device it computes on. */
+export interface BackendInfo {
+  backend: BackendName;
+  /** 'GPU' when TensorFlow placed its ops on a GPU, else 'CPU' (wasm and cpu always compute on the CPU). */
+  device: string;
+}
+
+/**
+ * The active backend (as initBackend left it) and its device, from what tfjs-node's binding says:
+ * its backend object records `isUsingGpuDevice` when it is created (TensorFlow found a GPU device or not).
+ * @throws Error when initBackend has not made a backend active yet
+ */
+export function backendInfo(): BackendInfo {
+  const active = tf.engine().backendName;
+  if (!initialized || !active) throw new Error('backendInfo: no backend is active yet; await initBackend() first');
+  if (active !== 'tensorflow') return { backend: active as BackendName, device: 'CPU' };
+  const onGpu = (tf.backend() as unknown as { isUsingGpuDevice?: boolean }).isUsingGpuDevice === true;
+  return { backend: nativeLoaded === 'tfjs-node-gpu' ? 'tensorflow-gpu' : 'tensorflow', device: onGpu ? 'GPU' : 'CPU' };
+}
