@@ -8,7 +8,7 @@
  */
 import type { ObjectStore } from '../storage/object_store';
 import { readCheckpoint, writeCheckpoint } from '../storage/manifest';
-import type { ObjectRef } from './types';
+import type { ComputeInfo, ObjectRef } from './types';
 import { Qwen2 } from '../model/qwen2';
 import { tokenizerFromFiles, type ChatTokenizer } from '../model/tokenizer';
 import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/weights_io';
@@ -32,6 +32,8 @@ export interface TrainerState {
   reference?: ObjectRef;
   /** Why this step's update made no optimizer step (StarPO-S filter kept nothing), when it did not. */
   skipReason?: string;
+  /** Where the update that wrote this checkpoint computed. */
+  compute?: ComputeInfo;
 }
 
 /** A loaded checkpoint. The caller owns (and disposes) the model and optimizer. */

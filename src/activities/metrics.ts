@@ -6,6 +6,6 @@ import type { ActivityRuntime } from './runtime';
 /** Builds the writeMetrics activity over a runtime. */
 export function writeMetricsActivity(rt: ActivityRuntime) {
   return async function writeMetrics(input: WriteMetricsInput): Promise<void> {
-    await rt.store.putJson(metricsKey(input.runId, input.step), { step: input.step, metrics: input.metrics });
+    await rt.store.putJson(metricsKey(input.runId, input.step), { step: input.step, metrics: input.metrics, ...(input.compute ? { compute: input.compute } : {}) });
   };
 }

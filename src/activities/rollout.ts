@@ -30,7 +30,7 @@ import { runGroups } from '../rollout/pool';
 import type { Trajectory } from '../rollout/types';
 import type { RolloutInput, RolloutOutput } from './types';
 import { takePolicy } from './fallback';
-import { ActivityRuntime, heartbeat } from './runtime';
+import { ActivityRuntime, computeInfo, heartbeat } from './runtime';
 import { readEvalSpec } from './eval';
 
 /**
@@ -61,7 +61,10 @@ export function rolloutActivity(rt: ActivityRuntime) {
     const committed = await committedShard(rt, input);
     if (committed) {
       const { record, trajectories } = committed;
-      return { trajectories: record.trajectories, metrics: sumMetrics(trajectories, { totals: record.totals, groupScores }), seconds: seconds() };
+      return {
+        trajectories: record.trajectories, metrics: sumMetrics(trajectories, { totals: record.totals, groupScores }), seconds: seconds(),
+        ...(record.compute ? { compute: record.compute } : {}),
+      };
     }
     const { config } = input.eval === undefined ? await rt.run(input.runId) : await readEvalSpec(rt, input.runId, input.eval);
     const manager = input.split === 'train' ? config.train_env_manager : config.val_env_manager;
@@ -89,11 +92,12 @@ export function rolloutActivity(rt: ActivityRuntime) {
       for (const error of errors) log.warn(`${input.split} step ${input.step} shard ${input.shard}: env failure: ${error}`);
       const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard, input.eval), trajectories);
       const totals = { 'env/failed_episodes': stats.failedEpisodes, 'env/replaced_groups': stats.replacedGroups, 'env/dropped_groups': stats.droppedGroups };
+      const compute = computeInfo();
       const record: ShardRecord = {
-        trajectories: ref, policy: input.policy.sha256, totals, ...(staleness === null ? {} : { policyStep: input.policyStep, staleness }),
+        trajectories: ref, policy: input.policy.sha256, totals, ...(staleness === null ? {} : { policyStep: input.policyStep, staleness }), compute,
       };
       await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval), record);
-      return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds() };
+      return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds(), compute };
     } finally {
       rt.keep(input.policy, checkpoint);
     }

@@ -5,11 +5,11 @@
  * worker continues where a dead one stopped.
  */
 import { Context } from '@temporalio/activity';
-import { engine } from '@tensorflow/tfjs';
+import { backendInfo } from '../model/backend';
 import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
 import type { RunConfig } from '../config/schema';
-import type { ObjectRef } from './types';
+import type { ComputeInfo, ObjectRef } from './types';
 import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
 import type { Qwen2 } from '../model/qwen2';
 import { reportProgress, setWatchdogLimit } from '../workers/watchdog';
@@ -81,9 +81,14 @@ export class ActivityRuntime {
   }
 }
 
+/** The backend and device this worker computes on (its metrics and heartbeats carry them). */
+export function computeInfo(): ComputeInfo {
+  return backendInfo();
+}
+
 /**
- * Heartbeats (with optional details, to which the name of the tfjs backend computing them is added as
- * `backend`, so the Temporal UI's pending-activity details show it; read without initializing one), counts as
+ * Heartbeats (with optional details, to which the backend and device computing them are added as `backend`
+ * and `device`, so the Temporal UI's pending-activity details show them), counts as
  * progress for the worker's watchdog (workers/watchdog.ts) and yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
  * also where a cancelled activity stops: after the worker's
  * shutdownGraceTime (worker shutdown), or when the server no longer knows the activity (the run was
@@ -94,7 +99,7 @@ export async function heartbeat(details?: unknown): Promise<void> {
   const context = Context.current();
   reportProgress();
   stallOnceIfArmed(context.info.activityType);
-  context.heartbeat(details !== null && typeof details === 'object' ? { ...details, backend: engine().backendName } : details);
+  context.heartbeat(details !== null && typeof details === 'object' ? { ...details, ...computeInfo() } : details);
   await new Promise((resolve) => setImmediate(resolve));
   if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
 }

@@ -17,6 +17,14 @@ export interface ObjectRef {
   bytes: number;
 }
 
+/** The tfjs backend and device that computed an activity's tensors, e.g. { backend: 'tensorflow', device: 'CPU' }. */
+export interface ComputeInfo {
+  /** A backend name of model/backend_choice.ts (wasm, cpu, tensorflow, tensorflow-gpu). */
+  backend: string;
+  /** 'CPU', or the GPU TensorFlow computes on. */
+  device: string;
+}
+
 /** Input of the workflow `starpoTraining` (also what `starpo run-json` writes as run.json). */
 export interface StarpoRunInput {
   /** Run id, also the workflow id; [A-Za-z0-9._-]. */
@@ -73,6 +81,8 @@ export interface RolloutOutput {
   metrics: MetricSums;
   /** Seconds spent in the activity. */
   seconds: number;
+  /** Where the shard was played (absent for shards committed before starpo recorded it). */
+  compute?: ComputeInfo;
 }
 
 /** Input of the update activity: one StarPO/PPO update on a step's trajectories. */
@@ -92,6 +102,8 @@ export interface UpdateOutput {
   metrics: Record<string, number>;
   /** Why the update made no optimizer step (the StarPO-S filter kept no group), or null. */
   skipReason: string | null;
+  /** Where the update was computed (absent for checkpoints written before starpo recorded it). */
+  compute?: ComputeInfo;
 }
 
 /** Input of writeMetrics: every scalar of one pipeline step, stored at runs/<run>/metrics/step-N.json. */
@@ -99,6 +111,14 @@ export interface WriteMetricsInput {
   runId: string;
   step: number;
   metrics: Record<string, number>;
+  /** Where the step's activities computed (absent for the final validation's entry). */
+  compute?: StepCompute;
+}
+
+/** Where a step's activities computed: the distinct backends of its rollout shards, and the update's. */
+export interface StepCompute {
+  rollout: ComputeInfo[];
+  update: ComputeInfo | null;
 }
 
 /**

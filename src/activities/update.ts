@@ -24,7 +24,7 @@ import { klControllerFromConfig } from '../algo/kl_controller';
 import { ValueModel } from '../model/value_model';
 import type { UpdateInput, UpdateOutput } from './types';
 import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
-import { ActivityRuntime, heartbeat } from './runtime';
+import { ActivityRuntime, computeInfo, heartbeat } from './runtime';
 import { readTrajectories, takePolicy } from './fallback';
 
 type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys (actor_train's training_args has them too)
@@ -43,7 +43,7 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
     const checkpoint = await rt.existing(manifestKey);
     if (!checkpoint) return null;
     const state = trainerStateOf((await readCheckpoint(rt.store, checkpoint)).files);
-    return { checkpoint, metrics: state.metrics, skipReason: state.skipReason ?? null };
+    return { checkpoint, metrics: state.metrics, skipReason: state.skipReason ?? null, ...(state.compute ? { compute: state.compute } : {}) };
   } catch (err) {
     if (!isUnusable(err)) throw err;
     log.warn(`the stored result of this update is not usable: ${err.message}; training the update again`);
@@ -89,7 +89,7 @@ export function updateActivity(rt: ActivityRuntime) {
       checkpoint.state = {
         step: input.step + 1, betas: betasOf(actorArgs), weightDecay: actorArgs.weight_decay, metrics: result.metrics,
         criticOptimizer: gae ? { betas: betasOf(criticArgs), weightDecay: criticArgs.weight_decay } : undefined,
-        klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined,
+        klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined, compute: computeInfo(),
       };
       const scores = new TextEncoder().encode(JSON.stringify(result.scores));
       ref = await saveCheckpoint(rt.store, prefix, checkpoint, { [TRAJECTORY_SCORES_NAME]: scores });
@@ -100,6 +100,6 @@ export function updateActivity(rt: ActivityRuntime) {
     }
     await writeLatest(rt.store, input.runId, ref, input.step + 1);
     rt.keep(ref, checkpoint);
-    return { checkpoint: ref, metrics: result.metrics, skipReason: result.skipReason };
+    return { checkpoint: ref, metrics: result.metrics, skipReason: result.skipReason, compute: checkpoint.state.compute };
   };
 }

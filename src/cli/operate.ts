@@ -8,6 +8,7 @@ import {
   ControlReply, pauseUpdate, Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, unpauseUpdate, WORKFLOW_TYPE,
 } from '../workflows/api';
 import type { StarpoRunResult } from '../workflows';
+import { describeCompute } from '../workflows/compute';
 import { formatNumber, progressLine } from '../workflows/format';
 import { BadInputError, NoControlWorkerError } from './exit_codes';
 
@@ -99,6 +100,7 @@ export function formatStatus(s: RunStatus): string[] {
     lines.push(row('progress', progressLine(p)), row('phase', p.phase + (p.stopRequested ? ` (stopping: ${p.stopRequested})` : '')));
     if (Object.keys(p.lastMetrics).length > 0) lines.push(row('last step', pick(p.lastMetrics, STATUS_METRICS) || '-'));
     if (p.lastValidation) lines.push(row('validation', `step ${p.lastValidation.step}: ${pick(p.lastValidation.metrics, ['val/env/success', 'val/score']) || '-'}`));
+    if (p.compute) lines.push(row('compute', describeCompute(p.compute)));
     lines.push(row('checkpoint', p.latestCheckpoint?.key ?? '-'));
   } else if (s.result) {
     const r = s.result;

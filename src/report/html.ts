@@ -13,6 +13,8 @@ import type { Chart } from './charts';
 import type { ShownStep } from './groups';
 import type { StoredRun } from '../activities/runtime';
 import type { StepMetrics } from './run_data';
+import { describeCompute } from '../workflows/compute';
+import { integerRanges } from './ranges';
 import { fmt } from './text';
 
 /** Everything the page shows. */
@@ -54,6 +56,19 @@ function last(metrics: readonly StepMetrics[], key: string): { step: number; val
   return null;
 }
 
+/**
+ * Where the steps computed: each distinct rollout/update backend with the steps that used it, e.g.
+ * "rollout wasm (CPU), update tensorflow (CPU) (steps 0-9)"; '-' when no step recorded it.
+ */
+export function computeSummary(metrics: readonly StepMetrics[]): string {
+  const steps = new Map<string, number[]>();
+  for (const m of metrics) {
+    if (m.compute) steps.set(describeCompute(m.compute), [...(steps.get(describeCompute(m.compute)) ?? []), m.step]);
+  }
+  if (steps.size === 0) return '-';
+  return [...steps].map(([text, s]) => `${text} (step${s.length > 1 ? 's' : ''} ${integerRanges(s)})`).join('; ');
+}
+
 function summary(c: ReportContent): string {
   const { config } = c.spec;
   const trained = c.metrics.filter((m) => m.metrics['time/step'] !== undefined).length;
@@ -68,6 +83,7 @@ function summary(c: ReportContent): string {
     ['steps', `${trained} of ${config.max_steps} trained`],
     ['last train success', train ? `${fmt(train.value)} (step ${train.step})` : '-'],
     ['last validation success', val ? `${fmt(val.value)} (step ${val.step})` : '-'],
+    ['compute', computeSummary(c.metrics)],
     ['algorithm', `${config.adv_estimator}, reward_normalization ${config.reward_normalization.grouping}/${config.reward_normalization.method}, rollout_filter ${config.rollout_filter_type} ${config.rollout_filter_ratio}`],
   ];
   return `<section data-section="summary"><table class="summary">${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table></section>`;

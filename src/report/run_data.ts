@@ -5,6 +5,7 @@
  * scores (trajectory_scores.json of checkpoint step N+1, verified against its manifest).
  */
 import type { TrajectoryScoresFile } from '../algo/trajectory_scores';
+import type { StepCompute } from '../activities/types';
 import type { Trajectory } from '../rollout/types';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
 import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
@@ -19,6 +20,8 @@ const READS_IN_FLIGHT = 16;
 export interface StepMetrics {
   step: number;
   metrics: Record<string, number>;
+  /** Where the step's rollouts and update computed (absent in runs made before starpo recorded it). */
+  compute?: StepCompute;
 }
 
 /** Rollout shards of a run: for each split, step -> shard numbers, from the shard commit records. */

@@ -15,6 +15,8 @@ export const shardRecordSchema = z.object({
   policyStep: z.number().int().nonnegative().optional(),
   /** Asynchronous rollouts: the step of the shard minus policyStep (every trajectory's `staleness`). */
   staleness: z.number().int().nonnegative().optional(),
+  /** The tfjs backend and device that played the shard. */
+  compute: z.object({ backend: z.string(), device: z.string() }).optional(),
 });
 
 /** A shard's commit record. */

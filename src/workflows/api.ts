@@ -5,7 +5,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
-import type { ObjectRef, StarpoRunInput } from '../activities/types';
+import type { ObjectRef, StarpoRunInput, StepCompute } from '../activities/types';
 import type { RunConfig } from '../config/schema';
 import type { KnownPolicy } from './train_rollouts';
 
@@ -71,6 +71,8 @@ export interface Progress {
   latestCheckpoint: ObjectRef | null;
   /** Wall seconds of the last step (workflow time). */
   secondsPerStep: number | null;
+  /** Where the last step's rollouts and update computed (null before the first step of this workflow run). */
+  compute: StepCompute | null;
 }
 
 /** Query returning Progress. */

@@ -3,6 +3,7 @@
  * (`starpo status`, the progress bar). Pure; safe in workflow code.
  */
 import type { Progress } from './api';
+import { describeCompute } from './compute';
 
 /** A number with `digits` decimals, or '-' when missing. */
 export function formatNumber(x: number | null | undefined, digits = 3): string {
@@ -38,10 +39,12 @@ export function progressLine(p: Progress): string {
 /**
  * The workflow's current details in the Temporal UI (setCurrentDetails): progressLine with the
  * phase after the step, e.g. "step 12/30 · rollout · train success 0.312 · val success 0.305
- * (step 10) · 12.1 s/step".
+ * (step 10) · 12.1 s/step", and, once a step is done, where it computed on a second line
+ * ("rollout wasm (CPU), update tensorflow (CPU)").
  */
 export function currentDetails(p: Progress): string {
   const [step, ...rest] = progressParts(p);
   const note = requestNote(p);
-  return [step, p.phase, ...rest, ...(note ? [note] : [])].join(' · ');
+  const line = [step, p.phase, ...rest, ...(note ? [note] : [])].join(' · ');
+  return p.compute ? `${line}\n\n${describeCompute(p.compute)}` : line;
 }

@@ -21,6 +21,7 @@ import {
 } from './api';
 import { checkCollapse } from './collapse_guard';
 import { RunControl } from './control';
+import { stepCompute } from './compute';
 import { currentDetails } from './format';
 import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
 import { update } from './proxies';
@@ -51,7 +52,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   const progress: Progress = {
     runId, step: input.resumeFrom?.step ?? 0, maxSteps: 0, phase: 'preparing', paused: carried.paused, stopRequested: null,
     lastMetrics: {}, lastValidation: null, validationCurve: [...carried.validationCurve], latestCheckpoint: input.resumeFrom?.checkpoint ?? null,
-    secondsPerStep: null,
+    secondsPerStep: null, compute: null,
   };
   if (workflowInfo().workflowId !== runId) {
     // The run id names the objects in the store; a mismatch would write into another run's folder.
@@ -169,8 +170,9 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
       upsertMemo({ collapseAlert: `step ${step}: ${verdict.fired}` });
       if (config.collapse_guard.action === 'stop') control.stop(verdict.fired);
     }
-    await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics }]);
-    Object.assign(progress, { step: step + 1, lastMetrics: metrics, latestCheckpoint: policy, secondsPerStep: seconds });
+    const compute = stepCompute(outs, updated);
+    await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics, compute }]);
+    Object.assign(progress, { step: step + 1, lastMetrics: metrics, latestCheckpoint: policy, secondsPerStep: seconds, compute });
     control.inStep = false;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.step, value: step + 1 }]);
     show();

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chartsOf } from '../../src/report/charts';
 import { chartSvg, yExtent } from '../../src/report/svg';
-import { reportHtml } from '../../src/report/html';
+import { computeSummary, reportHtml } from '../../src/report/html';
 import { gridLegends } from '../../src/report/legend';
 import { runStateText } from '../../src/report/state';
 import { groupStep } from '../../src/report/groups';
@@ -94,7 +94,7 @@ test('a run with no step yet: the summary says its state, empty sections say no 
 });
 
 test('the state line: running phases, closed runs, and unknown when Temporal was not asked', () => {
-  const progress: Progress = { runId: 'r', step: 3, maxSteps: 6, phase: 'update', paused: false, stopRequested: null, lastMetrics: {}, lastValidation: null, validationCurve: [], latestCheckpoint: null, secondsPerStep: 4 };
+  const progress: Progress = { runId: 'r', step: 3, maxSteps: 6, phase: 'update', paused: false, stopRequested: null, lastMetrics: {}, lastValidation: null, validationCurve: [], latestCheckpoint: null, secondsPerStep: 4, compute: null };
   const base = { runId: 'r', config: 'tiny', step: 3, valSuccess: null };
   assert.equal(runStateText({ ...base, status: 'RUNNING', progress: { ...progress, step: 0, phase: 'preparing' } }), 'RUNNING: in warm-up (preparing the step-0 policy), step 0 of 6 done');
   assert.equal(runStateText({ ...base, status: 'RUNNING', progress }), 'RUNNING: update, step 3 of 6 done');
@@ -132,4 +132,15 @@ test('the browser spreads its steps evenly, first and last included; messages li
   assert.throws(() => spreadSteps([1], 0), /allowed: an integer >= 1/);
   assert.equal(integerRanges([5, 0, 1, 2, 3, 9, 8]), '0-3, 5, 8-9');
   assert.equal(integerRanges([]), 'none');
+});
+
+test('the summary says where the steps computed: each rollout/update backend with its steps', () => {
+  const at = (step: number, update?: string): StepMetrics => ({
+    step, metrics: {}, ...(update ? { compute: { rollout: [{ backend: 'wasm', device: 'CPU' }], update: { backend: update, device: 'CPU' } } } : {}),
+  });
+  assert.equal(computeSummary([at(0), at(1)]), '-');
+  assert.equal(
+    computeSummary([at(0, 'wasm'), at(1, 'wasm'), at(2, 'tensorflow'), at(3), at(4, 'wasm')]),
+    'rollout wasm (CPU), update wasm (CPU) (steps 0-1, 4); rollout wasm (CPU), update tensorflow (CPU) (step 2)',
+  );
 });

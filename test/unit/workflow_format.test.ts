@@ -2,10 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { currentDetails, formatNumber, progressLine } from '../../src/workflows/format';
 import type { Progress } from '../../src/workflows/api';
+import { stepCompute } from '../../src/workflows/compute';
 
 const base: Progress = {
   runId: 'r', step: 12, maxSteps: 30, phase: 'rollout', paused: false, stopRequested: null, lastMetrics: { 'env/success': 0.3124 },
   lastValidation: null, validationCurve: [{ step: 10, success: 0.305 }], latestCheckpoint: null, secondsPerStep: 12.08,
+  compute: null,
 };
 
 test('progressLine shows step, last train and val success, s/step and the pause/stop state', () => {
@@ -21,6 +23,22 @@ test('currentDetails (the Temporal UI): the phase after the step, then the pause
   assert.equal(currentDetails({ ...base, phase: 'paused', paused: true }), 'step 12/30 · paused · train success 0.312 · val success 0.305 (step 10) · 12.1 s/step');
   assert.match(currentDetails({ ...base, phase: 'update', paused: true }), /^step 12\/30 · update · .* · pausing after this step$/);
   assert.match(currentDetails({ ...base, phase: 'validation', stopRequested: 'stop: enough' }), /^step 12\/30 · validation · .* · stopping$/);
+});
+
+test('currentDetails: where the last step computed, on a second line, once a step is done', () => {
+  const compute = { rollout: [{ backend: 'wasm', device: 'CPU' }, { backend: 'tensorflow', device: 'CPU' }], update: { backend: 'tensorflow-gpu', device: 'GPU' } };
+  assert.equal(currentDetails({ ...base, compute }), 'step 12/30 · rollout · train success 0.312 · val success 0.305 (step 10) · 12.1 s/step\n\nrollout wasm (CPU) + tensorflow (CPU), update tensorflow-gpu (GPU)');
+  assert.equal(currentDetails({ ...base, compute: { rollout: [], update: null } }).split('\n').at(-1), 'rollout -, update -');
+});
+
+test('stepCompute: the distinct backends of the rollout shards in shard order, and the update\'s', () => {
+  const shard = (backend?: string) => ({ trajectories: ref, metrics: { sums: {}, counts: {}, totals: {} }, seconds: 1, ...(backend ? { compute: { backend, device: 'CPU' } } : {}) });
+  const ref = { bucket: 'b', key: 'k', sha256: 'a'.repeat(64), bytes: 1 };
+  const update = { checkpoint: ref, metrics: {}, skipReason: null, compute: { backend: 'tensorflow', device: 'CPU' } };
+  assert.deepEqual(stepCompute([shard('wasm'), shard(), shard('tensorflow'), shard('wasm')], update), {
+    rollout: [{ backend: 'wasm', device: 'CPU' }, { backend: 'tensorflow', device: 'CPU' }], update: { backend: 'tensorflow', device: 'CPU' },
+  });
+  assert.deepEqual(stepCompute([shard()], { ...update, compute: undefined }), { rollout: [], update: null });
 });
 
 test('formatNumber: fixed decimals, "-" for missing values', () => {
