@@ -1,8 +1,11 @@
 /**
- * `starpo backend install|status` (DESIGN.md, "Workers and compute"). Wired into the `starpo` command by main.ts;
- * the install and status modules load lazily. Progress goes to stderr, results to stdout.
+ * `starpo backend install|status|check` (DESIGN.md, "Workers and compute"). Wired into the `starpo` command by
+ * main.ts; the install, status and check modules load lazily. Progress goes to stderr, results to stdout.
  */
-import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { Option, type Command } from 'commander';
+import { BACKEND_NAMES } from '../model/backend_choice';
+import { intAtLeast } from './report';
 
 /** Adds `backend install` and `backend status` to `program`. */
 export function registerBackendCommands(program: Command): void {
@@ -11,18 +14,21 @@ export function registerBackendCommands(program: Command): void {
   backend
     .command('install')
     .description("build the native TensorFlow CPU backend (tfjs-node's binding against PyPI's tensorflow-cpu wheel) into ~/.cache/starpo/native; a second run is a cache hit")
+    .option('--gpu', "build the GPU backend instead: tfjs-node-gpu's binding against PyPI's tensorflow wheel, with the CUDA 12 / cuDNN 9 wheels beside it (about 2.5 GB to download)")
     .option('--force', 'rebuild even when a valid build is there (the old one is replaced once the new one passed its smoke test)')
-    .action(async (o: { force?: boolean }) => {
+    .action(async (o: { gpu?: boolean; force?: boolean }) => {
       const { installNativeBackend } = require('./backend_install') as typeof import('./backend_install');
+      const { NATIVE_CPU, NATIVE_GPU } = require('../model/native_build') as typeof import('../model/native_build');
       const { folderBytes, mb } = require('../../infra/install_progress') as typeof import('../../infra/install_progress');
+      const variant = o.gpu ? NATIVE_GPU : NATIVE_CPU;
       const t0 = Date.now();
-      const out = await installNativeBackend({ force: o.force, log });
+      const out = await installNativeBackend({ variant, force: o.force, log });
       const seconds = ((Date.now() - t0) / 1000).toFixed(1);
       const m = out.manifest;
       process.stdout.write(
         `${out.cached ? 'already installed' : 'installed'}: ${out.dir}\n` +
-          `  @tensorflow/tfjs-node ${m.tfjsNode} on ${m.tensorflow.package} ${m.tensorflow.version}, ${mb(folderBytes(out.dir))} MB, ${seconds} s\n` +
-          '  use it with STARPO_BACKEND=tensorflow or --backend tensorflow (starpo train / starpo worker)\n',
+          `  ${variant.tfjsNode.name} ${m.tfjsNode} on ${m.tensorflow.package} ${m.tensorflow.version}${o.gpu ? ` with ${Object.keys(m.cudaWheels).length} CUDA wheels` : ''}, ${mb(folderBytes(out.dir))} MB, ${seconds} s\n` +
+          `  use it with STARPO_BACKEND=${variant.backend} or --backend ${variant.backend} (starpo train / starpo worker)\n`,
       );
     });
   backend
@@ -33,5 +39,41 @@ export function registerBackendCommands(program: Command): void {
       const { backendStatus, formatBackendStatus } = require('./backend_status') as typeof import('./backend_status');
       const s = await backendStatus();
       process.stdout.write(o.json ? `${JSON.stringify(s, null, 2)}\n` : `${formatBackendStatus(s).join('\n')}\n`);
+    });
+  registerCheckCommand(backend, log);
+}
+
+/**
+ * `backend check`'s default sizes: the whole Qwen2.5-0.5B shape, an update of 8 x 256 tokens in micro-batches of 4,
+ * a generation batch of 8 rows; small enough for a GPU host's memory, shrinkable for a CPU host.
+ */
+const CHECK_DEFAULTS = {
+  layers: 24, vocab: 151936, batch: 8, length: 256, microBatch: 4, rows: 8, prompt: 128, newTokens: 32, rounds: 2,
+  config: resolve(__dirname, '..', '..', 'configs', 'frozen_lake_solver.yaml'), // the quickstart's (npm start)
+};
+
+/** `backend check`: times one update and one rollout batch of a Qwen2.5-0.5B-shaped model (backend_check.ts). */
+function registerCheckCommand(backend: Command, log: (line: string) => void): void {
+  const d = CHECK_DEFAULTS;
+  backend
+    .command('check')
+    .description('the device TensorFlow computes on, and tokens/s of one update and one rollout batch of a Qwen2.5-0.5B-shaped model (random init) on the backend a worker would use')
+    .addOption(new Option('--backend <name>', 'backend to check (default: what a worker uses; STARPO_BACKEND)').choices([...BACKEND_NAMES]))
+    .option('--layers <n>', 'decoder layers (Qwen2.5-0.5B has 24)', intAtLeast(1), d.layers)
+    .option('--vocab <n>', "vocabulary size (Qwen2.5's is 151,936; a smaller one fits wasm's 4 GB at a few layers)", intAtLeast(2), d.vocab)
+    .option('--batch <n>', 'trajectories in the update', intAtLeast(1), d.batch)
+    .option('--length <n>', 'tokens per trajectory (half prompt, half response)', intAtLeast(2), d.length)
+    .option('--micro-batch <n>', 'trajectories per forward/backward pass (per_device_train_batch_size)', intAtLeast(1), d.microBatch)
+    .option('--rows <n>', 'rows of the rollout generation batch', intAtLeast(1), d.rows)
+    .option('--prompt <n>', 'prompt tokens per generation row', intAtLeast(1), d.prompt)
+    .option('--new-tokens <n>', 'new tokens per generation row', intAtLeast(1), d.newTokens)
+    .option('--rounds <n>', 'times each is run (the first includes one-off set-up costs)', intAtLeast(1), d.rounds)
+    .option('--config <file>', "the config whose update and sampling settings are used (the quickstart's by default)", d.config)
+    .option('--json', 'print the result as JSON')
+    .action(async (o: import('./backend_check').CheckOptions & { backend?: string; json?: boolean }) => {
+      const { backendCheck, formatBackendCheck } = require('./backend_check') as typeof import('./backend_check');
+      if (o.backend !== undefined) process.env.STARPO_BACKEND = o.backend;
+      const r = await backendCheck(o, log);
+      process.stdout.write(o.json ? `${JSON.stringify(r, null, 2)}\n` : `${formatBackendCheck(r).join('\n')}\n`);
     });
 }

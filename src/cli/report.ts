@@ -14,7 +14,7 @@ import { runIdArgument } from './known_run';
 import { checkOutputFile, writeFileAtomically } from './output_file';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
-const intAtLeast = (min: number) => (value: string): number => {
+export const intAtLeast = (min: number) => (value: string): number => {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${JSON.stringify(value)} is not an integer >= ${min}`);
   return n;

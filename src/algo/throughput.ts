@@ -1,0 +1,154 @@
+/**
+ * Timing one update and one rollout generation batch through the code the workers run: `ppoUpdate` with a
+ * fresh AdamW as the update activity builds it (forward, backward and optimizer over the config's
+ * micro-batches), and `generate` with the train split's generating_args and a KV cache, as a rollout turn
+ * generates for its active episodes. `starpo backend check` and bench/backend_throughput.ts both time through
+ * here. It lives at the algo level because it calls ppoUpdate.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { RunConfig } from '../config/schema';
+import { validateQwen2Config, type Qwen2Config } from '../model/config';
+import { generate } from '../model/generate';
+import type { Qwen2 } from '../model/qwen2';
+import { ValueModel } from '../model/value_model';
+import { generatingArgsOf } from '../rollout/plan';
+import type { Trajectory } from '../rollout/types';
+import { Rng } from '../util/rng';
+import { AdamW } from './adamw';
+import { klControllerFromConfig } from './kl_controller';
+import { needsReference, ppoUpdate } from './ppo_update';
+
+/**
+ * Qwen2.5-0.5B's architecture (its config.json) with `layers` decoder layers (the real model has 24):
+ * hidden 896, 14 heads, 2 kv heads, intermediate 4864, tied embeddings, a vocabulary of `vocab` (151,936).
+ */
+export function qwen25HalfBShape(layers = 24, vocab = 151936): Qwen2Config {
+  return validateQwen2Config({
+    model_type: 'qwen2',
+    vocab_size: vocab,
+    hidden_size: 896,
+    intermediate_size: 4864,
+    num_hidden_layers: layers,
+    num_attention_heads: 14,
+    num_key_value_heads: 2,
+    max_position_embeddings: 32768,
+    rope_theta: 1000000,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: true,
+    torch_dtype: 'float32',
+  });
+}
+
+/**
+ * `count` trajectories of `length` random token ids (ids 1..vocab-1) for a model with no env: the first half
+ * is the prompt, the second the response. They form groups of `groupSize` with distinct scores, so the
+ * StarPO-S filter and the group normalisation see in-group variance. The throughput of a model does not
+ * depend on which ids it reads.
+ */
+export function randomTrajectories(opts: { count: number; length: number; vocab: number; groupSize: number; seed: number }): Trajectory[] {
+  const rng = new Rng(opts.seed, 'throughput', 'trajectories');
+  const prompt = Math.ceil(opts.length / 2);
+  return Array.from({ length: opts.count }, (_, i) => {
+    const group = Math.floor(i / opts.groupSize);
+    const trajGroupId = `Random_${group}_0_0`;
+    return {
+      trajGroupId, trajId: `${trajGroupId}_${i}`, tag: 'Random', groupId: group, envId: i, seed: group, split: 'train' as const, step: 0,
+      inputIds: Array.from({ length: opts.length }, () => 1 + rng.int(opts.vocab - 1)),
+      responseMask: Array.from({ length: opts.length }, (_, j) => (j < prompt ? 0 : 1)),
+      sampleLogprobs: new Array<number>(opts.length).fill(0),
+      turns: [], episodeScore: rng.next(), success: false, truncated: false,
+    };
+  });
+}
+
+/** Env groups of up to 8 trajectories (the quickstart's group_size): the largest divisor of `batch` <= 8. */
+export function groupSizeFor(batch: number): number {
+  let g = Math.min(8, batch);
+  while (batch % g !== 0) g--;
+  return g;
+}
+
+/**
+ * Config overrides for an update of `batch` trajectories of `length` tokens in micro-batches of `microBatch`,
+ * in one optimizer step as the quickstart makes per pipeline step, in env groups of groupSizeFor(batch).
+ */
+export function batchOverrides(o: { batch: number; microBatch: number; length: number }): string[] {
+  const group = groupSizeFor(o.batch);
+  return [
+    `rollout_batch_size=${o.batch}`, `train_env_manager.num_env_groups=${o.batch / group}`, `train_env_manager.group_size=${group}`,
+    `train_env_manager.num_groups_partition=[${o.batch / group}]`, `sequence_length=${o.length}`,
+    `actor_train.training_args.per_device_train_batch_size=${o.microBatch}`,
+    `actor_train.training_args.gradient_accumulation_steps=${Math.ceil(o.batch / o.microBatch)}`,
+  ];
+}
+
+/** One timed piece of work. */
+export interface Timed {
+  seconds: number;
+  /** Tokens it processed: every token of the trajectories (update), the new tokens (generation). */
+  tokens: number;
+  tokensPerSecond: number;
+}
+
+const timed = (seconds: number, tokens: number): Timed => ({ seconds, tokens, tokensPerSecond: tokens / seconds });
+
+/**
+ * Runs one update (pipeline step 0) on `model` in place and times it: optimizers as the update activity
+ * makes them (AdamW with the training_args' betas and weight decay) at the constant learning_rate, a critic
+ * from the policy when adv_estimator is gae, the model itself as the frozen reference when a KL term needs one.
+ * @returns the time and the tokens of all trajectories, with the update's metrics
+ */
+export async function timeUpdate(opts: { model: Qwen2; config: RunConfig; trajectories: Trajectory[]; padId: number }): Promise<Timed & { metrics: Record<string, number> }> {
+  const { config, model } = opts;
+  const adamW = (a: RunConfig['critic']['training_args']) => new AdamW({ betas: [a.adam_beta1, a.adam_beta2], eps: 1e-8, weightDecay: a.weight_decay });
+  const critic = config.adv_estimator === 'gae' ? ValueModel.fromPolicy(model) : null;
+  const actorArgs = config.actor_train.training_args;
+  try {
+    const started = performance.now();
+    const { metrics } = await ppoUpdate({
+      actor: { model, optimizer: adamW(actorArgs), lr: () => actorArgs.learning_rate },
+      critic: critic ? { model: critic, optimizer: adamW(config.critic.training_args), lr: () => config.critic.training_args.learning_rate } : null,
+      reference: needsReference(config) ? model : null,
+      klController: klControllerFromConfig(config), trajectories: opts.trajectories, config, step: 0, padId: opts.padId,
+    });
+    const seconds = (performance.now() - started) / 1000;
+    return { ...timed(seconds, opts.trajectories.reduce((s, t) => s + t.inputIds.length, 0)), metrics };
+  } finally {
+    critic?.dispose();
+  }
+}
+
+/**
+ * Generates `newTokens` tokens for every context in one batched `generate` call (KV cache, host sampling)
+ * with the config's train generating_args and no stop ids, so every row decodes its whole budget.
+ */
+export function timeGeneration(opts: { model: Qwen2; config: RunConfig; contexts: number[][]; newTokens: number; seed: number }): Timed {
+  const args = generatingArgsOf(opts.config, 'train');
+  const started = performance.now();
+  const out = generate(opts.model, opts.contexts, {
+    maxNewTokens: opts.newTokens, temperature: args.temperature, topP: args.top_p, topK: args.top_k, doSample: args.do_sample,
+    stopIds: [], rngs: opts.contexts.map((_, i) => new Rng(opts.seed, 'throughput', i)),
+  });
+  return timed((performance.now() - started) / 1000, out.tokens.reduce((s, t) => s + t.length, 0));
+}
+
+/** This process's peak resident set size so far, in bytes. */
+export function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024;
+}
+
+/** The wasm backend's memory ceiling: 4 GiB (32-bit addresses). */
+const WASM_MAX_BYTES = 2 ** 32;
+
+/**
+ * true when `err` comes from the wasm backend running out of memory: emscripten's abort or a failed
+ * allocation, or a WebAssembly RuntimeError (an allocation that failed silently corrupts what follows: "table
+ * index is out of bounds") while the wasm memory is within 10% of its ceiling. The backend is unusable afterwards.
+ */
+export function isOutOfWasmMemory(err: unknown): boolean {
+  if (tf.getBackend() !== 'wasm') return false;
+  const message = err instanceof Error ? err.message : String(err);
+  if (/Aborted\(|out of memory|Cannot enlarge memory|Memory\.grow|allocation failed/i.test(message)) return true;
+  const heap = (tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } }).wasm?.HEAPU8?.buffer.byteLength ?? 0;
+  return err instanceof Error && err.name === 'RuntimeError' && heap >= 0.9 * WASM_MAX_BYTES;
+}

@@ -1,0 +1,139 @@
+/**
+ * `starpo backend check`: the device TensorFlow computes on, and the time of one update and one rollout
+ * generation batch of a Qwen2.5-0.5B-shaped model (random init) on this process's backend, so a host's figures
+ * come from one command. The work goes through the workers' own code (src/algo/throughput.ts) with the update
+ * and sampling settings of a config (default: the quickstart's). Each piece runs `rounds` times: the first
+ * includes one-off costs (kernel set-up, first allocations), later ones show the steady rate.
+ */
+import { loadConfigFile } from '../config/load';
+import { BadInputError } from './exit_codes';
+import type { GeneratingArgs } from '../config/schema';
+import { backendInfo, initBackend } from '../model/backend';
+import { countParams } from '../model/config';
+import { Qwen2 } from '../model/qwen2';
+import { generatingArgsOf } from '../rollout/plan';
+import { Rng } from '../util/rng';
+import {
+  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomTrajectories, timeGeneration, timeUpdate,
+  type Timed,
+} from '../algo/throughput';
+
+/** The sizes `backend check` runs at. */
+export interface CheckOptions {
+  /** Decoder layers of the Qwen2.5-0.5B shape (the real model has 24). */
+  layers: number;
+  /** Vocabulary size (Qwen2.5's is 151,936): the embedding and lm_head, the largest matrices at few layers. */
+  vocab: number;
+  /** Trajectories in the update, of `length` tokens each (half prompt, half response). */
+  batch: number;
+  length: number;
+  /** Trajectories per forward/backward pass (per_device_train_batch_size). */
+  microBatch: number;
+  /** Generation: rows, prompt tokens per row, new tokens per row. */
+  rows: number;
+  prompt: number;
+  newTokens: number;
+  rounds: number;
+  /** The config whose update and sampling settings are used. */
+  config: string;
+}
+
+/** What `backend check` measured. */
+export interface CheckResult {
+  backend: string;
+  device: string;
+  model: { shape: string; layers: number; vocab: number; params: number };
+  config: string;
+  update: { batch: number; length: number; microBatch: number; advEstimator: string; rounds: Timed[] };
+  generation: { rows: number; prompt: number; newTokens: number; sampling: GeneratingArgs; rounds: Timed[] };
+  peakRssBytes: number;
+}
+
+/**
+ * Initializes the backend a worker would use (STARPO_BACKEND, which `--backend` sets, else the default),
+ * then times `rounds` rollout generation batches and `rounds` updates.
+ * @throws NativeBackendError when the requested native build is missing; Error saying how to shrink the
+ *   model when the wasm backend runs out of memory
+ */
+export async function backendCheck(o: CheckOptions, log: (line: string) => void): Promise<CheckResult> {
+  checkSizes(o);
+  await initBackend();
+  const { backend, device } = backendInfo();
+  log(`backend ${backend}, device ${device}`);
+  const { config } = loadConfigFile(o.config, batchOverrides(o));
+  const shape = qwen25HalfBShape(o.layers, o.vocab);
+  const rng = new Rng(1, 'backend check');
+  const trajectories = randomTrajectories({ count: o.batch, length: o.length, vocab: shape.vocab_size, groupSize: groupSizeFor(o.batch), seed: 1 });
+  const contexts = Array.from({ length: o.rows }, () => Array.from({ length: o.prompt }, () => 1 + rng.int(shape.vocab_size - 1)));
+  const result: CheckResult = {
+    backend, device, model: { shape: 'Qwen2.5-0.5B', layers: o.layers, vocab: o.vocab, params: countParams(shape) }, config: o.config,
+    update: { batch: o.batch, length: o.length, microBatch: o.microBatch, advEstimator: config.adv_estimator, rounds: [] },
+    generation: { rows: o.rows, prompt: o.prompt, newTokens: o.newTokens, sampling: generatingArgsOf(config, 'train'), rounds: [] },
+    peakRssBytes: 0,
+  };
+  let doing = 'random init';
+  const model = (() => {
+    try {
+      return Qwen2.random(shape, 1);
+    } catch (err) {
+      throw outOfMemory(err, doing, o);
+    }
+  })();
+  try {
+    for (let r = 1; r <= o.rounds; r++) {
+      doing = 'rollout generation batch';
+      log(`generation round ${r}/${o.rounds}: ${o.rows} rows x ${o.newTokens} new tokens`);
+      result.generation.rounds.push(timeGeneration({ model, config, contexts, newTokens: o.newTokens, seed: 1 }));
+    }
+    for (let r = 1; r <= o.rounds; r++) {
+      doing = 'update';
+      log(`update round ${r}/${o.rounds}: ${o.batch} x ${o.length} tokens`);
+      result.update.rounds.push(await timeUpdate({ model, config, trajectories, padId: 0 }));
+    }
+  } catch (err) {
+    throw outOfMemory(err, doing, o);
+  } finally {
+    model.dispose();
+  }
+  result.peakRssBytes = peakRssBytes();
+  return result;
+}
+
+/**
+ * Refuses sizes the update or the model cannot take, before anything loads.
+ * @throws BadInputError (exit 2) naming the option, its value and what is allowed
+ */
+function checkSizes(o: CheckOptions): void {
+  if (o.batch % o.microBatch !== 0) {
+    throw new BadInputError(`--micro-batch ${o.microBatch} does not divide --batch ${o.batch}; allowed: a divisor of the batch (the update makes one optimizer step)`);
+  }
+  const max = qwen25HalfBShape(1).max_position_embeddings;
+  if (o.length > max) throw new BadInputError(`--length ${o.length} is longer than the model's ${max} positions; allowed: 2..${max}`);
+  if (o.prompt + o.newTokens > max) throw new BadInputError(`--prompt ${o.prompt} + --new-tokens ${o.newTokens} exceed the model's ${max} positions`);
+}
+
+/** `err`, or when it is the wasm backend running out of memory, an error saying so and how to shrink the check. */
+function outOfMemory(err: unknown, doing: string, o: CheckOptions): unknown {
+  if (!isOutOfWasmMemory(err)) return err;
+  return new Error(
+    `out of wasm memory (the wasm backend has at most 4 GB) in the ${doing} of the ${o.layers}-layer model with a ${o.vocab}-token vocabulary; ` +
+      'shrink the model or the batch (--layers, --vocab, --batch, --length, --rows) or use the native backend (--backend tensorflow)',
+  );
+}
+
+/** Readable lines for a check result. */
+export function formatBackendCheck(r: CheckResult): string[] {
+  const rate = (t: Timed) => `${t.seconds.toFixed(2)} s, ${t.tokens} tokens, ${t.tokensPerSecond.toFixed(1)} tokens/s`;
+  const rounds = (ts: Timed[]) => ts.map((t, i) => `  round ${i + 1}${i === 0 ? ' (first)' : ''}: ${rate(t)}`);
+  const u = r.update;
+  const g = r.generation;
+  return [
+    `backend ${r.backend}, device ${r.device}`,
+    `model: ${r.model.shape} shape, ${r.model.layers} layer${r.model.layers === 1 ? '' : 's'}, vocabulary ${r.model.vocab}, ${r.model.params.toLocaleString('en-US')} parameters, random init`,
+    `update: ${u.batch} trajectories x ${u.length} tokens, micro-batches of ${u.microBatch}, one AdamW step (${u.advEstimator}, settings of ${r.config})`,
+    ...rounds(u.rounds),
+    `rollout batch: ${g.rows} rows, ${g.prompt}-token prompts, ${g.newTokens} new tokens each (KV cache; temperature ${g.sampling.temperature}, top_p ${g.sampling.top_p}, top_k ${g.sampling.top_k})`,
+    ...rounds(g.rounds),
+    `peak RSS ${(r.peakRssBytes / 2 ** 30).toFixed(2)} GiB`,
+  ];
+}
