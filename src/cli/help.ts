@@ -55,6 +55,11 @@ const EXAMPLES: Record<string, string[]> = {
   backend: ['starpo backend install', 'starpo backend status', 'STARPO_BACKEND=tensorflow npm start'],
   'backend install': ['starpo backend install', 'npm run backend:install', 'starpo backend install --force      # rebuild'],
   'backend status': ['starpo backend status', 'starpo backend status --json'],
+  'backend check': [
+    'starpo backend check                                   # Qwen2.5-0.5B shape, on the backend a worker uses',
+    'starpo backend check --backend tensorflow --layers 2 --batch 4 --length 128 --json',
+    'starpo backend check --backend wasm --layers 1 --vocab 1000      # small enough for wasm\'s 4 GB',
+  ],
 };
 
 /** The exit codes, one line each (top-level help, README "Exit codes"). */
