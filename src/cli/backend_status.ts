@@ -1,10 +1,10 @@
 /**
- * `starpo backend status`: which tfjs backends this host can run, the native build in the cache, and which
- * backend each worker role uses. The native build is loaded in a child process (the smoke test), never here.
+ * `starpo backend status`: which tfjs backends this host can run, the native builds in the cache (CPU and GPU),
+ * and which backend each worker role uses. A native build is loaded in a child process (the smoke test), never here.
  */
 import { folderBytes, mb } from '../../infra/install_progress';
 import { DEFAULT_BACKEND, requestedBackend, type BackendName } from '../model/backend_choice';
-import { inspectNativeBuild, type NativeBuildState } from '../model/native_build';
+import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, type NativeBuildState, type NativeVariant } from '../model/native_build';
 import { smokeTest } from './backend_install';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
 
@@ -13,31 +13,37 @@ export interface BackendStatus {
   host: { platform: string; arch: string; glibc: string | null; node: string };
   /** Per backend: whether this host can run it and why (not). */
   backends: Array<{ name: BackendName; usable: boolean; note: string }>;
-  native: NativeBuildState & { bytes?: number };
+  /** The native builds in the cache, by variant. */
+  native: Record<NativeVariant['variant'], NativeBuildState & { bytes?: number }>;
   /** What `backend install` would still need here (empty: it can build). */
   missing: string[];
   /** The backend each role's worker would use with this environment (STARPO_BACKEND or the default). */
   roles: Record<'control' | 'rollout' | 'update', string>;
 }
 
-/** The native row: loads the build in a child process when there is one. */
-async function nativeRow(native: NativeBuildState): Promise<{ usable: boolean; note: string }> {
-  if (native.state === 'missing') return { usable: false, note: 'not installed: run `starpo backend install` (npm run backend:install)' };
-  if (native.state === 'broken') return { usable: false, note: `${native.problem}; run \`starpo backend install --force\`` };
+/** A native backend's row: loads the build in a child process when there is one, and says the device it computes on. */
+async function nativeRow(v: NativeVariant, native: NativeBuildState): Promise<{ usable: boolean; note: string }> {
+  if (native.state === 'missing') return { usable: false, note: `not installed: run ${installCommand(v)}` };
+  if (native.state === 'broken') return { usable: false, note: `${native.problem}; run ${installCommand(v, true)}` };
   try {
-    const smoke = await smokeTest(native.dir);
-    return { usable: true, note: `loads in a child process: TensorFlow ${smoke.tfVersion}, matmul equal to cpu within ${smoke.maxAbsDiff.toExponential(1)}` };
+    const smoke = await smokeTest(v, native.dir);
+    const device = v.variant === 'cpu' || smoke.device === 'GPU' ? smoke.device : `CPU (no GPU visible: ${smoke.cudaDriver ? 'the CUDA driver loaded but no device is usable' : 'no CUDA driver, libcuda.so.1 not found'})`;
+    return { usable: true, note: `loads in a child process: TensorFlow ${smoke.tfVersion} on ${device}, matmul equal to cpu within ${smoke.maxAbsDiff.toExponential(1)}` };
   } catch (err) {
     return { usable: false, note: (err as Error).message };
   }
 }
 
-/** Gathers the status (probes the host's tools; loads the native build in a child process). */
+/** Gathers the status (probes the host's tools; loads each native build in a child process, one after the other). */
 export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promise<BackendStatus> {
   const host: HostFacts = await probeHost();
-  const inspected = inspectNativeBuild();
-  const native = inspected.state === 'installed' ? { ...inspected, bytes: folderBytes(inspected.dir) } : inspected;
-  const tensorflow = await nativeRow(inspected);
+  const native = {} as BackendStatus['native'];
+  const rows: BackendStatus['backends'] = [];
+  for (const v of NATIVE_VARIANTS) {
+    const inspected = inspectNativeBuild(v);
+    native[v.variant] = inspected.state === 'installed' ? { ...inspected, bytes: folderBytes(inspected.dir) } : inspected;
+    rows.push({ name: v.backend, ...(await nativeRow(v, inspected)) });
+  }
   const want = requestedBackend(env) ?? DEFAULT_BACKEND;
   const tensorWork = `${want}${env.STARPO_BACKEND ? ' (STARPO_BACKEND)' : ' (default)'}`;
   return {
@@ -45,8 +51,7 @@ export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promi
     backends: [
       { name: 'wasm', usable: true, note: DEFAULT_BACKEND === 'wasm' ? 'the default' : '' },
       { name: 'cpu', usable: true, note: 'pure JS, slow; the fallback when wasm cannot start' },
-      { name: 'tensorflow', usable: tensorflow.usable, note: tensorflow.note },
-      { name: 'tensorflow-gpu', usable: false, note: 'not built by starpo yet (the GPU variant of `backend install` is to come)' },
+      ...rows,
     ],
     native,
     missing: missingPrerequisites(host),
@@ -58,16 +63,21 @@ export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promi
 export function formatBackendStatus(s: BackendStatus): string[] {
   const lines = [`host: ${s.host.platform} ${s.host.arch}, glibc ${s.host.glibc ?? 'none'}, node ${s.host.node}`, '', 'backends:'];
   for (const b of s.backends) lines.push(`  ${b.name.padEnd(15)} ${b.usable ? 'yes' : 'no '}  ${b.note}`);
-  lines.push('', `native build: ${s.native.dir}`);
-  if (s.native.state === 'installed') {
-    const m = s.native.manifest;
+  for (const v of NATIVE_VARIANTS) {
+    const build = s.native[v.variant];
+    lines.push('', `native ${v.variant.toUpperCase()} build (${v.backend}): ${build.dir}`);
+    if (build.state !== 'installed') {
+      lines.push(`  ${build.state}`);
+      continue;
+    }
+    const m = build.manifest;
+    const cuda = Object.keys(m.cudaWheels).length;
     lines.push(
-      `  ${`@tensorflow/tfjs-node ${m.tfjsNode}`}, ${m.tensorflow.package} ${m.tensorflow.version} (${m.tensorflow.wheel}), N-API ${m.napiVersion}`,
+      `  ${v.tfjsNode.name} ${m.tfjsNode}, ${m.tensorflow.package} ${m.tensorflow.version} (${m.tensorflow.wheel}), N-API ${m.napiVersion}`,
+      ...(cuda > 0 ? [`  ${cuda} CUDA wheels: ${Object.entries(m.cudaWheels).map(([name, w]) => `${name.replace(/^nvidia-|-cu12$/g, '')} ${w.version}`).join(', ')}`] : []),
       `  built ${m.builtAt} with node ${m.builtWith.node}, ${m.builtWith.compiler}, glibc ${m.builtWith.glibc}`,
-      `  size ${mb(s.native.bytes ?? 0)} MB; install took ${Object.entries(m.seconds).map(([k, v]) => `${k} ${v} s`).join(', ')}`,
+      `  size ${mb(build.bytes ?? 0)} MB; install took ${Object.entries(m.seconds).map(([k, sec]) => `${k} ${sec} s`).join(', ')}`,
     );
-  } else {
-    lines.push(`  ${s.native.state}`);
   }
   lines.push('', s.missing.length === 0 ? 'build prerequisites: all present' : 'build prerequisites missing:', ...s.missing.map((m) => `  - ${m}`));
   lines.push('', 'worker roles use:', ...Object.entries(s.roles).map(([role, b]) => `  ${role.padEnd(8)} ${b}`));

@@ -3,49 +3,44 @@
  *
  * Default: `wasm` (~20 GFLOP/s for a 256^3 matmul), then the pure-JS `cpu` backend (~1 GFLOP/s) if wasm
  * cannot start. The native backends are used only when asked for (STARPO_BACKEND, `--backend`, or the
- * `prefer` argument; backend_choice.ts): `tensorflow` loads the build `starpo backend install` keeps in the
- * cache (native_backend.ts; never an `@tensorflow/tfjs-node` in node_modules, whose install script fetches an
- * old libtensorflow); `tensorflow-gpu` loads `@tensorflow/tfjs-node-gpu` from node_modules. The two native
- * packages ship libraries of the same names, so a process that loaded one refuses the other.
+ * `prefer` argument; backend_choice.ts): `tensorflow` loads the CPU build `starpo backend install` keeps in
+ * the cache, `tensorflow-gpu` the GPU build of `starpo backend install --gpu` (native_backend.ts; never a
+ * tfjs-node or tfjs-node-gpu in node_modules, whose install scripts fetch an old libtensorflow). The two builds
+ * hold libraries of the same names, so a process that loaded one refuses the other.
  */
 import * as tf from '@tensorflow/tfjs';
 import { DEFAULT_BACKEND, requestedBackend, type BackendName } from './backend_choice';
-import { loadNativeCpu } from './native_backend';
-import { NativeBackendError } from './native_build';
+import { loadNativeBuild, type NativeLoad } from './native_backend';
+import { NativeBackendError, variantOf, type NativeVariant } from './native_build';
 import { installZeroCopyIdentity } from './wasm_identity';
 
 let initialized: Promise<string> | null = null;
 let initializedFor: BackendName | undefined;
-/** The native package this process loaded, if any. */
-let nativeLoaded: 'tfjs-node' | 'tfjs-node-gpu' | null = null;
+/** The native build this process loaded, if any. */
+let nativeLoaded: NativeVariant | null = null;
 
-/** true when `pkg` resolves from this project. */
-function resolvable(pkg: string): boolean {
-  try {
-    require.resolve(pkg);
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * The line saying the GPU build computes on the CPU, and why as far as the process can tell: TensorFlow
+ * opens the host's CUDA driver (libcuda.so.1) itself, so a driver it did not map was not found.
+ */
+export function noGpuLine(load: Pick<NativeLoad, 'tfVersion' | 'cudaDriver'>, env: NodeJS.ProcessEnv = process.env): string {
+  const visible = env.CUDA_VISIBLE_DEVICES === undefined ? '' : `, CUDA_VISIBLE_DEVICES=${JSON.stringify(env.CUDA_VISIBLE_DEVICES)}`;
+  const why = load.cudaDriver ? `the CUDA driver loaded but no device is usable${visible}` : `no CUDA driver: libcuda.so.1 not found${visible}`;
+  return `tensorflow-gpu: TensorFlow ${load.tfVersion} sees no GPU (${why}); computing on CPU`;
 }
 
-/** Loads one native package (registering the 'tensorflow' backend), refusing the other one. */
-function loadNative(which: 'tfjs-node' | 'tfjs-node-gpu'): void {
-  if (nativeLoaded === which) return;
-  if (nativeLoaded) throw new NativeBackendError(`@tensorflow/${nativeLoaded} is loaded in this process; @tensorflow/${which} cannot be loaded beside it (same library names)`);
-  if (which === 'tfjs-node-gpu') {
-    if (!resolvable('@tensorflow/tfjs-node-gpu')) throw new NativeBackendError('backend tensorflow-gpu was requested but @tensorflow/tfjs-node-gpu is not installed');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    require('@tensorflow/tfjs-node-gpu');
-  } else {
-    loadNativeCpu(); // throws saying how to install or repair the build
-  }
-  nativeLoaded = which;
+/** Loads one native build (registering the 'tensorflow' backend), refusing the other one. */
+function loadNative(v: NativeVariant): void {
+  if (nativeLoaded === v) return;
+  if (nativeLoaded) throw new NativeBackendError(`${nativeLoaded.tfjsNode.name} is loaded in this process; ${v.tfjsNode.name} cannot be loaded beside it (same library names)`);
+  const load = loadNativeBuild(v); // throws saying how to install or repair the build
+  nativeLoaded = v;
+  if (v.variant === 'gpu' && !load.gpu) process.stderr.write(`${noGpuLine(load)}\n`);
 }
 
 /** Makes `name` the active backend. @throws Error saying why it cannot be used */
 async function activate(name: BackendName): Promise<void> {
-  if (name === 'tensorflow' || name === 'tensorflow-gpu') loadNative(name === 'tensorflow' ? 'tfjs-node' : 'tfjs-node-gpu');
+  if (name === 'tensorflow' || name === 'tensorflow-gpu') loadNative(variantOf(name));
   if (name === 'wasm') {
     // Side-effect import registers the wasm backend.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -104,5 +99,5 @@ export function backendInfo(): BackendInfo {
   if (!initialized || !active) throw new Error('backendInfo: no backend is active yet; await initBackend() first');
   if (active !== 'tensorflow') return { backend: active as BackendName, device: 'CPU' };
   const onGpu = (tf.backend() as unknown as { isUsingGpuDevice?: boolean }).isUsingGpuDevice === true;
-  return { backend: nativeLoaded === 'tfjs-node-gpu' ? 'tensorflow-gpu' : 'tensorflow', device: onGpu ? 'GPU' : 'CPU' };
+  return { backend: nativeLoaded?.backend ?? 'tensorflow', device: onGpu ? 'GPU' : 'CPU' };
 }

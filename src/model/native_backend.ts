@@ -1,5 +1,5 @@
 /**
- * Loads the native TensorFlow backend from the build `starpo backend install` keeps in the cache
+ * Loads a native TensorFlow build (CPU or GPU) from the cache, where `starpo backend install [--gpu]` keeps it
  * (native_build.ts), so that it registers with this project's own tfjs engine.
  *
  * Why a shim folder: tfjs-node's JS requires `@tensorflow/tfjs` (and through it tfjs-core), and Node resolves
@@ -17,7 +17,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { NativeBackendError, nativeBuildDir, NATIVE_CPU, requireInstalled, type NativeManifest } from './native_build';
+import { BINDING_FILE, installCommand, NativeBackendError, nativeBuildDir, NATIVE_CPU, requireInstalled, type NativeManifest, type NativeVariant } from './native_build';
 
 /** The node_modules folder holding the `@tensorflow/tfjs` this project resolves. */
 function projectNodeModules(): string {
@@ -72,7 +72,7 @@ export function ensureShim(buildDir: string, manifest: NativeManifest): string {
   return shim;
 }
 
-/** What loadNativeCpu loaded. */
+/** What loadNativeBuild loaded. */
 export interface NativeLoad {
   /** The build folder in the cache. */
   dir: string;
@@ -80,35 +80,60 @@ export interface NativeLoad {
   shim: string;
   /** TensorFlow's version as the binding reports it (TF_Version). */
   tfVersion: string;
+  /** The binding places ops on a GPU (it found a GPU device when it created its TensorFlow context). */
+  gpu: boolean;
+  /** Whether the process mapped the CUDA driver library (libcuda.so.1); always false for the CPU build. */
+  cudaDriver: boolean;
 }
 
 /**
- * Requires the native CPU build from `buildDir`, which registers the 'tensorflow' backend with this project's
- * tfjs engine. Checks first that the project's tfjs-core is the version the build was made for and that the
- * shim resolves the very same tfjs-core file, then that the backend registered with this engine (one instance).
+ * Requires the native build of variant `v` from `buildDir`, which registers the 'tensorflow' backend with this
+ * project's tfjs engine. Checks first that the project's tfjs-core is the version the build was made for and
+ * that the shim resolves the very same tfjs-core file, then that the backend registered with this engine (one
+ * instance). For the GPU build two variables get defaults first (a user's own setting wins):
+ * TF_FORCE_GPU_ALLOW_GROWTH=true, as TensorFlow otherwise reserves nearly all GPU memory at start and starves
+ * other processes on the same GPU; NVIDIA_TF32_OVERRIDE=0, as cuBLAS and cuDNN otherwise run float32 matmuls
+ * and convolutions in TF32 (a 10-bit mantissa) on Ampere and newer GPUs, and the model computes in float32.
  * @throws NativeBackendError when the build is missing or broken, or the versions or the engine differ
  */
-export function loadNativeCpu(buildDir: string = nativeBuildDir()): NativeLoad {
-  const build = requireInstalled(buildDir);
+export function loadNativeBuild(v: NativeVariant = NATIVE_CPU, buildDir: string = nativeBuildDir(v)): NativeLoad {
+  const build = requireInstalled(v, buildDir);
   const core = require('@tensorflow/tfjs-core/package.json') as { version: string };
   if (core.version !== build.manifest.tfjsNode) {
     throw new NativeBackendError(
-      `the native build is ${NATIVE_CPU.tfjsNode.name}@${build.manifest.tfjsNode}, made for tfjs-core ${build.manifest.tfjsNode}, but this project has tfjs-core ${core.version}; ` +
-        'pin the matching tfjs-node version in src/model/native_build.ts and run `starpo backend install`',
+      `the native build is ${v.tfjsNode.name}@${build.manifest.tfjsNode}, made for tfjs-core ${build.manifest.tfjsNode}, but this project has tfjs-core ${core.version}; ` +
+        `pin the matching ${v.tfjsNode.name} version in src/model/native_build.ts and run ${installCommand(v)}`,
     );
   }
   const shim = ensureShim(build.dir, build.manifest);
   const own = require.resolve('@tensorflow/tfjs-core');
   const theirs = require.resolve('@tensorflow/tfjs-core', { paths: [path.join(shim, 'dist')] });
   if (own !== theirs) throw new NativeBackendError(`the native backend would load a second tfjs-core (${theirs}, not ${own}); remove ${shim} and retry`);
+  if (v.variant === 'gpu') {
+    process.env.TF_FORCE_GPU_ALLOW_GROWTH ??= 'true';
+    process.env.NVIDIA_TF32_OVERRIDE ??= '0';
+  }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   require(shim);
   if (!tf.findBackendFactory('tensorflow')) throw new NativeBackendError(`${shim} loaded but registered no 'tensorflow' backend with this project's tfjs engine`);
-  return { dir: build.dir, shim, tfVersion: tfVersionOf(shim) };
+  const binding = bindingOf(shim);
+  return { dir: build.dir, shim, tfVersion: binding.TF_Version, gpu: binding.isUsingGpuDevice(), cudaDriver: v.variant === 'gpu' && cudaDriverMapped() };
 }
 
-/** TF_Version of the loaded binding (the binding module is cached by Node, so this loads nothing new). */
-function tfVersionOf(shim: string): string {
+/**
+ * The loaded binding (Node caches the module, so this loads nothing new). It created its TensorFlow context,
+ * and chose its device, when it was loaded.
+ */
+function bindingOf(shim: string): { TF_Version: string; isUsingGpuDevice(): boolean } {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require(path.join(shim, 'lib', `napi-v${NATIVE_CPU.napiVersion}`, 'tfjs_binding.node')) as { TF_Version: string }).TF_Version;
+  return require(path.join(shim, BINDING_FILE)) as { TF_Version: string; isUsingGpuDevice(): boolean };
+}
+
+/** true when this process has libcuda (the host's CUDA driver) mapped: TensorFlow found and opened it. */
+function cudaDriverMapped(): boolean {
+  try {
+    return /\/libcuda\.so/.test(fs.readFileSync('/proc/self/maps', 'utf8'));
+  } catch {
+    return false;
+  }
 }
