@@ -36,8 +36,9 @@ const backendOption = () => new Option('--backend <name>', 'tfjs backend of the 
  */
 function useBackend(name: string | undefined): void {
   if (name !== undefined) process.env.STARPO_BACKEND = name;
-  const { requireInstalled } = require('../model/native_build') as typeof import('../model/native_build');
-  if (requestedBackend(process.env) === 'tensorflow') requireInstalled();
+  const { requireInstalled, variantOf } = require('../model/native_build') as typeof import('../model/native_build');
+  const want = requestedBackend(process.env);
+  if (want === 'tensorflow' || want === 'tensorflow-gpu') requireInstalled(variantOf(want));
 }
 
 /** One rollout worker per core (rollout shards are independent, CPU-bound processes). */
