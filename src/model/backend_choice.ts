@@ -2,16 +2,55 @@
  * Backend names and which one a process asks for (DESIGN.md, "Workers and compute"). No tfjs import, so the
  * CLI can validate `--backend` and report choices without loading a backend.
  */
+import * as fs from 'node:fs';
+import { inspectNativeBuild, NATIVE_CPU, NATIVE_GPU } from './native_build';
 
 /** Canonical backend names accepted by initBackend, STARPO_BACKEND and `--backend`. */
 export const BACKEND_NAMES = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
 
 /**
- * The backend a process uses when nothing is requested. wasm stays the default on every host until
- * throughput measurements pick native per role: a native build in the cache is used only when asked for.
+ * The backend of a process that has no role and asks for nothing (tests, benches, `starpo eval`'s helpers):
+ * wasm, which needs nothing installed.
  */
 export const DEFAULT_BACKEND: BackendName = 'wasm';
+
+/** The roles that compute tensors (the control role runs workflows only). */
+export type ComputeRole = 'rollout' | 'update';
+
+/** What a host offers the default choice: the native builds in the cache, and whether an NVIDIA driver is loaded. */
+export interface HostBackends {
+  tensorflow: boolean;
+  tensorflowGpu: boolean;
+  nvidiaDriver: boolean;
+}
+
+/**
+ * The backend a worker role uses when neither STARPO_BACKEND nor `--backend` names one: the GPU build when it
+ * is installed and a driver is loaded; else a native build, on CPU, for the roles where native TensorFlow
+ * is faster than wasm (bench/backend_throughput.ts, docs/backends.md); else wasm.
+ */
+export function defaultBackend(role: ComputeRole, host: HostBackends): BackendName {
+  if (host.tensorflowGpu && host.nvidiaDriver) return 'tensorflow-gpu';
+  if (!NATIVE_ON_CPU[role]) return 'wasm';
+  if (host.tensorflow) return 'tensorflow';
+  return host.tensorflowGpu ? 'tensorflow-gpu' : 'wasm';
+}
+
+/**
+ * This host's offer, read without loading anything: the builds in the cache (checked by size, as
+ * inspectNativeBuild does) and the NVIDIA kernel driver's proc file.
+ */
+export function hostBackends(): HostBackends {
+  return {
+    tensorflow: inspectNativeBuild(NATIVE_CPU).state === 'installed',
+    tensorflowGpu: inspectNativeBuild(NATIVE_GPU).state === 'installed',
+    nvidiaDriver: fs.existsSync('/proc/driver/nvidia/version'),
+  };
+}
+
+/** Per role: whether a native build computing on CPU beats wasm (bench/backend_throughput.ts). */
+const NATIVE_ON_CPU: Record<ComputeRole, boolean> = { rollout: true, update: true };
 
 /** A backend name that is not one of BACKEND_NAMES (the CLI exits 2). */
 export class UnknownBackendError extends Error {

@@ -18,7 +18,8 @@ import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { ObjectStore } from '../storage/object_store';
 import { TASK_QUEUES } from '../workflows/api';
-import { initBackend } from '../model/backend';
+import { backendInfo, initBackend } from '../model/backend';
+import { defaultBackend, hostBackends } from '../model/backend_choice';
 import type { Role } from './roles';
 import { startWatchdog } from './watchdog';
 import { WATCHDOG_DEFAULT_SECONDS } from '../config/schema';
@@ -63,8 +64,10 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
   const shutdownGraceTime = SHUTDOWN_GRACE;
   const maxHeartbeatThrottleInterval = HEARTBEAT_THROTTLE;
   if (wants('rollout') || wants('update')) {
-    const backend = await initBackend();
-    log(`tfjs backend: ${backend}`);
+    // A process serving both roles computes the update's way: the update is the heavier of the two.
+    await initBackend(defaultBackend(role === 'rollout' ? 'rollout' : 'update', hostBackends()));
+    const { backend, device } = backendInfo();
+    log(`tfjs backend: ${backend} (${device})`);
     const store = new ObjectStore(endpoints.s3);
     await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
     const activities = createActivities(store);

@@ -15,7 +15,9 @@ import { loadCheckpoint } from '../../src/activities/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
 import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/workflows/api';
 import type { StarpoRunResult } from '../../src/workflows';
-import type { StarpoRunInput } from '../../src/activities/types';
+import type { StarpoRunInput, StepCompute } from '../../src/activities/types';
+import type { StepMetrics } from '../../src/report/run_data';
+import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 
 const stack = useTrainingStack();
 
@@ -50,11 +52,15 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   // 16 train envs, 8 per worker = 2 rollout activities per step; validation (8 envs, 1 shard) at steps 0 and 2
   assert.equal(count('rollout'), 2 * 2 + 2);
 
+  // each role computes on its default for this host (or STARPO_BACKEND), and every step records it
+  const expected = (role: 'rollout' | 'update') => ({ backend: String(requestedBackend(process.env, defaultBackend(role, hostBackends()))), device: 'CPU' });
+  const compute: StepCompute = { rollout: [expected('rollout')], update: expected('update') };
   for (const step of [0, 1]) {
     for (const shard of [0, 1]) assert.ok(await stack.store.exists(rolloutKey(input.runId, step, 'train', shard)), `step ${step} shard ${shard}`);
-    const m = (await stack.store.getJson(metricsKey(input.runId, step))) as { metrics: Record<string, number> };
+    const m = (await stack.store.getJson(metricsKey(input.runId, step))) as StepMetrics;
     assert.ok(Number.isFinite(m.metrics['actor/pg_loss']), 'pg_loss recorded');
     assert.ok(m.metrics['env/FrozenLake/success'] >= 0 && m.metrics['env/FrozenLake/success'] <= 1);
+    assert.deepEqual(m.compute, compute, `step ${step}: where the rollouts and the update computed`);
   }
   assert.ok(result.lastValidation && result.lastValidation.step === 2);
   assert.ok('val/env/FrozenLake/success' in result.lastValidation.metrics);
@@ -69,6 +75,8 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   const progress = await handle.query(progressQuery);
   assert.equal(progress.phase, 'done');
   assert.equal(progress.step, 2);
+  assert.deepEqual(progress.compute, compute);
+  assert.deepEqual(loaded.state.compute, compute.update, 'the checkpoint says where its update computed');
 
   // the run id is taken: `starpo train --run-id` refuses it instead of overwriting the run's objects
   await assert.rejects(refuseExistingRun(stack.client, stack.store, input.runId), (err: Error) => err.name === 'ConfigError' && /already exists; continue it with `starpo resume/.test(err.message));
