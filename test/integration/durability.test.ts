@@ -21,8 +21,8 @@ import { CHECKPOINT_CORRUPT_ERROR } from '../../src/activities/types';
 
 const stack = useTrainingStack();
 const STEPS = 3;
-/** The undisturbed run: its final checkpoint's fingerprint and the seconds its steps took. */
-let reference: { fingerprint: Awaited<ReturnType<typeof checkpointFingerprint>>; stepSeconds: number };
+/** The undisturbed run: its final checkpoint's fingerprint, its metrics and the seconds its steps took. */
+let reference: { fingerprint: Awaited<ReturnType<typeof checkpointFingerprint>>; metrics: Array<Record<string, number>>; stepSeconds: number };
 
 /** Starts a 3-step run (shortRunInput) and returns its id. */
 async function startRun(name: string): Promise<string> {
@@ -48,6 +48,19 @@ async function flipByte(key: string): Promise<void> {
   await stack.store.put(key, bytes);
 }
 
+/**
+ * Every step's metrics but wall times (time/*) and the warm-up's facts (warmup/*: the first run trains it,
+ * later ones reuse it): what must repeat exactly for the same config, seed and backend.
+ */
+async function repeatableMetrics(runId: string): Promise<Array<Record<string, number>>> {
+  const out: Array<Record<string, number>> = [];
+  for (let step = 0; step < STEPS; step++) {
+    const { metrics } = (await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> };
+    out.push(Object.fromEntries(Object.entries(metrics).filter(([k]) => !k.startsWith('time/') && !k.startsWith('warmup/'))));
+  }
+  return out;
+}
+
 const fingerprintOf = async (runId: string) => {
   const result: StarpoRunResult = await stack.client.workflow.getHandle(runId).result();
   assert.equal(result.steps, STEPS);
@@ -59,7 +72,7 @@ test('the reference: an undisturbed run', async () => {
   const fingerprint = await fingerprintOf(runId);
   let stepSeconds = 0;
   for (let step = 0; step < STEPS; step++) stepSeconds += ((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics['time/step'];
-  reference = { fingerprint, stepSeconds };
+  reference = { fingerprint, metrics: await repeatableMetrics(runId), stepSeconds };
   const warmup = await readCompleteBefore(stack.store, runId, 1); // the step-0 checkpoint (initial.json)
   assert.equal(warmup?.step, 0);
   assert.notEqual(sha256Hex(warmup.files['model.safetensors'] as Uint8Array), fingerprint.model, 'the updates moved the weights');
@@ -71,6 +84,7 @@ test('SIGKILL of the rollout, update and control workers and of the Temporal and
   const { result, kills } = await runWithFaults<StarpoRunResult>(stack.client, await startRun('faults'), crashable, plan);
   assert.deepEqual(kills.map((k) => k.target).sort(), [...FAULT_TARGETS].sort(), 'every target was killed while the run was open');
   assert.deepEqual(await checkpointFingerprint(stack.store, result.finalCheckpoint), reference.fingerprint);
+  assert.deepEqual(await repeatableMetrics(result.runId), reference.metrics, 'the same metrics, step by step');
 });
 
 test('SIGTERM to the update worker mid-update: the update finishes within the grace time, the worker exits, a new one carries on', async () => {
@@ -92,6 +106,7 @@ test('SIGTERM to the update worker mid-update: the update finishes within the gr
   assert.ok(completed, 'the update running at SIGTERM completed before the worker exited');
   entry.child = spawnWorker('update', stack.servers.endpoints, stack.logDir, '-after-sigterm');
   assert.deepEqual(await fingerprintOf(runId), reference.fingerprint);
+  assert.deepEqual(await repeatableMetrics(runId), reference.metrics, 'the same metrics, step by step');
 });
 
 test('a run terminated mid-way whose latest checkpoint is corrupted: `starpo resume` falls back to the previous one and ends with the reference weights', async () => {
