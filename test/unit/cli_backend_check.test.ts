@@ -1,0 +1,74 @@
+/**
+ * `starpo backend check` through `node bin/starpo.js` as users run it, at a 1-layer shape with a small
+ * vocabulary: on wasm, and on each native build that is installed (skipped, saying why, when it is not), it
+ * names the backend and its device, counts the tokens it was asked for with positive rates, reports a peak RSS
+ * and exits 0. Bad sizes exit 2 before any backend loads, naming the option, the value and what is allowed.
+ * No timings are asserted.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { formatBackendCheck, type CheckResult } from '../../src/cli/backend_check';
+import { NATIVE_VARIANTS, inspectNativeBuild, installCommand, nativeBuildDir } from '../../src/model/native_build';
+
+const SMALL = ['--layers', '1', '--vocab', '500', '--batch', '2', '--micro-batch', '1', '--length', '12', '--rows', '2', '--prompt', '6', '--new-tokens', '3', '--rounds', '2'];
+
+/** `starpo backend check <args>`: exit code, stdout, stderr. */
+function check(args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const env = { ...process.env };
+  delete env.STARPO_BACKEND; // each run names its backend
+  const res = spawnSync(process.execPath, ['bin/starpo.js', 'backend', 'check', ...args], { env, encoding: 'utf8', timeout: 300_000 });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** Runs the small check on `backend` and checks what it reports. */
+function checksOn(backend: string): void {
+  const res = check(['--backend', backend, ...SMALL, '--json']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = JSON.parse(res.stdout) as CheckResult;
+  assert.equal(r.backend, backend);
+  assert.equal(r.device, 'CPU'); // no GPU on the test hosts
+  assert.deepEqual([r.model.layers, r.model.vocab], [1, 500]);
+  assert.equal(r.update.rounds.length, 2);
+  assert.equal(r.generation.rounds.length, 2);
+  for (const t of r.update.rounds) {
+    assert.equal(t.tokens, 2 * 12); // every token of batch x length
+    assert.ok(t.seconds > 0 && t.tokensPerSecond > 0, JSON.stringify(t));
+  }
+  for (const t of r.generation.rounds) {
+    assert.equal(t.tokens, 2 * 3); // rows x new tokens: no stop ids, every row decodes its budget
+    assert.ok(t.seconds > 0 && t.tokensPerSecond > 0, JSON.stringify(t));
+  }
+  assert.ok(r.peakRssBytes > 0);
+  const lines = formatBackendCheck(r);
+  assert.equal(lines[0], `backend ${backend}, device CPU`);
+  assert.match(lines.join('\n'), /update: 2 trajectories x 12 tokens, micro-batches of 1/);
+  assert.match(lines.join('\n'), /rollout batch: 2 rows, 6-token prompts, 3 new tokens each/);
+}
+
+test('backend check on wasm: the device, the requested tokens at positive rates, peak RSS, exit 0', () => {
+  checksOn('wasm');
+});
+
+for (const v of NATIVE_VARIANTS) {
+  const skip = inspectNativeBuild(v).state === 'installed' ? false : `no ${v.variant.toUpperCase()} build in ${nativeBuildDir(v)}; run ${installCommand(v)}`;
+  test(`backend check on the native ${v.backend} backend`, { skip }, () => {
+    checksOn(v.backend);
+  });
+}
+
+test('backend check: bad sizes exit 2 naming the option, the value and what is allowed, before any backend loads', () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['--layers', '0'], /--layers <n>.*'0' is invalid.*not an integer >= 1/],
+    [['--length', '1'], /--length <n>.*'1' is invalid.*not an integer >= 2/],
+    [['--rows', 'many'], /--rows <n>.*'many' is invalid.*not an integer >= 1/],
+    [['--backend', 'tpu'], /--backend <name>.*'tpu' is invalid.*tensorflow-gpu, tensorflow, wasm, cpu/],
+    [['--batch', '4', '--micro-batch', '3'], /--micro-batch 3 does not divide --batch 4; allowed: a divisor of the batch/],
+  ];
+  for (const [args, message] of cases) {
+    const res = check(['--backend', 'wasm', ...SMALL, ...args]); // the last value of an option wins
+    assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
+    assert.match(res.stderr, message);
+    assert.doesNotMatch(res.stderr, /\[backend\] backend/, 'refused before a backend loaded');
+  }
+});
