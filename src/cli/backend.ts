@@ -58,7 +58,7 @@ function registerCheckCommand(backend: Command, log: (line: string) => void): vo
   backend
     .command('check')
     .description('the device TensorFlow computes on, and tokens/s of one update and one rollout batch of a Qwen2.5-0.5B-shaped model (random init) on the backend a worker would use')
-    .addOption(new Option('--backend <name>', 'backend to check (default: what a worker uses; STARPO_BACKEND)').choices([...BACKEND_NAMES]))
+    .addOption(new Option('--backend <name>', 'backend to check (default: STARPO_BACKEND, else what an update worker uses)').choices([...BACKEND_NAMES]))
     .option('--layers <n>', 'decoder layers (Qwen2.5-0.5B has 24)', intAtLeast(1), d.layers)
     .option('--vocab <n>', "vocabulary size (Qwen2.5's is 151,936; a smaller one fits wasm's 4 GB at a few layers)", intAtLeast(2), d.vocab)
     .option('--batch <n>', 'trajectories in the update', intAtLeast(1), d.batch)

@@ -9,6 +9,7 @@ import { loadConfigFile } from '../config/load';
 import { BadInputError } from './exit_codes';
 import type { GeneratingArgs } from '../config/schema';
 import { backendInfo, initBackend } from '../model/backend';
+import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { countParams } from '../model/config';
 import { Qwen2 } from '../model/qwen2';
 import { generatingArgsOf } from '../rollout/plan';
@@ -50,14 +51,14 @@ export interface CheckResult {
 }
 
 /**
- * Initializes the backend a worker would use (STARPO_BACKEND, which `--backend` sets, else the default),
- * then times `rounds` rollout generation batches and `rounds` updates.
+ * Initializes the backend a worker would use (STARPO_BACKEND, which `--backend` sets, else the update role's
+ * default, as a worker serving both roles picks), then times `rounds` rollout generation batches and `rounds` updates.
  * @throws NativeBackendError when the requested native build is missing; Error saying how to shrink the
  *   model when the wasm backend runs out of memory
  */
 export async function backendCheck(o: CheckOptions, log: (line: string) => void): Promise<CheckResult> {
   checkSizes(o);
-  await initBackend();
+  await initBackend(defaultBackend('update', hostBackends()));
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
   const { config } = loadConfigFile(o.config, batchOverrides(o));
