@@ -6,7 +6,6 @@
  * includes one-off costs (kernel set-up, first allocations), later ones show the steady rate.
  */
 import { loadConfigFile } from '../config/load';
-import { BadInputError } from './exit_codes';
 import type { GeneratingArgs } from '../config/schema';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
@@ -18,6 +17,7 @@ import {
   batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomTrajectories, timeGeneration, timeUpdate,
   type Timed,
 } from '../algo/throughput';
+import { BadInputError } from './exit_codes';
 
 /** The sizes `backend check` runs at. */
 export interface CheckOptions {
@@ -58,10 +58,10 @@ export interface CheckResult {
  */
 export async function backendCheck(o: CheckOptions, log: (line: string) => void): Promise<CheckResult> {
   checkSizes(o);
+  const { config } = loadConfigFile(o.config, batchOverrides(o));
   await initBackend(defaultBackend('update', hostBackends()));
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
-  const { config } = loadConfigFile(o.config, batchOverrides(o));
   const shape = qwen25HalfBShape(o.layers, o.vocab);
   const rng = new Rng(1, 'backend check');
   const trajectories = randomTrajectories({ count: o.batch, length: o.length, vocab: shape.vocab_size, groupSize: groupSizeFor(o.batch), seed: 1 });
@@ -73,14 +73,9 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
     peakRssBytes: 0,
   };
   let doing = 'random init';
-  const model = (() => {
-    try {
-      return Qwen2.random(shape, 1);
-    } catch (err) {
-      throw outOfMemory(err, doing, o);
-    }
-  })();
+  let model: Qwen2 | undefined;
   try {
+    model = Qwen2.random(shape, 1);
     for (let r = 1; r <= o.rounds; r++) {
       doing = 'rollout generation batch';
       log(`generation round ${r}/${o.rounds}: ${o.rows} rows x ${o.newTokens} new tokens`);
@@ -94,7 +89,7 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
   } catch (err) {
     throw outOfMemory(err, doing, o);
   } finally {
-    model.dispose();
+    model?.dispose();
   }
   result.peakRssBytes = peakRssBytes();
   return result;
