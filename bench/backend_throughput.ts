@@ -40,9 +40,8 @@ import { Qwen2 } from '../src/model/qwen2';
 import { charTokenizer } from '../src/model/tokenizer';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import type { Trajectory } from '../src/rollout/types';
-import { Rng } from '../src/util/rng';
 import {
-  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomTrajectories, timeGeneration, timeUpdate,
+  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
 } from '../src/algo/throughput';
 import { decodeFlops, modelFlops } from './flops';
 
@@ -90,11 +89,10 @@ async function workload(spec: CellSpec): Promise<Workload> {
   const s = spec.slice;
   const { config } = loadConfigFile(QUICKSTART, batchOverrides(s));
   const cfg = qwen25HalfBShape(2);
-  const rng = new Rng(1, 'bench', 'contexts');
   return {
     cfg, model: Qwen2.random(cfg, 1), config, padId: 0,
     trajectories: randomTrajectories({ count: s.batch, length: s.length, vocab: cfg.vocab_size, groupSize: groupSizeFor(s.batch), seed: 1 }),
-    contexts: Array.from({ length: s.rows }, () => Array.from({ length: s.prompt }, () => 1 + rng.int(cfg.vocab_size - 1))),
+    contexts: randomContexts({ rows: s.rows, prompt: s.prompt, vocab: cfg.vocab_size, seed: 1 }),
     newTokens: s.newTokens, microBatch: s.microBatch,
   };
 }

@@ -61,6 +61,12 @@ export function randomTrajectories(opts: { count: number; length: number; vocab:
   });
 }
 
+/** `rows` generation contexts of `prompt` random token ids (ids 1..vocab-1). */
+export function randomContexts(opts: { rows: number; prompt: number; vocab: number; seed: number }): number[][] {
+  const rng = new Rng(opts.seed, 'throughput', 'contexts');
+  return Array.from({ length: opts.rows }, () => Array.from({ length: opts.prompt }, () => 1 + rng.int(opts.vocab - 1)));
+}
+
 /** Env groups of up to 8 trajectories (the quickstart's group_size): the largest divisor of `batch` <= 8. */
 export function groupSizeFor(batch: number): number {
   let g = Math.min(8, batch);

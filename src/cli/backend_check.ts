@@ -12,9 +12,8 @@ import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { countParams } from '../model/config';
 import { Qwen2 } from '../model/qwen2';
 import { generatingArgsOf } from '../rollout/plan';
-import { Rng } from '../util/rng';
 import {
-  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomTrajectories, timeGeneration, timeUpdate,
+  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
   type Timed,
 } from '../algo/throughput';
 import { BadInputError } from './exit_codes';
@@ -63,9 +62,8 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
   const shape = qwen25HalfBShape(o.layers, o.vocab);
-  const rng = new Rng(1, 'backend check');
   const trajectories = randomTrajectories({ count: o.batch, length: o.length, vocab: shape.vocab_size, groupSize: groupSizeFor(o.batch), seed: 1 });
-  const contexts = Array.from({ length: o.rows }, () => Array.from({ length: o.prompt }, () => 1 + rng.int(shape.vocab_size - 1)));
+  const contexts = randomContexts({ rows: o.rows, prompt: o.prompt, vocab: shape.vocab_size, seed: 1 });
   const result: CheckResult = {
     backend, device, model: { shape: 'Qwen2.5-0.5B', layers: o.layers, vocab: o.vocab, params: countParams(shape) }, config: o.config,
     update: { batch: o.batch, length: o.length, microBatch: o.microBatch, advEstimator: config.adv_estimator, rounds: [] },
