@@ -41,7 +41,7 @@ import { charTokenizer } from '../src/model/tokenizer';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import type { Trajectory } from '../src/rollout/types';
 import {
-  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
+  type UpdateParts, batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
 } from '../src/algo/throughput';
 import { decodeFlops, modelFlops } from './flops';
 
@@ -62,8 +62,8 @@ interface CellResult extends Omit<CellSpec, 'slice'> {
   modelGflops?: number;
   gemm?: { gflops: number; shapes: GemmShape[] };
   gemmRatio?: number;
-  /** Update cells: seconds of the warm round's parts (ppoUpdate's time/update/* metrics). */
-  parts?: Record<string, number>;
+  /** Update cells: seconds of the warm round's parts. */
+  parts?: UpdateParts;
   peakRssBytes?: number;
   load?: [number, number];
 }
@@ -175,18 +175,16 @@ async function runCell(spec: CellSpec): Promise<CellResult> {
   await initBackend(spec.backend);
   const seconds: number[] = [];
   let tokens = 0;
-  let parts: Record<string, number> | undefined;
+  let parts: UpdateParts | undefined;
   let w: Workload;
   try {
     w = await workload(spec);
     for (let r = 0; r < spec.rounds; r++) {
       const t = spec.job === 'update'
         ? await timeUpdate({ model: w.model, config: w.config, trajectories: w.trajectories, padId: w.padId })
-        : { ...timeGeneration({ model: w.model, config: w.config, contexts: w.contexts, newTokens: w.newTokens, seed: 1 }), metrics: undefined };
+        : { ...timeGeneration({ model: w.model, config: w.config, contexts: w.contexts, newTokens: w.newTokens, seed: 1 }), parts: undefined };
       // The parts of the round the rates come from: the fastest after the first (the only one with --rounds 1).
-      if (t.metrics && (r === 0 || t.seconds < Math.min(...seconds.slice(1)))) {
-        parts = Object.fromEntries(Object.entries(t.metrics).filter(([k]) => k.startsWith('time/update/')));
-      }
+      if (t.parts && (r === 0 || t.seconds < Math.min(...seconds.slice(1)))) parts = t.parts;
       seconds.push(t.seconds);
       tokens = t.tokens;
     }

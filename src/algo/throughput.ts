@@ -98,13 +98,17 @@ export interface Timed {
 
 const timed = (seconds: number, tokens: number): Timed => ({ seconds, tokens, tokensPerSecond: tokens / seconds });
 
+/** The parts of an update's time: the no-gradient pass, then forward, backward and clipping + AdamW of the optimizer steps. */
+const UPDATE_PARTS = ['prepass', 'forward', 'backward', 'optimizer'] as const;
+export type UpdateParts = Record<(typeof UPDATE_PARTS)[number], number>;
+
 /**
  * Runs one update (pipeline step 0) on `model` in place and times it: optimizers as the update activity
  * makes them (AdamW with the training_args' betas and weight decay) at the constant learning_rate, a critic
  * from the policy when adv_estimator is gae, the model itself as the frozen reference when a KL term needs one.
- * @returns the time and the tokens of all trajectories, with the update's metrics
+ * @returns the time and the tokens of all trajectories, and the seconds of its parts (ppoUpdate's time/update/* metrics)
  */
-export async function timeUpdate(opts: { model: Qwen2; config: RunConfig; trajectories: Trajectory[]; padId: number }): Promise<Timed & { metrics: Record<string, number> }> {
+export async function timeUpdate(opts: { model: Qwen2; config: RunConfig; trajectories: Trajectory[]; padId: number }): Promise<Timed & { parts: UpdateParts }> {
   const { config, model } = opts;
   const adamW = (a: RunConfig['critic']['training_args']) => new AdamW({ betas: [a.adam_beta1, a.adam_beta2], eps: 1e-8, weightDecay: a.weight_decay });
   const critic = config.adv_estimator === 'gae' ? ValueModel.fromPolicy(model) : null;
@@ -118,7 +122,8 @@ export async function timeUpdate(opts: { model: Qwen2; config: RunConfig; trajec
       klController: klControllerFromConfig(config), trajectories: opts.trajectories, config, step: 0, padId: opts.padId,
     });
     const seconds = (performance.now() - started) / 1000;
-    return { ...timed(seconds, opts.trajectories.reduce((s, t) => s + t.inputIds.length, 0)), metrics };
+    const parts = Object.fromEntries(UPDATE_PARTS.map((p) => [p, metrics[`time/update/${p}`]])) as UpdateParts;
+    return { ...timed(seconds, opts.trajectories.reduce((s, t) => s + t.inputIds.length, 0)), parts };
   } finally {
     critic?.dispose();
   }

@@ -14,7 +14,7 @@ import { Qwen2 } from '../model/qwen2';
 import { generatingArgsOf } from '../rollout/plan';
 import {
   batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
-  type Timed,
+  type Timed, type UpdateParts,
 } from '../algo/throughput';
 import { BadInputError } from './exit_codes';
 
@@ -44,7 +44,7 @@ export interface CheckResult {
   device: string;
   model: { shape: string; layers: number; vocab: number; params: number };
   config: string;
-  update: { batch: number; length: number; microBatch: number; advEstimator: string; rounds: Timed[] };
+  update: { batch: number; length: number; microBatch: number; advEstimator: string; rounds: Array<Timed & { parts: UpdateParts }> };
   generation: { rows: number; prompt: number; newTokens: number; sampling: GeneratingArgs; rounds: Timed[] };
   peakRssBytes: number;
 }
@@ -118,7 +118,8 @@ function outOfMemory(err: unknown, doing: string, o: CheckOptions): unknown {
 /** Readable lines for a check result. */
 export function formatBackendCheck(r: CheckResult): string[] {
   const rate = (t: Timed) => `${t.seconds.toFixed(2)} s, ${t.tokens} tokens, ${t.tokensPerSecond.toFixed(1)} tokens/s`;
-  const rounds = (ts: Timed[]) => ts.map((t, i) => `  round ${i + 1}${i === 0 ? ' (first)' : ''}: ${rate(t)}`);
+  const parts = (t: Timed & { parts?: UpdateParts }) => (t.parts ? ` (${Object.entries(t.parts).map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')})` : '');
+  const rounds = (ts: Array<Timed & { parts?: UpdateParts }>) => ts.map((t, i) => `  round ${i + 1}${i === 0 ? ' (first)' : ''}: ${rate(t)}${parts(t)}`);
   const u = r.update;
   const g = r.generation;
   return [
