@@ -12,6 +12,7 @@ import { generatingArgsSchema } from '../config/schema_blocks';
 import type { GeneratingArgs } from '../config/schema';
 import type { ChatMessage } from '../model/chat_template';
 import { initBackend } from '../model/backend';
+import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { activeSlidingWindow, TINY_PRESET, tinyPreset } from '../model/config';
 import { generate } from '../model/generate';
 import { pretrainedProblems } from '../model/pretrained';
@@ -93,6 +94,11 @@ export function generatingArgs(base: GeneratingArgs | undefined, flags: Generati
   throw new BadInputError(parsed.error.issues.map((i) => `--${String(i.path[0]).replace(/_/g, '-')}: ${i.message}`).join('; '));
 }
 
+/** The backend a rollout worker on this host would generate with (STARPO_BACKEND wins). */
+function initGenerationBackend(): Promise<string> {
+  return initBackend(defaultBackend('rollout', hostBackends()));
+}
+
 /**
  * Loads `--model DIR|tiny` or `--run <id> [--step N]` (the tfjs backend initialised first). A folder
  * is checked as `config check` checks `pretrain` before any model is built; `tiny` is the preset's
@@ -110,12 +116,12 @@ export async function loadModel(
     if (problems.length > 0) throw new BadInputError(`--model ${opts.model}: not a model starpo can load\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   if (opts.model === TINY_PRESET) {
-    await initBackend();
+    await initGenerationBackend();
     const tokenizer = charTokenizer();
     return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(opts.seed, 'init')), tokenizer, source: `tiny (seed ${opts.seed})` };
   }
   if (opts.model !== undefined) {
-    await initBackend();
+    await initGenerationBackend();
     return { ...modelFromFolder(opts.model), source: opts.model };
   }
   const s = await store();
@@ -123,7 +129,7 @@ export async function loadModel(
   const spec = await loadRunSpec(s, runId);
   const checkpoint = await pickCheckpoint(s, runId, opts.step, log);
   const { files } = checkpoint;
-  await initBackend();
+  await initGenerationBackend();
   return {
     model: modelFromSafetensors(configFromJSONBytes(files['config.json'] as Uint8Array), files['model.safetensors'] as Uint8Array),
     tokenizer: tokenizerFromFiles(files, (name) => `${checkpoint.ref.key}: ${name}`),

@@ -8,6 +8,8 @@ import { initBackend } from '../../src/model/backend';
 import { requestedBackend } from '../../src/model/backend_choice';
 
 const requested = requestedBackend(process.env) ?? 'wasm';
+/** The canonical backend name of this test process (e.g. 'tensorflow-gpu'), for the STARPO_BACKEND of children it starts. */
+export const TEST_BACKEND_NAME: string = requested;
 /** The tfjs backend name this process is meant to compute on ('wasm', or 'tensorflow' for both native ones). */
 export const TEST_BACKEND: string = requested === 'tensorflow-gpu' ? 'tensorflow' : requested;
 

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../src/model/backend';
+import { initTestBackend, TEST_BACKEND_NAME } from '../helpers/backend';
 import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { tinyPreset } from '../../src/model/config';
 import { pretrainedProblems } from '../../src/model/pretrained';
@@ -25,10 +25,17 @@ import type { GenerateOutput } from '../../src/cli/generate';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { writeTinyExport } from '../helpers/tiny_export';
 
-/** `starpo generate <args>`: exit code, stdout, stderr. */
+/**
+ * TensorFlow's own start-up notices (the oneDNN and CPU-feature lines the native library prints when it
+ * loads, before any log level applies), which are not starpo's output.
+ */
+const TF_STARTUP_LINE = /^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|[IWE]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)\n/gm;
+
+/** `starpo generate <args>` on this process's backend: exit code, stdout, stderr (TensorFlow's start-up notices left out). */
 function generate(args: string[], input?: string): { code: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(process.execPath, ['bin/starpo.js', 'generate', ...args], { encoding: 'utf8', timeout: 120_000, input });
-  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+  const env = { ...process.env, STARPO_BACKEND: TEST_BACKEND_NAME };
+  const res = spawnSync(process.execPath, ['bin/starpo.js', 'generate', ...args], { encoding: 'utf8', timeout: 120_000, input, env });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr.replace(TF_STARTUP_LINE, '') };
 }
 
 function generateJSON(args: string[], input?: string): GenerateOutput {
@@ -73,7 +80,7 @@ function checkGreedy(out: GenerateOutput, model: Qwen2, tokenizer: ChatTokenizer
 }
 
 test('tiny preset: the greedy reply is the model\'s argmax path, --json fields agree, --score gives the same log-probs', async () => {
-  await initBackend();
+  await initTestBackend();
   const tokenizer = charTokenizer();
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(7, 'init'));
   try {
@@ -117,7 +124,7 @@ test('sampling follows --seed: the same seed gives the same reply, the run\'s ge
 });
 
 test('an HF folder made by transformers (the real Qwen2.5 tokenizer): greedy reply and log-probs from the model, prompt from its own chat template', async () => {
-  await initBackend();
+  await initTestBackend();
   const dir = materializeHfVariant('tied_gqa');
   const { model, tokenizer } = modelFromFolder(dir);
   try {
