@@ -3,7 +3,7 @@
  * and which backend each worker role uses. A native build is loaded in a child process (the smoke test), never here.
  */
 import { folderBytes, mb } from '../../infra/install_progress';
-import { DEFAULT_BACKEND, requestedBackend, type BackendName } from '../model/backend_choice';
+import { defaultBackend, hostBackends, requestedBackend, type BackendName, type ComputeRole } from '../model/backend_choice';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, type NativeBuildState, type NativeVariant } from '../model/native_build';
 import { smokeTest } from './backend_install';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
@@ -44,18 +44,18 @@ export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promi
     native[v.variant] = inspected.state === 'installed' ? { ...inspected, bytes: folderBytes(inspected.dir) } : inspected;
     rows.push({ name: v.backend, ...(await nativeRow(v, inspected)) });
   }
-  const want = requestedBackend(env) ?? DEFAULT_BACKEND;
-  const tensorWork = `${want}${env.STARPO_BACKEND ? ' (STARPO_BACKEND)' : ' (default)'}`;
+  const offer = hostBackends();
+  const uses = (role: ComputeRole) => (env.STARPO_BACKEND ? `${requestedBackend(env)} (STARPO_BACKEND)` : `${defaultBackend(role, offer)} (this host's default)`);
   return {
     host: { platform: host.platform, arch: host.arch, glibc: host.glibc, node: process.version },
     backends: [
-      { name: 'wasm', usable: true, note: DEFAULT_BACKEND === 'wasm' ? 'the default' : '' },
+      { name: 'wasm', usable: true, note: 'needs nothing installed; the default without a native build' },
       { name: 'cpu', usable: true, note: 'pure JS, slow; the fallback when wasm cannot start' },
       ...rows,
     ],
     native,
     missing: missingPrerequisites(host),
-    roles: { control: 'none (workflows only, no tensor work)', rollout: tensorWork, update: tensorWork },
+    roles: { control: 'none (workflows only, no tensor work)', rollout: uses('rollout'), update: uses('update') },
   };
 }
 
