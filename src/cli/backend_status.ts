@@ -3,7 +3,7 @@
  * and which backend each worker role uses. A native build is loaded in a child process (the smoke test), never here.
  */
 import { folderBytes, mb } from '../../infra/install_progress';
-import { defaultBackend, hostBackends, requestedBackend, type BackendName, type ComputeRole } from '../model/backend_choice';
+import { defaultBackend, hostBackends, requestedBackend, WASM_ROLLOUT_MAX_PARAMS, type BackendName, type ComputeRole } from '../model/backend_choice';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, type NativeBuildState, type NativeVariant } from '../model/native_build';
 import { smokeTest } from './backend_install';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
@@ -45,7 +45,13 @@ export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promi
     rows.push({ name: v.backend, ...(await nativeRow(v, inspected)) });
   }
   const offer = hostBackends();
-  const uses = (role: ComputeRole) => (env.STARPO_BACKEND ? `${requestedBackend(env)} (STARPO_BACKEND)` : `${defaultBackend(role, offer)} (this host's default)`);
+  const uses = (role: ComputeRole) => {
+    if (env.STARPO_BACKEND) return `${requestedBackend(env)} (STARPO_BACKEND)`;
+    const unknown = defaultBackend(role, offer);
+    const small = defaultBackend(role, offer, WASM_ROLLOUT_MAX_PARAMS);
+    const note = small === unknown ? '' : `; ${small} for models up to ${WASM_ROLLOUT_MAX_PARAMS.toLocaleString('en-US')} parameters when \`starpo train\` starts the workers`;
+    return `${unknown} (this host's default${note})`;
+  };
   return {
     host: { platform: host.platform, arch: host.arch, glibc: host.glibc, node: process.version },
     backends: [

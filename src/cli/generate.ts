@@ -13,9 +13,9 @@ import type { GeneratingArgs } from '../config/schema';
 import type { ChatMessage } from '../model/chat_template';
 import { initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
-import { activeSlidingWindow, TINY_PRESET, tinyPreset } from '../model/config';
+import { activeSlidingWindow, countParams, TINY_PRESET, tinyPreset, type Qwen2Config } from '../model/config';
 import { generate } from '../model/generate';
-import { pretrainedProblems } from '../model/pretrained';
+import { pretrainedProblems, readPretrainedConfig } from '../model/pretrained';
 import { Qwen2 } from '../model/qwen2';
 import { logSumExp } from '../model/sampling';
 import { charTokenizer, tokenizerFromFiles, type ChatTokenizer } from '../model/tokenizer';
@@ -94,9 +94,9 @@ export function generatingArgs(base: GeneratingArgs | undefined, flags: Generati
   throw new BadInputError(parsed.error.issues.map((i) => `--${String(i.path[0]).replace(/_/g, '-')}: ${i.message}`).join('; '));
 }
 
-/** The backend a rollout worker on this host would generate with (STARPO_BACKEND wins). */
-function initGenerationBackend(): Promise<string> {
-  return initBackend(defaultBackend('rollout', hostBackends()));
+/** The backend a rollout worker of this host generates with for a model of `cfg` (STARPO_BACKEND wins). */
+function initGenerationBackend(cfg: Qwen2Config): Promise<string> {
+  return initBackend(defaultBackend('rollout', hostBackends(), countParams(cfg)));
 }
 
 /**
@@ -116,12 +116,13 @@ export async function loadModel(
     if (problems.length > 0) throw new BadInputError(`--model ${opts.model}: not a model starpo can load\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   if (opts.model === TINY_PRESET) {
-    await initGenerationBackend();
     const tokenizer = charTokenizer();
-    return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(opts.seed, 'init')), tokenizer, source: `tiny (seed ${opts.seed})` };
+    const cfg = tinyPreset(tokenizer.vocabSize);
+    await initGenerationBackend(cfg);
+    return { model: Qwen2.random(cfg, deriveSeed(opts.seed, 'init')), tokenizer, source: `tiny (seed ${opts.seed})` };
   }
   if (opts.model !== undefined) {
-    await initGenerationBackend();
+    await initGenerationBackend(readPretrainedConfig(opts.model));
     return { ...modelFromFolder(opts.model), source: opts.model };
   }
   const s = await store();
@@ -129,9 +130,10 @@ export async function loadModel(
   const spec = await loadRunSpec(s, runId);
   const checkpoint = await pickCheckpoint(s, runId, opts.step, log);
   const { files } = checkpoint;
-  await initGenerationBackend();
+  const cfg = configFromJSONBytes(files['config.json'] as Uint8Array);
+  await initGenerationBackend(cfg);
   return {
-    model: modelFromSafetensors(configFromJSONBytes(files['config.json'] as Uint8Array), files['model.safetensors'] as Uint8Array),
+    model: modelFromSafetensors(cfg, files['model.safetensors'] as Uint8Array),
     tokenizer: tokenizerFromFiles(files, (name) => `${checkpoint.ref.key}: ${name}`),
     source: `run ${runId} step ${checkpoint.step}`,
     generating: spec.config.actor_infer.generating_args,

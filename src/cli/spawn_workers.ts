@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { InfraEndpoints } from '../../infra/types';
 import { endpointsToEnv } from './endpoints';
 import type { Role } from '../workers/roles';
+import type { BackendName } from '../model/backend_choice';
 import { WATCHDOG_SIGNAL } from '../workers/watchdog';
 
 /** The path of the `starpo` bin script. */
@@ -21,11 +22,14 @@ export interface WorkerProcesses {
   stop(graceSeconds?: number): Promise<void>;
 }
 
-/** Starts one process for a role; stdout/stderr go to `<logDir>/<role><suffix>.log`. */
-export function spawnWorker(role: Role, endpoints: InfraEndpoints, logDir: string, suffix = ''): ChildProcess {
+/**
+ * Starts one process for a role; stdout/stderr go to `<logDir>/<role><suffix>.log`.
+ * @param backend its `--backend` (unset: the worker's own default, or the STARPO_BACKEND it inherits)
+ */
+export function spawnWorker(role: Role, endpoints: InfraEndpoints, logDir: string, suffix = '', backend?: BackendName): ChildProcess {
   mkdirSync(logDir, { recursive: true });
   const fd = openSync(join(logDir, `${role}${suffix}.log`), 'a');
-  const child = spawn(process.execPath, [STARPO_BIN, 'worker', '--role', role], {
+  const child = spawn(process.execPath, [STARPO_BIN, 'worker', '--role', role, ...(backend ? ['--backend', backend] : [])], {
     env: { ...process.env, ...endpointsToEnv(endpoints) },
     stdio: ['ignore', fd, fd],
   });
@@ -50,11 +54,12 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
  * Starts the given roles, each in its own process (a role listed twice gets two processes). A process that
  * the activity watchdog ended (signal WATCHDOG_SIGNAL, workers/watchdog.ts) is started again in its place,
  * logging to the same file, until `stop`.
+ * @param backends the `--backend` of each role's processes (a role left out uses the worker's default)
  */
-export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string): WorkerProcesses {
+export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string, backends: Partial<Record<Role, BackendName>> = {}): WorkerProcesses {
   let stopping = false;
   const start = (entry: { role: Role; child: ChildProcess }, suffix: string): void => {
-    entry.child = spawnWorker(entry.role, endpoints, logDir, suffix);
+    entry.child = spawnWorker(entry.role, endpoints, logDir, suffix, backends[entry.role]);
     entry.child.once('exit', (_code, signal) => {
       if (!stopping && signal === WATCHDOG_SIGNAL) start(entry, suffix);
     });

@@ -23,6 +23,10 @@ import { resolveEndpoints } from './endpoints';
 import { runDetails, runSummary } from './run_metadata';
 import { spawnWorkers, WorkerProcesses } from './spawn_workers';
 import type { Role } from '../workers/roles';
+import { defaultBackend, hostBackends, type BackendName, type HostBackends } from '../model/backend_choice';
+import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
+import { readPretrainedConfig } from '../model/pretrained';
+import { charTokenizer } from '../model/tokenizer';
 
 /** Options shared by train and resume. */
 export interface TrainOptions {
@@ -53,14 +57,32 @@ export function uiLink(e: InfraEndpoints, runId: string): string {
   return `${base}/namespaces/${e.temporalNamespace}/workflows/${encodeURIComponent(runId)}`;
 }
 
+/** Parameters of a run's policy: the tiny preset's, or those of the HF folder's config.json. */
+function policyParams(config: RunConfig): number {
+  return countParams(config.pretrain === TINY_PRESET ? tinyPreset(charTokenizer().vocabSize) : readPretrainedConfig(config.pretrain));
+}
+
+/**
+ * The backend of each compute role for a run of `config` on `host`, knowing its model's size
+ * (backend_choice.ts defaultBackend); none when STARPO_BACKEND (or `--backend`) names one for all, or
+ * when the config is not known (the workers pick their own).
+ */
+export function roleBackends(config: RunConfig | null, host: HostBackends = hostBackends(), env: NodeJS.ProcessEnv = process.env): Partial<Record<Role, BackendName>> {
+  if (env.STARPO_BACKEND || !config) return {};
+  const params = policyParams(config);
+  return { rollout: defaultBackend('rollout', host, params), update: defaultBackend('update', host, params) };
+}
+
 /** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
-async function follow(client: Client, e: InfraEndpoints, runId: string, opts: TrainOptions): Promise<void> {
+async function follow(client: Client, e: InfraEndpoints, runId: string, config: RunConfig | null, opts: TrainOptions): Promise<void> {
   let workers: WorkerProcesses | null = null;
   if (opts.workers) {
     const logDir = resolve('.starpo', 'logs', runId);
     const roles: Role[] = ['control', ...Array<Role>(opts.rolloutWorkers).fill('rollout'), 'update'];
-    workers = spawnWorkers(roles, e, logDir);
-    opts.log(`workers: ${roles.join(', ')} (logs in ${logDir})`);
+    const backends = roleBackends(config);
+    workers = spawnWorkers(roles, e, logDir, backends);
+    const on = Object.keys(backends).length > 0 ? `; rollout on ${backends.rollout}, update on ${backends.update}` : '';
+    opts.log(`workers: ${roles.join(', ')} (logs in ${logDir}${on})`);
   }
   const onSigint = () => {
     opts.log(`\nstopping local workers; run ${runId} stays durable in Temporal.`);
@@ -134,7 +156,7 @@ export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<
   await startWorkflow(client, input, 'REJECT_DUPLICATE');
   opts.log(`run id: ${input.runId}`);
   opts.log(`Temporal UI: ${uiLink(e, input.runId)}`);
-  await follow(client, e, input.runId, opts);
+  await follow(client, e, input.runId, input.config, opts);
 }
 
 /**
@@ -149,9 +171,11 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
   const client = await connectClient(e);
   const handle = client.workflow.getHandle(runId);
   const status = (await describeRun(handle, runId)).status.name;
+  const store = new ObjectStore(e.s3);
+  // A run that is still preparing may not have stored its run.json yet; its workers then pick their own backends.
+  const spec = (await store.exists(runKey(runId))) ? (await store.getJson(runKey(runId))) as { runId: string; configName: string; config: RunConfig } : null;
   if (status !== 'RUNNING') {
-    const store = new ObjectStore(e.s3);
-    const spec = (await store.getJson(runKey(runId))) as { runId: string; configName: string; config: RunConfig };
+    if (!spec) throw new Error(`run ${runId} has no run.json in the object store; start it again with starpo train`);
     if (status === 'COMPLETED') {
       const done: StarpoRunResult = await handle.result();
       if (!done.stoppedBy || done.steps >= spec.config.max_steps) throw new BadInputError(`run ${runId} already completed ${done.steps} steps; nothing to resume`);
@@ -167,5 +191,5 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
     opts.log(`run ${runId} was ${status.toLowerCase()}; continuing from step ${latest.step} (${latest.ref.key})`);
   } else opts.log(`run ${runId} is running; attaching workers`);
   opts.log(`Temporal UI: ${uiLink(e, runId)}`);
-  await follow(client, e, runId, opts);
+  await follow(client, e, runId, spec?.config ?? null, opts);
 }

@@ -26,13 +26,21 @@ export interface HostBackends {
 }
 
 /**
- * The backend a worker role uses when neither STARPO_BACKEND nor `--backend` names one: the GPU build when it
- * is installed and a driver is loaded; else a native build, on CPU, for the roles where native TensorFlow
- * is faster than wasm (bench/backend_throughput.ts, docs/backends.md); else wasm.
+ * Models up to this many parameters generate faster on wasm than on native TensorFlow on a CPU: their decode
+ * steps are many small ops, and a native op costs more to dispatch than a wasm one. Larger models generate
+ * faster on native, and every model updates faster there (bench/backend_throughput.ts, docs/backends.md).
  */
-export function defaultBackend(role: ComputeRole, host: HostBackends): BackendName {
+export const WASM_ROLLOUT_MAX_PARAMS = 1_000_000;
+
+/**
+ * The backend a worker role uses when neither STARPO_BACKEND nor `--backend` names one: the GPU build when it
+ * is installed and a driver is loaded; else wasm for the rollouts of a model known to be small (`modelParams`
+ * <= WASM_ROLLOUT_MAX_PARAMS; `starpo train` knows the run's model when it starts workers, a standalone
+ * worker does not); else a native build on CPU when one is installed; else wasm.
+ */
+export function defaultBackend(role: ComputeRole, host: HostBackends, modelParams?: number): BackendName {
   if (host.tensorflowGpu && host.nvidiaDriver) return 'tensorflow-gpu';
-  if (!NATIVE_ON_CPU[role]) return 'wasm';
+  if (role === 'rollout' && modelParams !== undefined && modelParams <= WASM_ROLLOUT_MAX_PARAMS) return 'wasm';
   if (host.tensorflow) return 'tensorflow';
   return host.tensorflowGpu ? 'tensorflow-gpu' : 'wasm';
 }
@@ -48,9 +56,6 @@ export function hostBackends(): HostBackends {
     nvidiaDriver: fs.existsSync('/proc/driver/nvidia/version'),
   };
 }
-
-/** Per role: whether a native build computing on CPU beats wasm (bench/backend_throughput.ts). */
-const NATIVE_ON_CPU: Record<ComputeRole, boolean> = { rollout: true, update: true };
 
 /** A backend name that is not one of BACKEND_NAMES (the CLI exits 2). */
 export class UnknownBackendError extends Error {
