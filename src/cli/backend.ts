@@ -44,11 +44,12 @@ export function registerBackendCommands(program: Command): void {
 }
 
 /**
- * `backend check`'s default sizes: the whole Qwen2.5-0.5B shape, an update of 8 x 256 tokens in micro-batches of 4,
- * a generation batch of 8 rows; small enough for a GPU host's memory, shrinkable for a CPU host.
+ * `backend check`'s default sizes: an update of 8 x 256 tokens in micro-batches of 4 and a generation batch of
+ * 8 rows, of the whole Qwen2.5-0.5B shape on a GPU; the layers default is set once the device is known
+ * (backend_check.ts), because the whole model's update does not fit a typical CPU host's memory.
  */
 const CHECK_DEFAULTS = {
-  layers: 24, vocab: 151936, batch: 8, length: 256, microBatch: 4, rows: 8, prompt: 128, newTokens: 32, rounds: 2,
+  vocab: 151936, batch: 8, length: 256, microBatch: 4, rows: 8, prompt: 128, newTokens: 32, rounds: 2,
   config: resolve(__dirname, '..', '..', 'configs', 'frozen_lake_solver.yaml'), // the quickstart's (npm start)
 };
 
@@ -59,7 +60,7 @@ function registerCheckCommand(backend: Command, log: (line: string) => void): vo
     .command('check')
     .description('the device TensorFlow computes on, and tokens/s of one update and one rollout batch of a Qwen2.5-0.5B-shaped model (random init) on the backend a worker would use')
     .addOption(new Option('--backend <name>', 'backend to check (default: STARPO_BACKEND, else what an update worker uses)').choices([...BACKEND_NAMES]))
-    .option('--layers <n>', 'decoder layers (Qwen2.5-0.5B has 24)', intAtLeast(1), d.layers)
+    .option('--layers <n>', 'decoder layers (default: all 24 of Qwen2.5-0.5B on a GPU, 2 on a CPU)', intAtLeast(1))
     .option('--vocab <n>', "vocabulary size (Qwen2.5's is 151,936; a smaller one fits wasm's 4 GB at a few layers)", intAtLeast(2), d.vocab)
     .option('--batch <n>', 'trajectories in the update', intAtLeast(1), d.batch)
     .option('--length <n>', 'tokens per trajectory (half prompt, half response)', intAtLeast(2), d.length)

@@ -18,10 +18,15 @@ import {
 } from '../algo/throughput';
 import { BadInputError } from './exit_codes';
 
+/** Qwen2.5-0.5B's decoder layers: the check's default on a GPU. */
+export const QWEN25_LAYERS = 24;
+/** The check's default on a CPU: a slice whose update fits a host of a few tens of GB (the whole model's does not). */
+export const CPU_CHECK_LAYERS = 2;
+
 /** The sizes `backend check` runs at. */
 export interface CheckOptions {
-  /** Decoder layers of the Qwen2.5-0.5B shape (the real model has 24). */
-  layers: number;
+  /** Decoder layers of the Qwen2.5-0.5B shape; unset: QWEN25_LAYERS on a GPU, CPU_CHECK_LAYERS on a CPU. */
+  layers?: number;
   /** Vocabulary size (Qwen2.5's is 151,936): the embedding and lm_head, the largest matrices at few layers. */
   vocab: number;
   /** Trajectories in the update, of `length` tokens each (half prompt, half response). */
@@ -61,11 +66,13 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
   await initBackend(defaultBackend('update', hostBackends()));
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
-  const shape = qwen25HalfBShape(o.layers, o.vocab);
+  const layers = o.layers ?? (device === 'CPU' ? CPU_CHECK_LAYERS : QWEN25_LAYERS);
+  if (o.layers === undefined && device === 'CPU') log(`no GPU: checking ${layers} of Qwen2.5-0.5B's ${QWEN25_LAYERS} layers (--layers ${QWEN25_LAYERS} for the whole model)`);
+  const shape = qwen25HalfBShape(layers, o.vocab);
   const trajectories = randomTrajectories({ count: o.batch, length: o.length, vocab: shape.vocab_size, groupSize: groupSizeFor(o.batch), seed: 1 });
   const contexts = randomContexts({ rows: o.rows, prompt: o.prompt, vocab: shape.vocab_size, seed: 1 });
   const result: CheckResult = {
-    backend, device, model: { shape: 'Qwen2.5-0.5B', layers: o.layers, vocab: o.vocab, params: countParams(shape) }, config: o.config,
+    backend, device, model: { shape: 'Qwen2.5-0.5B', layers, vocab: o.vocab, params: countParams(shape) }, config: o.config,
     update: { batch: o.batch, length: o.length, microBatch: o.microBatch, advEstimator: config.adv_estimator, rounds: [] },
     generation: { rows: o.rows, prompt: o.prompt, newTokens: o.newTokens, sampling: generatingArgsOf(config, 'train'), rounds: [] },
     peakRssBytes: 0,
@@ -85,7 +92,7 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
       result.update.rounds.push(await timeUpdate({ model, config, trajectories, padId: 0 }));
     }
   } catch (err) {
-    throw outOfMemory(err, doing, o);
+    throw outOfMemory(err, doing, { ...o, layers });
   } finally {
     model?.dispose();
   }
@@ -107,7 +114,7 @@ function checkSizes(o: CheckOptions): void {
 }
 
 /** `err`, or when it is the wasm backend running out of memory, an error saying so and how to shrink the check. */
-function outOfMemory(err: unknown, doing: string, o: CheckOptions): unknown {
+function outOfMemory(err: unknown, doing: string, o: CheckOptions & { layers: number }): unknown {
   if (!isOutOfWasmMemory(err)) return err;
   return new Error(
     `out of wasm memory (the wasm backend has at most 4 GB) in the ${doing} of the ${o.layers}-layer model with a ${o.vocab}-token vocabulary; ` +

@@ -57,6 +57,13 @@ for (const v of NATIVE_VARIANTS) {
   });
 }
 
+test('backend check without --layers on a host without a GPU: a 2-layer slice of the 24, said on stderr', () => {
+  const res = check(['--backend', 'wasm', ...SMALL.slice(2), '--rounds', '1', '--json']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal((JSON.parse(res.stdout) as CheckResult).model.layers, 2);
+  assert.match(res.stderr, /no GPU: checking 2 of Qwen2\.5-0\.5B's 24 layers \(--layers 24 for the whole model\)/);
+});
+
 test('backend check: bad sizes exit 2 naming the option, the value and what is allowed, before any backend loads', () => {
   const cases: Array<[string[], RegExp]> = [
     [['--layers', '0'], /--layers <n>.*'0' is invalid.*not an integer >= 1/],
