@@ -26,6 +26,7 @@ import { evalResultKey, rolloutKey } from '../../src/storage/keys';
 import type { StarpoRunResult } from '../../src/workflows';
 import { EVAL_WORKFLOW_TYPE } from '../../src/workflows/eval_api';
 import type { Trajectory } from '../../src/rollout/types';
+import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 
 const stack = useTrainingStack();
 const quiet = () => undefined;
@@ -193,8 +194,11 @@ test('the run in the Temporal UI: static summary and details, current details, m
   // the UI reads the current details through the built-in metadata query
   const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
   const val = trained.lastValidation?.metrics['val/env/success'] ?? NaN;
+  // ... and, on a second line, where the last step's rollouts and update computed (the workers' defaults here)
+  const on = (role: 'rollout' | 'update') => `${requestedBackend(process.env, defaultBackend(role, hostBackends()))} (CPU)`;
   assert.equal(metadata.currentDetails?.replace(/\d+\.\d s\/step/, 'T s/step'),
-    `step 2/2 · done · train success ${trained.lastMetrics['env/success'].toFixed(3)} · val success ${val.toFixed(3)} (step 2) · T s/step`);
+    `step 2/2 · done · train success ${trained.lastMetrics['env/success'].toFixed(3)} · val success ${val.toFixed(3)} (step 2) · T s/step\n\n` +
+    `rollout ${on('rollout')}, update ${on('update')}`);
 
   // every activity carries a summary (user metadata of ActivityTaskScheduled)
   const history = await handle.fetchHistory();
