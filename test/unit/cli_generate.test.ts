@@ -26,16 +26,17 @@ import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { writeTinyExport } from '../helpers/tiny_export';
 
 /**
- * TensorFlow's own start-up notices (the oneDNN and CPU-feature lines the native library prints when it
- * loads, before any log level applies), which are not starpo's output.
+ * What loading a native backend prints before generate's own output: TensorFlow's start-up notices (the
+ * oneDNN and CPU-feature lines, printed before any log level applies) and, for the GPU build on a host
+ * without a GPU, starpo's one-line notice that it computes on CPU.
  */
-const TF_STARTUP_LINE = /^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|[IWE]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)\n/gm;
+const BACKEND_NOTICE = /^(tensorflow-gpu: TensorFlow \S+ sees no GPU .*|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|[IWE]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)\n/gm;
 
-/** `starpo generate <args>` on this process's backend: exit code, stdout, stderr (TensorFlow's start-up notices left out). */
+/** `starpo generate <args>` on this process's backend: exit code, stdout, stderr (the backend's load notices left out). */
 function generate(args: string[], input?: string): { code: number | null; stdout: string; stderr: string } {
   const env = { ...process.env, STARPO_BACKEND: TEST_BACKEND_NAME };
   const res = spawnSync(process.execPath, ['bin/starpo.js', 'generate', ...args], { encoding: 'utf8', timeout: 120_000, input, env });
-  return { code: res.status, stdout: res.stdout, stderr: res.stderr.replace(TF_STARTUP_LINE, '') };
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr.replace(BACKEND_NOTICE, '') };
 }
 
 function generateJSON(args: string[], input?: string): GenerateOutput {
