@@ -3,9 +3,21 @@
  * main.ts; the install, status and check modules load lazily. Progress goes to stderr, results to stdout.
  */
 import { resolve } from 'node:path';
-import { Option, type Command } from 'commander';
-import { BACKEND_NAMES } from '../model/backend_choice';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { canonicalBackend, type BackendName } from '../model/backend_choice';
 import { intAtLeast } from './report';
+
+/**
+ * Parses a `--backend` value to its canonical name (the package names tfjs-node / tfjs-node-gpu included);
+ * an unknown one is a usage error (exit 2) naming the allowed names.
+ */
+export function backendArgument(value: string): BackendName {
+  try {
+    return canonicalBackend(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
 
 /** Adds `backend install` and `backend status` to `program`. */
 export function registerBackendCommands(program: Command): void {
@@ -28,7 +40,7 @@ export function registerBackendCommands(program: Command): void {
       process.stdout.write(
         `${out.cached ? 'already installed' : 'installed'}: ${out.dir}\n` +
           `  ${variant.tfjsNode.name} ${m.tfjsNode} on ${m.tensorflow.package} ${m.tensorflow.version}${o.gpu ? ` with ${Object.keys(m.cudaWheels).length} CUDA wheels` : ''}, ${mb(folderBytes(out.dir))} MB, ${seconds} s\n` +
-          `  use it with STARPO_BACKEND=${variant.backend} or --backend ${variant.backend} (starpo train / starpo worker)\n`,
+          `  worker roles now default to it (starpo backend status shows each role's choice; --backend or STARPO_BACKEND choose another)\n`,
       );
     });
   backend
@@ -53,14 +65,21 @@ const CHECK_DEFAULTS = {
   config: resolve(__dirname, '..', '..', 'configs', 'frozen_lake_solver.yaml'), // the quickstart's (npm start)
 };
 
+/** `--layers`: 1..24, the layers Qwen2.5-0.5B has. */
+function layersArgument(value: string): number {
+  const n = intAtLeast(1)(value);
+  if (n > 24) throw new InvalidArgumentError(`${JSON.stringify(value)} is more than Qwen2.5-0.5B's 24 layers; allowed: 1..24`);
+  return n;
+}
+
 /** `backend check`: times one update and one rollout batch of a Qwen2.5-0.5B-shaped model (backend_check.ts). */
 function registerCheckCommand(backend: Command, log: (line: string) => void): void {
   const d = CHECK_DEFAULTS;
   backend
     .command('check')
     .description('the device TensorFlow computes on, and tokens/s of one update and one rollout batch of a Qwen2.5-0.5B-shaped model (random init) on the backend a worker would use')
-    .addOption(new Option('--backend <name>', 'backend to check (default: STARPO_BACKEND, else what an update worker uses)').choices([...BACKEND_NAMES]))
-    .option('--layers <n>', 'decoder layers (default: all 24 of Qwen2.5-0.5B on a GPU, 2 on a CPU)', intAtLeast(1))
+    .addOption(new Option('--backend <name>', 'backend to check (default: STARPO_BACKEND, else what an update worker uses)').argParser(backendArgument))
+    .option('--layers <n>', 'decoder layers, 1..24 (default: all 24 of Qwen2.5-0.5B on a GPU, 2 on a CPU)', layersArgument)
     .option('--vocab <n>', "vocabulary size (Qwen2.5's is 151,936; a smaller one fits wasm's 4 GB at a few layers)", intAtLeast(2), d.vocab)
     .option('--batch <n>', 'trajectories in the update', intAtLeast(1), d.batch)
     .option('--length <n>', 'tokens per trajectory (half prompt, half response)', intAtLeast(2), d.length)

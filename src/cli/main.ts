@@ -8,7 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { registerReportCommands } from './report';
-import { registerBackendCommands } from './backend';
+import { backendArgument, registerBackendCommands } from './backend';
 import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../config/load';
 import { ROLES, Role } from '../workers/roles';
@@ -28,7 +28,7 @@ const OVERRIDES_HELP = 'Hydra-style overrides applied before interpolation: a.b=
  * `--backend`: the tfjs backend of the rollout and update workers this command starts. It is passed on as
  * STARPO_BACKEND (which initBackend reads, and spawned workers inherit), so it wins over an inherited value.
  */
-const backendOption = () => new Option('--backend <name>', 'tfjs backend of the rollout and update workers (default wasm; tensorflow needs `starpo backend install`)').choices([...BACKEND_NAMES]);
+const backendOption = () => new Option('--backend <name>', `tfjs backend of the rollout and update workers: ${BACKEND_NAMES.join(', ')} (default: each role's choice on this host, see starpo backend status)`).argParser(backendArgument);
 
 /**
  * Applies `--backend`, then refuses (before anything starts) a backend that STARPO_BACKEND or the flag names

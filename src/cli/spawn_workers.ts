@@ -20,6 +20,19 @@ export interface WorkerProcesses {
   children: Array<{ role: Role; child: ChildProcess }>;
   /** Sends SIGTERM (graceful shutdown) and waits until every child has exited (SIGKILL after `graceSeconds`). */
   stop(graceSeconds?: number): Promise<void>;
+  /**
+   * Settles when a child exits by itself before `stop` (an error at start such as an unloadable backend, a
+   * crash, a kill from outside); never for a child the watchdog ended, which is started again.
+   */
+  died: Promise<WorkerExit>;
+}
+
+/** A worker process that exited by itself: its role, exit code or signal, and its log file. */
+export interface WorkerExit {
+  role: Role;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  log: string;
 }
 
 /**
@@ -58,10 +71,14 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
  */
 export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string, backends: Partial<Record<Role, BackendName>> = {}): WorkerProcesses {
   let stopping = false;
+  let reportExit: (exit: WorkerExit) => void = () => undefined;
+  const died = new Promise<WorkerExit>((resolve) => { reportExit = resolve; });
   const start = (entry: { role: Role; child: ChildProcess }, suffix: string): void => {
     entry.child = spawnWorker(entry.role, endpoints, logDir, suffix, backends[entry.role]);
-    entry.child.once('exit', (_code, signal) => {
-      if (!stopping && signal === WATCHDOG_SIGNAL) start(entry, suffix);
+    entry.child.once('exit', (code, signal) => {
+      if (stopping) return;
+      if (signal === WATCHDOG_SIGNAL) start(entry, suffix);
+      else reportExit({ role: entry.role, code, signal, log: join(logDir, `${entry.role}${suffix}.log`) });
     });
   };
   const children = roles.map((role, i) => {
@@ -71,6 +88,7 @@ export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: s
   });
   return {
     children,
+    died,
     stop: async (graceSeconds = 40) => {
       stopping = true;
       await Promise.all(children.map((c) => stopChild(c.child, graceSeconds)));

@@ -4,6 +4,7 @@
  * Ctrl-C stops only the local workers: the run stays durable in Temporal and resumes with
  * `starpo resume <runId>`.
  */
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ConfigError } from '../config/errors';
@@ -21,7 +22,8 @@ import { describeRun } from './operate';
 import type { StarpoRunResult } from '../workflows';
 import { resolveEndpoints } from './endpoints';
 import { runDetails, runSummary } from './run_metadata';
-import { spawnWorkers, WorkerProcesses } from './spawn_workers';
+import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
+import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';
 import type { Role } from '../workers/roles';
 import { defaultBackend, hostBackends, type BackendName, type HostBackends } from '../model/backend_choice';
 import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
@@ -73,6 +75,29 @@ export function roleBackends(config: RunConfig | null, host: HostBackends = host
   return { rollout: defaultBackend('rollout', host, params), update: defaultBackend('update', host, params) };
 }
 
+/**
+ * The native builds in the cache that are there but unusable (a wrong size, a bad manifest): the workers'
+ * defaults pass over them to wasm, which the user should hear about.
+ */
+function brokenBuilds(): string[] {
+  return NATIVE_VARIANTS.flatMap((v) => {
+    const build = inspectNativeBuild(v);
+    return build.state === 'broken' ? [`the native ${v.backend} build is unusable (${build.problem}); the workers use another backend; repair it with ${installCommand(v)}`] : [];
+  });
+}
+
+/** The error `train` ends with when one of its workers exited by itself: which, how, and its log's last lines. */
+function workerExitError(runId: string, exit: WorkerExit): Error {
+  const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+  let tail = '';
+  try {
+    tail = readFileSync(exit.log, 'utf8').trimEnd().split('\n').slice(-5).map((l) => `  ${l}`).join('\n');
+  } catch {
+    tail = '  (no log)';
+  }
+  return new Error(`the ${exit.role} worker ${how}; the end of ${exit.log}:\n${tail}\nthe run stays durable; continue it with:  starpo resume ${runId}`);
+}
+
 /** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
 async function follow(client: Client, e: InfraEndpoints, runId: string, config: RunConfig | null, opts: TrainOptions): Promise<void> {
   let workers: WorkerProcesses | null = null;
@@ -80,10 +105,13 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
     const logDir = resolve('.starpo', 'logs', runId);
     const roles: Role[] = ['control', ...Array<Role>(opts.rolloutWorkers).fill('rollout'), 'update'];
     const backends = roleBackends(config);
+    for (const problem of brokenBuilds()) opts.log(`warning: ${problem}`);
     workers = spawnWorkers(roles, e, logDir, backends);
-    const on = Object.keys(backends).length > 0 ? `; rollout on ${backends.rollout}, update on ${backends.update}` : '';
+    const on = process.env.STARPO_BACKEND ? `; every worker on ${process.env.STARPO_BACKEND}` : Object.keys(backends).length > 0 ? `; rollout on ${backends.rollout}, update on ${backends.update}` : '';
     opts.log(`workers: ${roles.join(', ')} (logs in ${logDir}${on})`);
   }
+  // A worker that exits by itself (e.g. a backend it cannot load) would leave the run waiting for it.
+  const died = workers ? workers.died.then((exit) => { throw workerExitError(runId, exit); }) : new Promise<never>(() => undefined);
   const onSigint = () => {
     opts.log(`\nstopping local workers; run ${runId} stays durable in Temporal.`);
     opts.log(`continue it with:  starpo resume ${runId}`);
@@ -91,7 +119,7 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
   };
   process.once('SIGINT', onSigint);
   try {
-    const result = await attach(client, runId);
+    const result = await Promise.race([attach(client, runId), died]);
     opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
     if (result.stoppedBy) opts.log(`stopped early by ${result.stoppedBy}`);
     if (result.validationCurve.length > 0) {
