@@ -69,7 +69,7 @@ program
   .description('validate a config, start servers if needed, spawn workers, run StarPO and follow it')
   .argument('<config>', 'YAML config with ROLL key names, e.g. configs/frozen_lake.yaml')
   .argument('[overrides...]', OVERRIDES_HELP)
-  .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>')
+  .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>', runIdArgument)
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
   .addOption(backendOption())
@@ -203,7 +203,7 @@ program
   .argument('<config>')
   .argument('[overrides...]', OVERRIDES_HELP)
   .option('-o, --output <file>', 'output file', 'run.json')
-  .option('--run-id <id>', 'run id (also the workflow id)')
+  .option('--run-id <id>', 'run id (also the workflow id)', runIdArgument)
   .action((path: string, overrides: string[], opts: { output: string; runId?: string }) => {
     const { input } = runInputFromFile(path, opts.runId, overrides);
     writeFileSync(opts.output, JSON.stringify(input, null, 2));

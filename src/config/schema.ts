@@ -115,5 +115,4 @@ export type RunConfig = z.infer<typeof runConfigSchema>;
 export type EnvManagerConfig = z.infer<typeof envManagerSchema>;
 export type CustomEnvConfig = z.infer<typeof customEnvSchema>;
 export type GeneratingArgs = z.infer<typeof generatingArgsSchema>;
-export type CollapseGuardConfig = z.infer<typeof collapseGuardSchema>;
 

@@ -160,15 +160,6 @@ export class Qwen2 {
     return new Map(this.vars);
   }
 
-  /** Copies weights from another model with the same config (e.g. to refresh a rollout copy). */
-  assignFrom(other: Qwen2): void {
-    for (const [name, v] of this.vars) {
-      const src = other.vars.get(name);
-      if (!src) throw new Error(`Qwen2.assignFrom: weight ${name} is missing in the source model`);
-      v.assign(src);
-    }
-  }
-
   /** Frees all variables. Using the model afterwards throws. */
   dispose(): void {
     if (this.disposed) return;

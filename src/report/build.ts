@@ -11,9 +11,6 @@ import { loadRunSpec } from '../cli/known_run';
 import { loadMetrics, loadScores, loadTrajectories, rolloutIndex } from './run_data';
 import { chartSvg } from './svg';
 
-/** Default cap on the train steps whose trajectories the report embeds. */
-export const DEFAULT_TRAJECTORY_STEPS = 50;
-
 /**
  * At most `cap` of `steps` (ascending), evenly spaced, first and last always included.
  * @throws RangeError unless cap is an integer >= 1

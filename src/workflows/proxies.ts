@@ -11,7 +11,7 @@ import { TASK_QUEUES } from './api';
 const common: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['ConfigError', 'CorruptObjectError'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: ['ConfigError', 'CorruptObjectError', 'InvalidKeyPartError'] },
 };
 
 /** Activities on "starpo-rollout" (rollout workers). */

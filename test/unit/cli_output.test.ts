@@ -1,7 +1,7 @@
 /**
  * Pieces of the report / eval / export commands that need no server: the report's output file (bad
  * paths refused naming the option, missing folders created, written whole through a temp file), run id
- * and key errors mapped to exit 2, the checkpoint an eval target names in messages, and the eval
+ * and key errors mapped to exit 2 (a `--run-id` the store would refuse included), the checkpoint an eval target names in messages, and the eval
  * progress text from the rollout activities' heartbeat details.
  */
 import { test } from 'node:test';
@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { checkOutputFile, writeFileAtomically } from '../../src/cli/output_file';
 import { EXIT, exitCodeOf } from '../../src/cli/exit_codes';
 import { parseTarget } from '../../src/cli/eval_target';
@@ -27,6 +28,18 @@ test('report -o: a folder or a path under a file is bad input naming the option;
   writeFileAtomically(file, '<html>2</html>');
   assert.equal(readFileSync(file, 'utf8'), '<html>2</html>');
   assert.deepEqual(readdirSync(join(dir, 'new', 'deeper')), ['r.html'], 'only the file, no temp file');
+});
+
+test('run-json and train refuse a --run-id the store would refuse, with exit 2, before writing anything', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'starpo-runjson-'));
+  for (const [command, id] of [['run-json', '..'], ['run-json', '.'], ['run-json', '.x'], ['train', '..']]) {
+    const out = join(dir, 'run.json');
+    const args = command === 'run-json' ? ['run-json', 'configs/frozen_lake.yaml', '-o', out] : ['train', 'configs/frozen_lake.yaml', '--no-workers'];
+    const res = spawnSync(process.execPath, ['bin/starpo.js', ...args, '--run-id', id], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(res.status, 2, `${command} --run-id ${id}: ${res.stderr}`);
+    assert.match(res.stderr, new RegExp(`--run-id <id>.*runId "${id.replace(/\./g, '\\.')}" is invalid; allowed: 1-128 characters`));
+    assert.deepEqual(readdirSync(dir), [], 'nothing written');
+  }
 });
 
 test('an invalid run id is bad input (exit 2) wherever it is found', () => {
