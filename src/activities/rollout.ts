@@ -30,7 +30,8 @@ import { runGroups } from '../rollout/pool';
 import type { Trajectory } from '../rollout/types';
 import type { RolloutInput, RolloutOutput } from './types';
 import { takePolicy } from './fallback';
-import { ActivityRuntime, computeInfo, heartbeat } from './runtime';
+import { ActivityRuntime, heartbeat } from './runtime';
+import { backendInfo } from '../model/backend';
 import { readEvalSpec } from './eval';
 
 /**
@@ -92,7 +93,7 @@ export function rolloutActivity(rt: ActivityRuntime) {
       for (const error of errors) log.warn(`${input.split} step ${input.step} shard ${input.shard}: env failure: ${error}`);
       const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard, input.eval), trajectories);
       const totals = { 'env/failed_episodes': stats.failedEpisodes, 'env/replaced_groups': stats.replacedGroups, 'env/dropped_groups': stats.droppedGroups };
-      const compute = computeInfo();
+      const compute = backendInfo();
       const record: ShardRecord = {
         trajectories: ref, policy: input.policy.sha256, totals, ...(staleness === null ? {} : { policyStep: input.policyStep, staleness }), compute,
       };

@@ -9,7 +9,7 @@ import { backendInfo } from '../model/backend';
 import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
 import type { RunConfig } from '../config/schema';
-import type { ComputeInfo, ObjectRef } from './types';
+import type { ObjectRef } from './types';
 import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
 import type { Qwen2 } from '../model/qwen2';
 import { reportProgress, setWatchdogLimit } from '../workers/watchdog';
@@ -81,11 +81,6 @@ export class ActivityRuntime {
   }
 }
 
-/** The backend and device this worker computes on (its metrics and heartbeats carry them). */
-export function computeInfo(): ComputeInfo {
-  return backendInfo();
-}
-
 /**
  * Heartbeats (with optional details, to which the backend and device computing them are added as `backend`
  * and `device`, so the Temporal UI's pending-activity details show them), counts as
@@ -99,7 +94,7 @@ export async function heartbeat(details?: unknown): Promise<void> {
   const context = Context.current();
   reportProgress();
   stallOnceIfArmed(context.info.activityType);
-  context.heartbeat(details !== null && typeof details === 'object' ? { ...details, ...computeInfo() } : details);
+  context.heartbeat(details !== null && typeof details === 'object' ? { ...details, ...backendInfo() } : details);
   await new Promise((resolve) => setImmediate(resolve));
   if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
 }

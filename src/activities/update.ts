@@ -24,7 +24,8 @@ import { klControllerFromConfig } from '../algo/kl_controller';
 import { ValueModel } from '../model/value_model';
 import type { UpdateInput, UpdateOutput } from './types';
 import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
-import { ActivityRuntime, computeInfo, heartbeat } from './runtime';
+import { ActivityRuntime, heartbeat } from './runtime';
+import { backendInfo } from '../model/backend';
 import { readTrajectories, takePolicy } from './fallback';
 
 type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys (actor_train's training_args has them too)
@@ -89,7 +90,7 @@ export function updateActivity(rt: ActivityRuntime) {
       checkpoint.state = {
         step: input.step + 1, betas: betasOf(actorArgs), weightDecay: actorArgs.weight_decay, metrics: result.metrics,
         criticOptimizer: gae ? { betas: betasOf(criticArgs), weightDecay: criticArgs.weight_decay } : undefined,
-        klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined, compute: computeInfo(),
+        klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined, compute: backendInfo(),
       };
       const scores = new TextEncoder().encode(JSON.stringify(result.scores));
       ref = await saveCheckpoint(rt.store, prefix, checkpoint, { [TRAJECTORY_SCORES_NAME]: scores });

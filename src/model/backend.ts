@@ -1,11 +1,11 @@
 /**
  * TensorFlow.js backend selection (DESIGN.md, "Workers and compute").
  *
- * Default: `wasm` (~20 GFLOP/s for a 256^3 matmul), then the pure-JS `cpu` backend (~1 GFLOP/s) if wasm
- * cannot start. The native backends are used only when asked for (STARPO_BACKEND, `--backend`, or the
- * `prefer` argument; backend_choice.ts): `tensorflow` loads the CPU build `starpo backend install` keeps in
- * the cache, `tensorflow-gpu` the GPU build of `starpo backend install --gpu` (native_backend.ts; never a
- * tfjs-node or tfjs-node-gpu in node_modules, whose install scripts fetch an old libtensorflow). The two builds
+ * Which backend a process asks for is backend_choice.ts's business (STARPO_BACKEND, `--backend`, or the
+ * caller's `prefer`, e.g. a worker role's default); without one it is `wasm`, then the pure-JS `cpu` backend
+ * if wasm cannot start. `tensorflow` loads the CPU build `starpo backend install` keeps in the cache,
+ * `tensorflow-gpu` the GPU build of `starpo backend install --gpu` (native_backend.ts; never a tfjs-node or
+ * tfjs-node-gpu in node_modules, whose install scripts fetch an old libtensorflow). The two builds
  * hold libraries of the same names, so a process that loaded one refuses the other.
  */
 import * as tf from '@tensorflow/tfjs';
