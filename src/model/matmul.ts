@@ -94,15 +94,15 @@ function ensureRegistered(): void {
       return {
         a: () => bmm(d, tf.transpose(b, [0, 2, 1])),
         // db = a^T @ dy. When dy is the larger operand (attention scores: dy [G*Lq, Lk] vs a [G*Lq, D]), XNNPACK
-        // runs a^T @ dy at ~4.7 GFLOP/s (few output rows, a large right operand); (dy^T @ a)^T costs one transpose
-        // of dy and runs at ~12 (measured, [16,16,800] @ [16,800,400]: 35 ms vs 13 ms).
+        // is slow at a^T @ dy (few output rows, a large right operand); (dy^T @ a)^T costs one transpose of dy
+        // and is several times faster.
         b: () => (d.size > a.size ? tf.transpose(bmm(tf.transpose(d, [0, 2, 1]), a), [0, 2, 1]) : bmm(tf.transpose(a, [0, 2, 1]), d)),
       };
     },
   });
 }
 
-/** Fewest rows of `a` for which `bmm` uses XNNPACK on wasm (below, its ~0.1 ms per-slice setup costs more). */
+/** Fewest rows of `a` for which `bmm` uses XNNPACK on wasm (below, its per-slice setup costs more than it saves). */
 const BMM_MIN_ROWS = 8;
 
 /**
