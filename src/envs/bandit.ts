@@ -6,11 +6,9 @@
  */
 import { Rng } from '../util/rng';
 import {
-  checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, getString, invalidAnswer,
-  type RawEnvConfig,
+  checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, getString, type RawEnvConfig,
 } from './config';
-import { parseAction } from './parse';
-import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
+import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
 
 /**
  * RAGEN's arm-name pairs for generalisation, each (low-risk-sounding, high-risk-sounding): `train` pairs

@@ -6,7 +6,7 @@
 import { Rng } from '../util/rng';
 import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from './config';
 import { createEnv } from './registry';
-import type { Env, EnvOptions, StepResult } from './types';
+import type { Env, EnvOptions, StepResult } from './env';
 
 /**
  * Validated chaos env_config. `inner_env_type` (required) and `inner_env_config` (default {}) name the

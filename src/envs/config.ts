@@ -4,7 +4,6 @@
  */
 
 import { nearestKey } from '../util/nearest';
-import type { StepResult } from './types';
 
 /** A raw env_config object as read from YAML (may be undefined = all defaults). */
 export type RawEnvConfig = Record<string, unknown> | undefined;
@@ -116,18 +115,4 @@ export function getInstruction(where: string, raw: Record<string, unknown>): str
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string') throw new Error(`${where}: env_instruction must be a string, got ${show(v)}`);
   return v;
-}
-
-/**
- * The step result of an answer that did not parse (SPEC.md §4.4, §8): reward = format_penalty (0 or
- * negative), state unchanged, every flag false, and the penalty reported as the `format_penalty` metric
- * (ROLL's metric of the same name).
- * @param observation what the env shows next (FrozenLake: the unchanged board)
- * @param terminated whether the episode ends anyway (one-turn envs)
- */
-export function invalidAnswer(observation: string, penalty: number, terminated: boolean): StepResult {
-  return {
-    observation, reward: penalty, terminated,
-    info: { success: false, action_is_valid: false, action_is_effective: false, format_penalty: penalty },
-  };
 }

@@ -5,10 +5,8 @@
  * from the reset seed instead (pick numbers, pick signs, target = signed sum, keep it when positive).
  */
 import { Rng } from '../util/rng';
-import { evaluateArithmetic } from './arith';
-import { checkKeys, checkRegex, getInstruction, getInt, getNumber, invalidAnswer, type RawEnvConfig } from './config';
-import { parseAction } from './parse';
-import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
+import { checkKeys, checkRegex, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
+import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
 
 /**
  * Validated countdown env_config. Defaults: num_count 3 (numbers per instance, 3 or 4), max_number 99
@@ -82,9 +80,104 @@ function sameMultiset(a: number[], b: number[]): boolean {
 }
 
 /**
+ * The answer's arithmetic, evaluated by a small safe parser (SPEC.md §8: "evaluate the expression with
+ * a safe parser, never eval"; RAGEN uses Python eval). Recursive descent over this grammar (whitespace
+ * allowed between tokens):
+ *   expr    := term (('+' | '-') term)*
+ *   term    := unary (('*' | '/') unary)*
+ *   unary   := '-' unary | primary
+ *   primary := number | '(' expr ')'
+ *   number  := digits ('.' digits)?
+ * Anything else (letters, '=', '^', '**', unary '+', empty input, unbalanced parentheses) is invalid.
+ */
+
+/** Result of `evaluateArithmetic`: the value (IEEE double; x/0 gives ±Infinity or NaN) and the number
+ * literals in the order written (unary minus is an operator, so "-3" contributes 3). */
+export interface ArithResult {
+  value: number;
+  numbers: number[];
+}
+
+/** Longest accepted expression, in characters; longer input is invalid (bounds recursion depth). */
+export const MAX_EXPRESSION_LENGTH = 1000;
+
+const TOKEN = /\s*(\d+(?:\.\d+)?|[-+*/()])/y;
+
+function tokenize(text: string): string[] | null {
+  const tokens: string[] = [];
+  TOKEN.lastIndex = 0;
+  while (TOKEN.lastIndex < text.length) {
+    const start = TOKEN.lastIndex;
+    const m = TOKEN.exec(text);
+    if (m === null) return /^\s*$/.test(text.slice(start)) ? tokens : null;
+    tokens.push(m[1]);
+  }
+  return tokens;
+}
+
+/**
+ * Parses and evaluates an arithmetic expression.
+ * @param text e.g. "(5 + 2) * 3 - -1"
+ * @returns the value and the number literals, or null when the text is not an expression of the grammar
+ *          above (or is longer than MAX_EXPRESSION_LENGTH). Never throws.
+ */
+export function evaluateArithmetic(text: string): ArithResult | null {
+  if (text.length > MAX_EXPRESSION_LENGTH) return null;
+  const tokens = tokenize(text);
+  if (tokens === null || tokens.length === 0) return null;
+  const numbers: number[] = [];
+  let pos = 0;
+  const peek = (): string | undefined => tokens[pos];
+
+  // Each returns null on a syntax error; errors propagate up unchanged.
+  const expr = (): number | null => {
+    let left = term();
+    while (left !== null && (peek() === '+' || peek() === '-')) {
+      const op = tokens[pos++];
+      const right = term();
+      left = right === null ? null : op === '+' ? left + right : left - right;
+    }
+    return left;
+  };
+  const term = (): number | null => {
+    let left = unary();
+    while (left !== null && (peek() === '*' || peek() === '/')) {
+      const op = tokens[pos++];
+      const right = unary();
+      left = right === null ? null : op === '*' ? left * right : left / right;
+    }
+    return left;
+  };
+  const unary = (): number | null => {
+    if (peek() !== '-') return primary();
+    pos++;
+    const v = unary();
+    return v === null ? null : -v;
+  };
+  const primary = (): number | null => {
+    const tok = peek();
+    if (tok === undefined) return null;
+    pos++;
+    if (tok === '(') {
+      const v = expr();
+      if (v === null || tokens[pos++] !== ')') return null;
+      return v;
+    }
+    if (!/^\d/.test(tok)) return null;
+    const n = Number(tok);
+    numbers.push(n);
+    return n;
+  };
+
+  const value = expr();
+  if (value === null || pos !== tokens.length) return null;
+  return { value, numbers };
+}
+
+/**
  * Countdown env. Instance: generateCountdown(num_count, max_number, Rng('countdown', seed)); observation
  * "Target: T, nums: [a, b, c]" (RAGEN's text). Step: the text inside <answer>...</answer> must parse as an
- * expression (src/envs/arith.ts), else the answer is invalid (reward format_penalty, observation
+ * expression (evaluateArithmetic), else the answer is invalid (reward format_penalty, observation
  * "Invalid answer."). Score (RAGEN compute_reward): 0 unless the number literals are exactly the given
  * numbers as a multiset; then 1 if |value - target| < 1e-5, else format_score. success = the value is
  * right; action_is_effective = the numbers are right (RAGEN: score > 0); observation

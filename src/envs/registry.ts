@@ -7,7 +7,7 @@ import type { RawEnvConfig } from './config';
 import { CountdownEnv } from './countdown';
 import { FrozenLakeEnv } from './frozen_lake';
 import { SokobanEnv } from './sokoban';
-import type { Env, EnvOptions } from './types';
+import type { Env, EnvOptions } from './env';
 
 const FACTORIES: Record<string, (config: RawEnvConfig, options: EnvOptions) => Env> = {
   frozen_lake: (config, options) => new FrozenLakeEnv(config, options),

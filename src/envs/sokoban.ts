@@ -1,13 +1,11 @@
 /**
  * Sokoban text env (SPEC.md §8; ROLL roll/pipeline/agentic/env/sokoban/env.py over gym-sokoban
- * SokobanEnv, RAGEN ragen/env/sokoban). A seeded room per reset (sokoban_room.ts), gym-sokoban
- * rewards, text render with a configurable symbol vocabulary, BFS `solve()` (sokoban_solver.ts).
+ * SokobanEnv, RAGEN ragen/env/sokoban). A seeded room per reset and its BFS `solve()` (sokoban_room.ts),
+ * gym-sokoban rewards, text render with a configurable symbol vocabulary.
  */
 import { checkKeys, checkRegex, checkTextRenderMode, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
-import { parseAction } from './parse';
-import { SOKOBAN_ACTIONS, TARGET, WALL, cellDeltas, roomForSeed, tryMove, type SokobanState } from './sokoban_room';
-import { solveSokoban } from './sokoban_solver';
-import { checkSeed, type Env, type EnvOptions, type StepResult } from './types';
+import { SOKOBAN_ACTIONS, TARGET, WALL, cellDeltas, roomForSeed, solveSokoban, tryMove, type SokobanState } from './sokoban_room';
+import { checkSeed, parseAction, type Env, type EnvOptions, type StepResult } from './env';
 
 /**
  * Symbols by cell code 0..6: wall, empty, target, box on target, box, player, player on target

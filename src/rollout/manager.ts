@@ -7,8 +7,7 @@
  */
 import { createEnv } from '../envs/registry';
 import { ConfigError } from '../config/errors';
-import { parseAction } from '../envs/parse';
-import type { Env } from '../envs/types';
+import { parseAction, type Env } from '../envs/env';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
 import type { CustomEnvConfig } from '../config/schema';

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BANDIT_ARM_PAIRS, BANDIT_INSTRUCTION, BanditEnv } from '../../src/envs/bandit';
-import { ENV_TYPES, createEnv } from '../../src/envs/registry';
-import { EpisodeChat, fillTemplate, firstUserMessage } from '../../src/rollout/chat';
-import { charTokenizer } from '../../src/model/tokenizer';
+import { BANDIT_ARM_PAIRS, BANDIT_INSTRUCTION, BanditEnv } from '../../../src/envs/bandit';
+import { ENV_TYPES, createEnv } from '../../../src/envs/registry';
+import { EpisodeChat, fillTemplate, firstUserMessage } from '../../../src/rollout/chat';
+import { charTokenizer } from '../../../src/model/tokenizer';
 
 const pick = (name: string): string => `<answer>${name}</answer><|im_end|>`;
 

@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_EXPRESSION_LENGTH, evaluateArithmetic } from '../../src/envs/arith';
-import { COUNTDOWN_INSTRUCTION, CountdownEnv, countdownSolution, generateCountdown } from '../../src/envs/countdown';
-import { createEnv } from '../../src/envs/registry';
-import { Rng } from '../../src/util/rng';
+import {
+  COUNTDOWN_INSTRUCTION, CountdownEnv, MAX_EXPRESSION_LENGTH, countdownSolution, evaluateArithmetic, generateCountdown,
+} from '../../../src/envs/countdown';
+import { createEnv } from '../../../src/envs/registry';
+import { Rng } from '../../../src/util/rng';
 
 const ans = (e: string): string => `<answer>${e}</answer><|im_end|>`;
 

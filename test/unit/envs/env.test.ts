@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseAction, stripSpecialTokens } from '../../src/envs/parse';
+import { parseAction, stripSpecialTokens } from '../../../src/envs/env';
 
 const LAKE = ['Left', 'Down', 'Right', 'Up'];
 

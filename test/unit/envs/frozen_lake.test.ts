@@ -1,8 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FrozenLakeEnv, frozenLakeInstruction, renderLake } from '../../src/envs/frozen_lake';
-import { generateMap, shortestPath } from '../../src/envs/frozen_lake_map';
-import { Rng } from '../../src/util/rng';
+import { FrozenLakeEnv, frozenLakeInstruction, generateMap, renderLake, shortestPath } from '../../../src/envs/frozen_lake';
+import { Rng } from '../../../src/util/rng';
 
 const ans = (a: string): string => `<answer>${a}</answer><|im_end|>`;
 

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ALT_GRID_LOOKUP, SOKOBAN_INSTRUCTION, SokobanEnv, parseSokobanConfig, renderSokoban, sokobanInstruction } from '../../src/envs/sokoban';
-import { loadConfigFile } from '../../src/config/load';
-import { createEnv, validateEnvConfig } from '../../src/envs/registry';
-import type { SokobanState } from '../../src/envs/sokoban_room';
+import { ALT_GRID_LOOKUP, SOKOBAN_INSTRUCTION, SokobanEnv, parseSokobanConfig, renderSokoban, sokobanInstruction } from '../../../src/envs/sokoban';
+import { loadConfigFile } from '../../../src/config/load';
+import { createEnv, validateEnvConfig } from '../../../src/envs/registry';
+import type { SokobanState } from '../../../src/envs/sokoban_room';
 
 const ans = (a: string): string => `<answer>${a}</answer><|im_end|>`;
 /** ROLL's SokobanDifferentGridVocab entry (examples/config/traj_envs.yaml). */

@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { renderSokoban } from '../../src/envs/sokoban';
+import { renderSokoban } from '../../../src/envs/sokoban';
 import {
-  FLOOR, MAX_ROOM_RETRIES, TARGET, WALL, cellDeltas, generateRoom, roomForSeed, roomTopology, tryMove,
+  FLOOR, MAX_ROOM_RETRIES, TARGET, WALL, cellDeltas, generateRoom, roomForSeed, roomTopology, solveSokoban, tryMove,
   type RoomSpec, type SokobanState,
-} from '../../src/envs/sokoban_room';
-import { solveSokoban } from '../../src/envs/sokoban_solver';
-import { Rng } from '../../src/util/rng';
+} from '../../../src/envs/sokoban_room';
+import { Rng } from '../../../src/util/rng';
 
 const SIMPLE: RoomSpec = { rows: 6, cols: 6, numBoxes: 1, searchDepth: 300 };
 const LARGER: RoomSpec = { rows: 10, cols: 10, numBoxes: 2, searchDepth: 10 };
