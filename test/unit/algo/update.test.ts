@@ -1,16 +1,16 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { tinyPreset } from '../../src/model/config';
-import { Qwen2 } from '../../src/model/qwen2';
-import { AdamW } from '../../src/algo/adamw';
-import { packBatch, lengthBucketedMicroBatches } from '../../src/algo/batch';
-import { optimizerStep } from '../../src/algo/grad_step';
-import { groupKeyOf } from '../../src/algo/ppo_update';
-import { lrAt } from '../../src/algo/lr_schedule';
-import type { Trajectory } from '../../src/rollout/types';
-import { initTestBackend } from '../helpers/backend';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { tinyPreset } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { AdamW } from '../../../src/algo/adamw';
+import { packBatch, lengthBucketedMicroBatches } from '../../../src/algo/batch';
+import { optimizerStep } from '../../../src/algo/grad_step';
+import { groupKeyOf } from '../../../src/algo/ppo_update';
+import { lrAt } from '../../../src/algo/lr_schedule';
+import type { Trajectory } from '../../../src/rollout/types';
+import { initTestBackend } from '../../helpers/backend';
 
 const tokenizer = charTokenizer();
 

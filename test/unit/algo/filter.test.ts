@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { filterGroups } from '../../src/algo/filter';
+import { filterGroups } from '../../../src/algo/filter';
 
 const near = (a: number, b: number, what: string, tol = 1e-7): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
 

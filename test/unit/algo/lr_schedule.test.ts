@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lrAt, type LrSchedule } from '../../src/algo/lr_schedule';
+import { lrAt, type LrSchedule } from '../../../src/algo/lr_schedule';
 
 const S = { base: 0.001, warmupSteps: 4, totalSteps: 20 };
 const check = (s: LrSchedule, steps: number[], expected: number[]): void =>

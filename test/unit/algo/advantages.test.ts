@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   agenticReinforceReturns, clipMatrix, computeAdvantages, reinforceReturns, tokenRewards, whiten,
-} from '../../src/algo/advantages';
-import { normTypesOf } from '../../src/algo/normalize';
+} from '../../../src/algo/advantages';
+import { normTypesOf } from '../../../src/algo/normalize';
 
 const closeM = (actual: number[][], expected: number[][], tol = 1e-7): void => {
   assert.equal(actual.length, expected.length);

@@ -19,11 +19,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { validateQwen2Config } from '../../src/model/config';
-import { Qwen2 } from '../../src/model/qwen2';
-import { tokenLogProbs } from '../../src/model/logprobs';
-import { entropyBonus, klLoss, ppoLoss } from '../../src/algo/loss';
-import { initTestBackend } from '../helpers/backend';
+import { validateQwen2Config } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { tokenLogProbs } from '../../../src/model/logprobs';
+import { entropyBonus, klLoss, ppoLoss } from '../../../src/algo/loss';
+import { initTestBackend } from '../../helpers/backend';
 
 const EPS = 3e-3;
 const RTOL = 1e-2;

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { AdamW, clipByGlobalNorm } from '../../src/algo/adamw';
-import { initTestBackend } from '../helpers/backend';
+import { AdamW, clipByGlobalNorm } from '../../../src/algo/adamw';
+import { initTestBackend } from '../../helpers/backend';
 
 test('AdamW steps match a hand-computed update on a 2-element tensor', async () => {
   await initTestBackend();

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { computeAdvantages, gaeAdvantages } from '../../src/algo/advantages';
-import { normTypesOf } from '../../src/algo/normalize';
+import { computeAdvantages, gaeAdvantages } from '../../../src/algo/advantages';
+import { normTypesOf } from '../../../src/algo/normalize';
 
 const closeM = (actual: number[][], expected: number[][], tol = 1e-12): void => {
   assert.equal(actual.length, expected.length);
