@@ -1,5 +1,5 @@
 /**
- * Exit codes of the `starpo` command (README, "Exit codes") and the CLI's own errors. Errors are told
+ * Exit codes of the `starpo` command (docs/operating.md, "Exit codes and errors") and the CLI's own errors. Errors are told
  * apart by class name, so this file loads no SDK (every CLI start imports it).
  */
 

@@ -62,7 +62,7 @@ const EXAMPLES: Record<string, string[]> = {
   ],
 };
 
-/** The exit codes, one line each (top-level help, README "Exit codes"). */
+/** The exit codes, one line each (top-level help, docs/operating.md "Exit codes and errors"). */
 export const EXIT_CODE_LINES = [
   `${EXIT.ok}  ok`,
   `${EXIT.runFailed}  the run failed (or an unexpected error)`,

@@ -13,7 +13,7 @@ import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { configErrorOf } from '../helpers/config_error';
 
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
-/** The real-model config: its `pretrain` folder is not in the repository (docs/config.md). */
+/** The real-model config: its `pretrain` folder is not in the repository (docs/configs.md). */
 const QWEN = 'configs/qwen2.5-0.5b-instruct_frozen_lake.yaml';
 
 test('ROLL\'s agent_val_frozen_lake example resolves through its defaults file', () => {

@@ -1,8 +1,8 @@
 /**
  * Replay safety (issue 5 item 7): histories recorded from real runs (test/fixtures/histories/, made
  * by record.ts there) replay against the current workflow code. A change that makes the workflow
- * issue different commands for the same history (non-determinism) fails here; README, "Replay
- * safety", says when to use patched() and how to re-record.
+ * issue different commands for the same history (non-determinism) fails here; docs/design.md, "Changing
+ * workflow code: replay safety", says when to use patched() and how to re-record.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
