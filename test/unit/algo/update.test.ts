@@ -8,7 +8,6 @@ import { AdamW } from '../../../src/algo/adamw';
 import { packBatch, lengthBucketedMicroBatches } from '../../../src/algo/batch';
 import { optimizerStep } from '../../../src/algo/grad_step';
 import { groupKeyOf } from '../../../src/algo/ppo_update';
-import { lrAt } from '../../../src/algo/lr_schedule';
 import type { Trajectory } from '../../../src/rollout/types';
 import { initTestBackend } from '../../helpers/backend';
 
@@ -48,13 +47,6 @@ test('group keys follow reward_normalization.grouping', () => {
   assert.equal(groupKeyOf(t, 'tags'), 'T');
   assert.equal(groupKeyOf(t, 'seed'), '1');
   assert.throws(() => groupKeyOf(t, 'colour'), /grouping: "colour" is not a trajectory field/);
-});
-
-test('HF learning-rate schedules: warmup then constant, linear and cosine decay', () => {
-  const s = { base: 1, warmupSteps: 2, totalSteps: 10 };
-  assert.deepEqual([0, 1, 2, 5].map((k) => lrAt({ ...s, type: 'constant' }, k)), [0, 0.5, 1, 1]);
-  assert.deepEqual([2, 6, 10].map((k) => lrAt({ ...s, type: 'linear' }, k)), [1, 0.5, 0]);
-  assert.ok(Math.abs(lrAt({ ...s, type: 'cosine' }, 6) - 0.5) < 1e-12);
 });
 
 test('a non-finite loss skips the optimizer step and leaves the weights untouched', async () => {
