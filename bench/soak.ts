@@ -18,7 +18,7 @@ import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
 import { AdamW } from '../src/algo/adamw';
 import { ppoUpdate } from '../src/algo/ppo_update';
-import { klControllerFromConfig } from '../src/algo/kl_controller';
+import { klControllerFromConfig } from '../src/algo/kl';
 import { loadConfigFile } from '../src/config/load';
 import { generatingArgsOf, planShards } from '../src/rollout/plan';
 import { runGroups } from '../src/rollout/pool';

@@ -27,7 +27,7 @@ import { lengthBucketedMicroBatches, paddedLength } from '../src/algo/batch';
 import { ppoUpdate, needsReference } from '../src/algo/ppo_update';
 import { prepass } from '../src/algo/prepass';
 import { filterGroups } from '../src/algo/filter';
-import { klControllerFromConfig } from '../src/algo/kl_controller';
+import { klControllerFromConfig } from '../src/algo/kl';
 import { loadConfigFile } from '../src/config/load';
 import { formatDemonstrations } from '../src/rollout/demonstrations';
 import { Rng } from '../src/util/rng';

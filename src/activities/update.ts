@@ -19,7 +19,7 @@ import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../contract';
 import { AdamW, lrAt } from '../algo/adamw';
 import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/ppo_update';
-import { klControllerFromConfig } from '../algo/kl_controller';
+import { klControllerFromConfig } from '../algo/kl';
 import { ValueModel } from '../model/value_model';
 import type { UpdateInput, UpdateOutput } from './types';
 import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';

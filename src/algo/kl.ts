@@ -1,8 +1,8 @@
 /**
- * KL estimators between the policy and the frozen reference policy (SPEC.md §2 kl_penalty, §5.2, §6;
- * ROLL roll/utils/functionals.py compute_approx_kl; J. Schulman, "Approximating KL Divergence", 2020,
- * http://joschu.net/blog/kl-approx.html for k1/k3). Tensor functions on float32 log-probs (nats).
- * Call inside tf.tidy / tf.variableGrads: intermediates are not disposed here.
+ * The KL between the policy and the frozen reference policy (docs/numerics.md §5.2, §6): the per-token estimators
+ * of kl_penalty (ROLL roll/utils/functionals.py compute_approx_kl; J. Schulman, "Approximating KL Divergence", 2020,
+ * for k1/k3), tensor functions on float32 log-probs (nats) to call inside tf.tidy / tf.variableGrads, and the
+ * controller of beta, the reward-side KL coefficient.
  */
 import * as tf from '@tensorflow/tfjs';
 import { KL_PENALTIES, type KlPenalty } from './kl_penalties';
@@ -54,4 +54,69 @@ export function klPenalty(logp: tf.Tensor2D, refLogp: tf.Tensor2D, kind: KlPenal
 export function klFull(logpAll: tf.Tensor3D, refLogpAll: tf.Tensor3D): tf.Tensor2D {
   tf.util.assertShapesMatch(logpAll.shape, refLogpAll.shape, 'klFull: logpAll and refLogpAll:');
   return tf.sum(tf.mul(tf.exp(logpAll), tf.sub(logpAll, refLogpAll)), -1) as tf.Tensor2D;
+}
+
+// The beta of the reward-side KL penalty (init_kl_coef, target_kl, kl_horizon; §5.2): fixed, or adaptive when
+// target_kl is set. ROLL roll/utils/kl_controller.py (from TRL's AdaptiveKLController / FixedKLController, after
+// Ziegler et al. 2019, "Fine-Tuning Language Models from Human Preferences", eq. 2). The whole state is beta, so it
+// round-trips through trainer_state.json.
+
+/** A KL coefficient controller. */
+export interface KlController {
+  /** Current beta (>= 0). */
+  readonly value: number;
+  /** True when beta follows target_kl. */
+  readonly adaptive: boolean;
+  /**
+   * Feeds the batch KL (critic/kl, nats per token) measured with the current beta; adaptive controllers move beta.
+   * @param currentKl finite; @param nSteps trajectories in the batch (> 0)
+   * @throws RangeError on a non-finite currentKl or nSteps <= 0.
+   */
+  update(currentKl: number, nSteps: number): void;
+}
+
+/** The SPEC.md §2 keys the controller reads. */
+export interface KlControllerConfig {
+  init_kl_coef: number;
+  target_kl?: number | null;
+  /** Default 10000. */
+  kl_horizon?: number;
+}
+
+/**
+ * Builds the controller of a run (ROLL get_kl_controller: adaptive when target_kl is set, else fixed).
+ * Adaptive update: e = clip(currentKl / target_kl - 1, -0.2, 0.2); beta *= 1 + e * nSteps / kl_horizon.
+ * Fixed: beta = init_kl_coef forever (update checks its input and changes nothing).
+ * @param cfg init_kl_coef >= 0, target_kl > 0 or null, kl_horizon > 0
+ * @param savedBeta beta from trainer_state.json on resume; adaptive controllers continue from it (a fixed one keeps
+ *   init_kl_coef, so a changed config takes effect)
+ * @throws RangeError naming the key for a negative or non-finite init_kl_coef, a target_kl or kl_horizon that is
+ *   not > 0, or a saved beta that is negative or non-finite.
+ */
+export function klControllerFromConfig(cfg: KlControllerConfig, savedBeta?: number | null): KlController {
+  const horizon = cfg.kl_horizon ?? 10000;
+  const target = cfg.target_kl ?? null;
+  const beta0 = savedBeta ?? cfg.init_kl_coef;
+  for (const [name, v, ok, allowed] of [
+    ['init_kl_coef', cfg.init_kl_coef, cfg.init_kl_coef >= 0, '>= 0'],
+    ['target_kl', target, target === null || target > 0, '> 0 or null'],
+    ['kl_horizon', horizon, horizon > 0, '> 0'],
+    ['the saved beta', beta0, beta0 >= 0, '>= 0'],
+  ] as const) {
+    if (!ok || (v !== null && !Number.isFinite(v))) {
+      throw new RangeError(`klControllerFromConfig: ${name} = ${v} is invalid; allowed: a finite number ${allowed}`);
+    }
+  }
+  let value = target === null ? cfg.init_kl_coef : beta0;
+  return {
+    get value() { return value; },
+    adaptive: target !== null,
+    update(currentKl: number, nSteps: number): void {
+      if (!Number.isFinite(currentKl)) throw new RangeError(`KlController.update: currentKl = ${currentKl}; allowed: a finite number`);
+      if (!(nSteps > 0)) throw new RangeError(`KlController.update: nSteps = ${nSteps}; allowed: > 0`);
+      if (target === null) return;
+      const e = Math.min(0.2, Math.max(-0.2, currentKl / target - 1));
+      value *= 1 + (e * nSteps) / horizon;
+    },
+  };
 }

@@ -26,7 +26,7 @@ import { filterGroups } from './filter';
 import { actorLossFns, criticLossFns, StatAccumulator, type UpdateRows } from './minibatch_losses';
 import { prepass } from './prepass';
 import { dropStale, oldLogpRows, stalenessOf } from './staleness';
-import type { KlController } from './kl_controller';
+import type { KlController } from './kl';
 import { trajectoryScores, type TrajectoryScoresFile } from './trajectory_scores';
 
 /**

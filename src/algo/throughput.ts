@@ -15,7 +15,7 @@ import { generatingArgsOf } from '../rollout/plan';
 import type { Trajectory } from '../rollout/types';
 import { Rng } from '../util/rng';
 import { AdamW } from './adamw';
-import { klControllerFromConfig } from './kl_controller';
+import { klControllerFromConfig } from './kl';
 import { needsReference, ppoUpdate } from './ppo_update';
 
 /**

@@ -15,7 +15,7 @@ import { Qwen2 } from '../../src/model/qwen2';
 import { modelFromSafetensors, modelToSafetensors } from '../../src/model/weights_io';
 import { AdamW } from '../../src/algo/adamw';
 import { ppoUpdate } from '../../src/algo/ppo_update';
-import { klControllerFromConfig } from '../../src/algo/kl_controller';
+import { klControllerFromConfig } from '../../src/algo/kl';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';
 import { sha256Hex } from '../../src/storage/object_store';

@@ -19,7 +19,7 @@ import { actorLossFns, criticLossFns, StatAccumulator, type UpdateRows } from '.
 import { paddedLength, shiftedArrays } from '../../src/algo/batch';
 import { prepass } from '../../src/algo/prepass';
 import { ppoUpdate } from '../../src/algo/ppo_update';
-import { klControllerFromConfig } from '../../src/algo/kl_controller';
+import { klControllerFromConfig } from '../../src/algo/kl';
 import type { Trajectory } from '../../src/rollout/types';
 import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
 import { initTestBackend } from '../helpers/backend';

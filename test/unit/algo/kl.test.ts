@@ -1,9 +1,8 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { klFull, klPenalty } from '../../../src/algo/kl';
+import { klControllerFromConfig, klFull, klPenalty } from '../../../src/algo/kl';
 import { klLoss } from '../../../src/algo/loss';
-import { klControllerFromConfig } from '../../../src/algo/kl_controller';
 import { initTestBackend } from '../../helpers/backend';
 
 before(initTestBackend);

@@ -9,7 +9,7 @@ import { paddedLength } from '../../../src/algo/batch';
 import { prepass } from '../../../src/algo/prepass';
 import { AdamW } from '../../../src/algo/adamw';
 import { criticStepsPerUpdate, ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../../src/algo/ppo_update';
-import { klControllerFromConfig } from '../../../src/algo/kl_controller';
+import { klControllerFromConfig } from '../../../src/algo/kl';
 import type { Trajectory } from '../../../src/rollout/types';
 import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 import { initTestBackend } from '../../helpers/backend';

@@ -13,7 +13,7 @@ import { tokenLogProbs } from '../../../src/model/logprobs';
 import { AdamW } from '../../../src/algo/adamw';
 import { packBatch } from '../../../src/algo/batch';
 import { ppoUpdate } from '../../../src/algo/ppo_update';
-import { klControllerFromConfig } from '../../../src/algo/kl_controller';
+import { klControllerFromConfig } from '../../../src/algo/kl';
 import { dropStale, oldLogpRows, stalenessOf } from '../../../src/algo/staleness';
 import type { RunConfig } from '../../../src/config/schema';
 import type { Trajectory } from '../../../src/rollout/types';
