@@ -16,7 +16,7 @@ import { AdamW } from '../src/algo/adamw';
 import { sftTrain } from '../src/algo/sft';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import { runEpisodes } from '../src/rollout/manager';
-import { modelPolicy } from '../src/rollout/model_policy';
+import { modelPolicy } from '../src/rollout/policy';
 import { planShards } from '../src/rollout/plan';
 import { deriveSeed } from '../src/util/rng';
 import type { RunConfig, GeneratingArgs } from '../src/config/schema';

@@ -1,54 +1,21 @@
 /**
- * Packs trajectories into padded training tensors (SPEC.md §4 Packing, §6 notation): right padding
- * with the tokenizer's pad id, position ids from 0, and the SHIFTED response mask m[t] = 1 when token
- * t+1 was sampled by the policy (index t of the shifted arrays is the log-prob of token t+1).
+ * Batches packed trajectories for the update: right padding with the tokenizer's pad id into tensors,
+ * the attention mask, the shifted arrays padded alike (rollout/packing.ts makes them), and
+ * length-bucketed micro-batches.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { Trajectory } from '../rollout/types';
+import { shiftedArrays, type PackedTokens, type ShiftedArrays } from '../rollout/packing';
 
-/** A padded batch. */
-export interface PackedBatch {
+/** A padded batch: tensors of the token ids and the attention mask, and the shifted arrays (packing.ts). */
+export interface PackedBatch extends ShiftedArrays {
   /** int32 [B, L] token ids, right-padded with padId. */
   ids: tf.Tensor2D;
   /** float32 [B, L]: 1 on real tokens, 0 on padding. */
   attentionMask: tf.Tensor2D;
-  /** [B][L-1] shifted response mask (0/1). */
-  mask: number[][];
-  /** [B] shifted index of each trajectory's last sampled token, -1 when it has none. */
-  lastIndex: number[];
-  /** [B][L-1] shifted sampling-time log-probs (nats), 0 off the mask. */
-  sampleLogprobs: number[][];
-}
-
-/** The shifted arrays of a batch (no tensors), for code that needs only the masks. */
-export type ShiftedArrays = Pick<PackedBatch, 'mask' | 'lastIndex' | 'sampleLogprobs'>;
-
-/**
- * Shifted response mask, last sampled index and sampling log-probs, padded to length L-1.
- * @param L padded token length (>= every trajectory's length)
- */
-export function shiftedArrays(trajectories: readonly Trajectory[], L: number): ShiftedArrays {
-  const out: ShiftedArrays = { mask: [], lastIndex: [], sampleLogprobs: [] };
-  for (const t of trajectories) {
-    const m = new Array<number>(L - 1).fill(0);
-    const lp = new Array<number>(L - 1).fill(0);
-    let last = -1;
-    for (let i = 1; i < t.inputIds.length; i++) {
-      if (t.responseMask[i] === 1) {
-        m[i - 1] = 1;
-        lp[i - 1] = t.sampleLogprobs[i];
-        last = i - 1;
-      }
-    }
-    out.mask.push(m);
-    out.lastIndex.push(last);
-    out.sampleLogprobs.push(lp);
-  }
-  return out;
 }
 
 /** The padded length of a batch: max(2, longest trajectory) tokens. */
-export function paddedLength(trajectories: readonly Trajectory[]): number {
+export function paddedLength(trajectories: readonly PackedTokens[]): number {
   return Math.max(2, ...trajectories.map((t) => t.inputIds.length));
 }
 
@@ -56,7 +23,7 @@ export function paddedLength(trajectories: readonly Trajectory[]): number {
  * Packs trajectories to a common length L = paddedLength. Caller disposes ids/attentionMask.
  * @throws RangeError when the list is empty
  */
-export function packBatch(trajectories: readonly Trajectory[], padId: number): PackedBatch {
+export function packBatch(trajectories: readonly PackedTokens[], padId: number): PackedBatch {
   if (trajectories.length === 0) throw new RangeError('packBatch: no trajectories');
   const B = trajectories.length;
   const L = paddedLength(trajectories);

@@ -1,16 +1,55 @@
 /**
- * Demonstration episodes for the supervised warm-up (prepare.ts): `format` episodes play uniformly
- * random valid actions (the answer format, no skill); `solver` episodes play each
- * env's BFS plan (Env.solve; RAGEN's SFT on solver trajectories).
+ * Demonstration episodes for the supervised warm-up: `format` episodes play uniformly random valid
+ * actions (the answer format, no skill); `solver` episodes play each env's BFS plan (Env.solve;
+ * RAGEN's SFT on solver trajectories). Both come from scripted policies whose log-probs are 0.
  */
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng, deriveSeed } from '../util/rng';
-import type { Policy } from './policy';
-import { runGroups } from './pool';
-import { randomActionPolicy, solverPolicy } from './scripted_policy';
+import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
+import { runGroups } from './manager';
 import { rolloutGroup, tagOfEnvGroup, type RolloutGroup } from './plan';
 import type { Trajectory } from './types';
+
+// Scripted policies: they answer "<answer>{action}</answer>" (or "<think></think><answer>{action}</answer>"
+// for a think-pattern tag), then the model's first stop token (<|im_end|> for Qwen2.5 instruct and the
+// tiny preset). Log-probs are reported as 0 (the episodes are demonstrations, not samples).
+
+/** A policy that answers each row with `choose(env, rng)`, formatted for the row's pattern. */
+function answeringPolicy(tokenizer: ChatTokenizer, choose: (env: RowEnv, rng: Rng) => string): Policy {
+  const stop = tokenizer.decode(tokenizer.eosIds.slice(0, 1), false);
+  return {
+    async generate(request: PolicyRequest): Promise<PolicyResponse> {
+      const tokens = request.envs.map((env, i) => {
+        const answer = `<answer>${choose(env, request.rngs[i])}</answer>`;
+        const text = `${env.enableThink ? '<think></think>' : ''}${answer}${stop}`;
+        return tokenizer.encode(text).slice(0, request.maxNewTokens[i]);
+      });
+      return { tokens, logprobs: tokens.map((t) => t.map(() => 0)) };
+    },
+  };
+}
+
+/**
+ * A uniformly random action name. An env with free-form answers and no action names (Countdown) has
+ * no random valid action: it gets its solver's answer, or an empty answer without a solver.
+ */
+const randomAction = (env: RowEnv, rng: Rng) =>
+  env.actionNames.length > 0 ? env.actionNames[rng.int(env.actionNames.length)] : (env.solve?.()?.[0] ?? '');
+
+/** The random-valid-action policy: a uniformly random valid action from each row's seeded stream (format only). */
+export function randomActionPolicy(tokenizer: ChatTokenizer): Policy {
+  return answeringPolicy(tokenizer, randomAction);
+}
+
+/**
+ * The solver policy: the first action of the env's shortest plan (Env.solve, BFS) from its current
+ * state, re-planned every turn. A row whose env has no solve() or no plan from its state (e.g. slippery
+ * FrozenLake) gets a random valid action (from its stream), so every row still answers validly.
+ */
+export function solverPolicy(tokenizer: ChatTokenizer): Policy {
+  return answeringPolicy(tokenizer, (env, rng) => env.solve?.()?.[0] ?? randomAction(env, rng));
+}
 
 /**
  * The episodes (of numEpisodes) that the solver plays: round(fraction * numEpisodes) indices drawn
@@ -21,7 +60,7 @@ export function solverEpisodes(numEpisodes: number, fraction: number, seed: numb
   return order.slice(0, Math.round(fraction * numEpisodes)).sort((a, b) => a - b);
 }
 
-/** Demonstration episodes, and the env failures met while playing them (pool.ts messages). */
+/** Demonstration episodes, and the env failures met while playing them (runGroups messages). */
 export interface Demonstrations {
   episodes: Trajectory[];
   errors: string[];

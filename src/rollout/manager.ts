@@ -1,17 +1,18 @@
 /**
- * TrajEnvManager: plays a batch of multi-turn episodes, all envs stepping in lockstep so each turn
- * is one batched generation call, and packs every episode into one token-in/token-out trajectory.
- * An env that throws (reset or step) or runs over its tag's episode_timeout_seconds fails its episode
- * and stops its whole group (trajGroupId); the pool (pool.ts) replaces such groups.
- * Source: SPEC.md §3-4 (ROLL roll/pipeline/agentic/env_manager/traj_env_manager.py).
+ * TrajEnvManager (SPEC.md §3-4; ROLL roll/pipeline/agentic/env_manager/traj_env_manager.py): plays env
+ * groups as multi-turn episodes, all envs stepping in lockstep so each turn is one batched generation
+ * call, and packs every episode into one token-in/token-out trajectory (ids, response mask, sampling
+ * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
  */
-import { createEnv } from '../envs/registry';
 import { ConfigError } from '../config/errors';
+import type { CustomEnvConfig } from '../contract';
 import { parseAction, type Env } from '../envs/env';
+import { createEnv } from '../envs/registry';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
-import type { CustomEnvConfig } from '../config/schema';
 import { EpisodeChat, fillTemplate, firstUserMessage, formatSuffix, usesThinkPattern } from './chat';
+import { appendTurn, emptyPacked, type PackedTokens } from './packing';
+import { replacementGroup, type RolloutGroup } from './plan';
 import type { Policy } from './policy';
 import type { Trajectory, TurnRecord } from './types';
 
@@ -59,6 +60,96 @@ export interface EpisodeOutcome {
   error?: string;
 }
 
+// The env pool of one rollout activity (SPEC.md §3):
+// - group_size_redundancy (ROLL EnvManagerConfig): each group runs group_size + redundancy envs and keeps
+//   the first group_size finishers, fewest lockstep turns first, ties by env id; the others are stopped
+//   once enough have finished and are dropped before the trajectories are stored.
+// - A failed episode (its env threw in reset or step, or its env time went over the tag's
+//   episode_timeout_seconds) fails its WHOLE group, which is replaced by a fresh group with a seed derived
+//   from the old one (plan.ts replacementGroup), up to MAX_GROUP_ATTEMPTS plays in all; then the group is
+//   dropped. Failures are counted and their messages returned, never thrown.
+
+/** Plays of one group before it is dropped: the first one and up to two replacements. */
+export const MAX_GROUP_ATTEMPTS = 3;
+
+/** What the pool did besides playing: the counts become env/* metrics (totals per step). */
+export interface PoolStats {
+  /** Episodes whose env threw or ran over its time budget. */
+  failedEpisodes: number;
+  /** Groups played again from a fresh seed after a failure. */
+  replacedGroups: number;
+  /** Groups given up after MAX_GROUP_ATTEMPTS failed plays (not in the batch). */
+  droppedGroups: number;
+}
+
+/** Output of runGroups. */
+export interface PoolResult {
+  /** group_size trajectories per kept group, groups in input order, members by env id. */
+  trajectories: Trajectory[];
+  stats: PoolStats;
+  /** One message per failed episode: tag, env id, group, seed and what went wrong. */
+  errors: string[];
+}
+
+/** Group sizes of the env manager that planned the groups. */
+export interface PoolOptions extends ManagerOptions {
+  groupSize: number;
+  /** group_size_redundancy: extra envs per group. */
+  redundancy: number;
+}
+
+/** The kept members of a group whose play did not fail: the first groupSize finishers. */
+function firstFinishers(outcomes: EpisodeOutcome[], groupSize: number): Trajectory[] {
+  return outcomes
+    .filter((o) => o.status === 'finished')
+    .sort((a, b) => a.endedAt - b.endedAt || a.trajectory.envId - b.trajectory.envId)
+    .slice(0, groupSize)
+    .map((o) => o.trajectory)
+    .sort((a, b) => a.envId - b.envId);
+}
+
+/**
+ * Plays the groups; member j of group g has env id g * (groupSize + redundancy) + j and samples
+ * from Rng(...group.stream, envId). Replacement plays run as later lockstep batches.
+ * @throws only what playEpisodes throws for a bad config (never for an env failure)
+ */
+export async function runGroups(groups: RolloutGroup[], opts: PoolOptions): Promise<PoolResult> {
+  const perGroup = opts.groupSize + opts.redundancy;
+  const kept: Trajectory[][] = groups.map(() => []);
+  const stats: PoolStats = { failedEpisodes: 0, replacedGroups: 0, droppedGroups: 0 };
+  const errors: string[] = [];
+  let pending = groups.map((group, index) => ({ group, index, attempt: 1 }));
+  while (pending.length > 0) {
+    const specs = pending.flatMap(({ group }) =>
+      Array.from({ length: perGroup }, (_, j) => {
+        const envId = group.groupId * perGroup + j;
+        return { tag: group.tag, groupId: group.groupId, envId, seed: group.seed, trajGroupId: group.trajGroupId, rngParts: [...group.stream, envId] };
+      }),
+    );
+    const outcomes = await playEpisodes(specs, opts, opts.groupSize);
+    const next: typeof pending = [];
+    pending.forEach((p, k) => {
+      const mine = outcomes.slice(k * perGroup, (k + 1) * perGroup);
+      const failures = mine.filter((o) => o.status === 'failed');
+      if (failures.length === 0) {
+        kept[p.index] = firstFinishers(mine, opts.groupSize);
+        return;
+      }
+      stats.failedEpisodes += failures.length;
+      errors.push(...failures.map((o) => o.error!));
+      if (p.attempt < MAX_GROUP_ATTEMPTS) {
+        stats.replacedGroups++;
+        next.push({ group: replacementGroup(p.group), index: p.index, attempt: p.attempt + 1 });
+      } else stats.droppedGroups++;
+    });
+    pending = next;
+  }
+  return { trajectories: kept.flat(), stats, errors };
+}
+
+// One lockstep batch of episodes. An env that throws (reset or step) or runs over its tag's
+// episode_timeout_seconds fails its episode and stops its whole group (trajGroupId).
+
 interface Live {
   spec: EpisodeSpec;
   env: Env;
@@ -66,9 +157,9 @@ interface Live {
   enableThink: boolean;
   rng: Rng;
   chat: EpisodeChat;
-  ids: number[];
-  mask: number[];
-  logprobs: number[];
+  /** The episode's tokens so far (packing.ts). */
+  packed: PackedTokens;
+  /** The next turn's prompt tokens, not yet in `packed`. */
   pending: number[];
   observation: string;
   turns: TurnRecord[];
@@ -154,7 +245,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
     const enableThink = usesThinkPattern(cfg.env_config);
     const live: Live = {
       spec, cfg, enableThink, env: createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink }),
-      rng: new Rng(...spec.rngParts), chat: new EpisodeChat(tokenizer, cfg.agent_system_template), ids: [], mask: [], logprobs: [], pending: [], observation: '', turns: [],
+      rng: new Rng(...spec.rngParts), chat: new EpisodeChat(tokenizer, cfg.agent_system_template), packed: emptyPacked(), pending: [], observation: '', turns: [],
       score: 0, success: false, truncated: false, envSeconds: 0, status: null, endedAt: -1,
     };
     groups.set(spec.trajGroupId, [...(groups.get(spec.trajGroupId) ?? []), live]);
@@ -174,7 +265,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       const active = lives.filter((l) => l.status === null);
       if (active.length === 0) break;
       const budgets = active.map((l) => {
-        const room = opts.sequenceLength - l.ids.length - l.pending.length;
+        const room = opts.sequenceLength - l.packed.inputIds.length - l.pending.length;
         const want = Math.min(l.cfg.max_tokens_per_step, opts.maxNewTokens);
         if (turn === 0 && room < want) {
           throw new ConfigError('sequence_length', [
@@ -188,7 +279,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       for (const l of active) if (!rows.includes(l)) truncate(l, turn);
       if (rows.length > 0) {
         const out = await opts.policy.generate({
-          contexts: rows.map((l) => [...l.ids, ...l.pending]),
+          contexts: rows.map((l) => [...l.packed.inputIds, ...l.pending]),
           maxNewTokens: budgets.filter((b) => b > 0),
           rngs: rows.map((l) => l.rng),
           envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
@@ -209,7 +300,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       trajId: `${l.spec.trajGroupId}_${l.spec.envId}`,
       tag: l.spec.tag, groupId: l.spec.groupId, envId: l.spec.envId, seed: l.spec.seed,
       split: opts.split, step: opts.step,
-      inputIds: l.ids, responseMask: l.mask, sampleLogprobs: l.logprobs, turns: l.turns,
+      inputIds: l.packed.inputIds, responseMask: l.packed.responseMask, sampleLogprobs: l.packed.sampleLogprobs, turns: l.turns,
       episodeScore: l.score, success: l.success, truncated: l.truncated,
     },
     status: l.status!, endedAt: l.endedAt, ...(l.error === undefined ? {} : { error: l.error }),
@@ -219,10 +310,8 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
 /** Appends one sampled reply to an episode and steps its env (SPEC.md §4.2-4.5). */
 function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, opts: ManagerOptions, stopIds: ReadonlySet<number>): void {
   const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
-  if (!closed && l.ids.length + l.pending.length + tokens.length >= opts.sequenceLength) return truncate(l, turn); // the unfinished turn is dropped
-  l.ids.push(...l.pending, ...tokens);
-  l.mask.push(...l.pending.map(() => 0), ...tokens.map(() => 1));
-  l.logprobs.push(...l.pending.map(() => 0), ...logprobs);
+  if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) return truncate(l, turn); // the unfinished turn is dropped
+  appendTurn(l.packed, l.pending, tokens, logprobs);
   l.chat.reply(tokens);
   const response = opts.tokenizer.decode(tokens, false);
   const result = guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));

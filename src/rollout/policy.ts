@@ -1,8 +1,12 @@
 /**
- * What the rollout manager needs from a policy: batched continuation of token contexts.
- * The model-backed policy (model_policy.ts) samples from the Qwen2 decoder; the warm-up uses scripted
- * policies (scripted_policy.ts) that answer with random valid actions or the env solver's plan.
+ * What the rollout manager needs from a policy (batched continuation of token contexts), and the
+ * policy backed by the Qwen2 decoder. The warm-up's scripted policies are in demonstrations.ts.
  */
+import type { GeneratingArgs } from '../contract';
+import { generate } from '../model/generate';
+import { KvSession } from '../model/kv_session';
+import type { Qwen2 } from '../model/qwen2';
+import type { ChatTokenizer } from '../model/tokenizer';
 import type { Rng } from '../util/rng';
 
 /** What a scripted policy may know about the env of a row (model policies ignore it). */
@@ -43,4 +47,32 @@ export interface Policy {
   generate(request: PolicyRequest): Promise<PolicyResponse>;
   /** Frees what the policy kept for the episodes of the batch that just ended (called once per batch). */
   endEpisodes?(): void;
+}
+
+/**
+ * The model policy: batched KV-cache generation with generating_args (temperature, top_p, top_k,
+ * do_sample) from each row's seeded stream (SPEC.md §4.3). Requests with rowIds reuse each episode's
+ * KV cache from its previous turn (kv_session.ts) until endEpisodes. Generation stops at the
+ * tokenizer's eos ids, its model's stop tokens (kept in the response).
+ */
+export function modelPolicy(model: Qwen2, tokenizer: ChatTokenizer, args: GeneratingArgs): Policy {
+  const session = new KvSession();
+  return {
+    async generate(request: PolicyRequest): Promise<PolicyResponse> {
+      return generate(model, request.contexts, {
+        maxNewTokens: request.maxNewTokens,
+        temperature: args.temperature,
+        topP: args.top_p,
+        topK: args.top_k,
+        doSample: args.do_sample,
+        stopIds: [...tokenizer.eosIds],
+        rngs: request.rngs,
+        session,
+        rowIds: request.rowIds,
+      });
+    },
+    endEpisodes(): void {
+      session.clear();
+    },
+  };
 }

@@ -4,8 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { meanMetrics, mergeSums, sumMetrics } from '../../src/rollout/metrics';
-import type { Trajectory } from '../../src/rollout/types';
+import { meanMetrics, mergeSums, sumMetrics } from '../../../src/rollout/metrics';
+import type { Trajectory } from '../../../src/rollout/types';
 
 /** A trajectory with only what the metrics read. */
 function traj(tag: string, group: number, score: number, success: boolean): Trajectory {

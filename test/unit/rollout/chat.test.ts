@@ -6,11 +6,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { runEpisodes, EpisodeSpec } from '../../src/rollout/manager';
-import { fillTemplate, formatSuffix, usesThinkPattern } from '../../src/rollout/chat';
-import { customEnvSchema } from '../../src/config/schema_blocks';
-import type { Policy } from '../../src/rollout/policy';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { runEpisodes, EpisodeSpec } from '../../../src/rollout/manager';
+import { fillTemplate, formatSuffix, usesThinkPattern } from '../../../src/rollout/chat';
+import { customEnvSchema } from '../../../src/contract';
+import type { Policy } from '../../../src/rollout/policy';
 
 const tokenizer = charTokenizer();
 const THINK = '<think>(.*?)</think>\\s*<answer>(.*?)</answer>';

@@ -1,19 +1,18 @@
 /**
- * The env pool (issue 4 item 6): an env that throws (reset or step) or runs over its time budget fails
+ * The env pool (manager.ts runGroups): an env that throws (reset or step) or runs over its time budget fails
  * its whole group, which is replaced by a fresh group (new seed derived from the old one) up to
  * MAX_GROUP_ATTEMPTS plays, then dropped; the batch holds only complete groups and nothing throws.
  * group_size_redundancy keeps the first group_size finishers. Faults come from the `chaos` env.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { customEnvSchema } from '../../src/config/schema_blocks';
-import { playEpisodes } from '../../src/rollout/manager';
-import { MAX_GROUP_ATTEMPTS, runGroups, type PoolOptions } from '../../src/rollout/pool';
-import { randomActionPolicy } from '../../src/rollout/scripted_policy';
-import { rolloutGroup, type RolloutGroup } from '../../src/rollout/plan';
-import type { Policy } from '../../src/rollout/policy';
-import { deriveSeed } from '../../src/util/rng';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { customEnvSchema } from '../../../src/contract';
+import { MAX_GROUP_ATTEMPTS, playEpisodes, runGroups, type PoolOptions } from '../../../src/rollout/manager';
+import { randomActionPolicy } from '../../../src/rollout/demonstrations';
+import { rolloutGroup, type RolloutGroup } from '../../../src/rollout/plan';
+import type { Policy } from '../../../src/rollout/policy';
+import { deriveSeed } from '../../../src/util/rng';
 
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };

@@ -1,17 +1,18 @@
 /**
- * `warmup: solver` (issue 4 item 7): demonstrations whose actions come from Env.solve (BFS), for a
+ * `warmup: solver`: demonstrations whose actions come from Env.solve (BFS), for a
  * warmup.solver_fraction of the episodes (the rest random valid actions); a config check that every
  * train tag's env has a solver.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { loadConfigFile } from '../../src/config/load';
-import { customEnvSchema } from '../../src/config/schema_blocks';
-import { createEnv } from '../../src/envs/registry';
-import { runEpisodes, type EpisodeSpec } from '../../src/rollout/manager';
-import { randomActionPolicy, solverPolicy } from '../../src/rollout/scripted_policy';
-import { formatDemonstrations, solverEpisodes, warmupDemonstrations } from '../../src/rollout/demonstrations';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { loadConfigFile } from '../../../src/config/load';
+import { customEnvSchema } from '../../../src/contract';
+import { createEnv } from '../../../src/envs/registry';
+import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
+import {
+  formatDemonstrations, randomActionPolicy, solverEpisodes, solverPolicy, warmupDemonstrations,
+} from '../../../src/rollout/demonstrations';
 
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };

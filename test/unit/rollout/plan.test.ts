@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfigFile } from '../../src/config/load';
-import { envsPerGroup, generatingArgsOf, planShards, replacementGroup, withValEpisodes } from '../../src/rollout/plan';
-import { deriveSeed } from '../../src/util/rng';
+import { loadConfigFile } from '../../../src/config/load';
+import { envsPerGroup, generatingArgsOf, planShards, replacementGroup, withValEpisodes } from '../../../src/rollout/plan';
+import { deriveSeed } from '../../../src/util/rng';
 
 /** The tiny fixture (seed 7) with overrides; train 4 groups x 4, val 8 groups x 1. */
 const fixture = (...overrides: string[]) => loadConfigFile('test/fixtures/tiny_frozen_lake.yaml', overrides).config;

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { runEpisodes, EpisodeSpec } from '../../src/rollout/manager';
-import { randomActionPolicy } from '../../src/rollout/scripted_policy';
-import type { Policy } from '../../src/rollout/policy';
-import { loadConfigFile } from '../../src/config/load';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { runEpisodes, EpisodeSpec } from '../../../src/rollout/manager';
+import { randomActionPolicy } from '../../../src/rollout/demonstrations';
+import type { Policy } from '../../../src/rollout/policy';
+import { loadConfigFile } from '../../../src/config/load';
 
 const tokenizer = charTokenizer();
 const { config } = loadConfigFile('configs/frozen_lake.yaml');
