@@ -1,22 +1,8 @@
 /**
  * Activity `rollout` (task queue "starpo-rollout"): plays one shard of env groups with a policy
- * checkpoint through the env pool (complete groups only; failed groups replaced) and
- * stores the trajectories as jsonl.gz at a key that is a pure function of (run, step, split, shard)
- * (DESIGN.md). Env failures are logged as warnings and counted in the metrics, never thrown.
- *
- * Idempotent: after the trajectories, a commit record (rolloutRecordKey: their
- * reference with sha256, the policy manifest's sha256, the pool's counts) is written. A retried or
- * replayed rollout whose record names the same policy and whose trajectories verify reuses the shard
- * instead of playing it again; otherwise it plays (same seeds, so the same bytes) and rewrites both.
- *
- * With `input.eval` (`starpo eval`) the config comes from the evaluation's eval.json and the shard and
- * its record are stored under runs/<run>/evals/<name>/ (storage/keys.ts rolloutKey).
- *
- * Asynchronous rollouts (`input.policyStep`, async_generation_ratio > 0; ROLL
- * roll/distributed/scheduler/rollout_scheduler.py, where each group remembers the step it was created
- * at): the shard of step N is played by the checkpoint of an earlier step; every trajectory records its
- * `staleness` (N - policyStep) and the commit record the policy's step and the staleness. A damaged
- * policy falls back to the newest complete checkpoint before policyStep.
+ * checkpoint through the TrajEnvManager (rollout/manager.ts runGroups) and stores the trajectories as
+ * jsonl.gz at a key that is a pure function of (run, step, split, shard) (DESIGN.md). Env failures are
+ * logged as warnings and counted in the metrics, never thrown.
  */
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -53,7 +39,23 @@ async function committedShard(rt: ActivityRuntime, input: RolloutInput): Promise
   }
 }
 
-/** Builds the rollout activity over a runtime. */
+/**
+ * Builds the rollout activity over a runtime.
+ *
+ * Idempotent: after the trajectories, a commit record (rolloutRecordKey: their reference with sha256, the
+ * policy manifest's sha256, the pool's counts) is written. A retried or replayed rollout whose record
+ * names the same policy and whose trajectories verify reuses the shard instead of playing it again;
+ * otherwise it plays (same seeds, so the same bytes) and rewrites both.
+ *
+ * With `input.eval` (`starpo eval`) the config comes from the evaluation's eval.json and the shard and
+ * its record are stored under runs/<run>/evals/<name>/ (storage/keys.ts rolloutKey).
+ *
+ * Asynchronous rollouts (`input.policyStep`, async_generation_ratio > 0; ROLL
+ * roll/distributed/scheduler/rollout_scheduler.py, where each group remembers the step it was created
+ * at): the shard of step N is played by the checkpoint of an earlier step; every trajectory records its
+ * `staleness` (N - policyStep) and the commit record the policy's step and the staleness. A damaged
+ * policy falls back to the newest complete checkpoint before policyStep.
+ */
 export function rolloutActivity(rt: ActivityRuntime) {
   return async function rollout(input: RolloutInput): Promise<RolloutOutput> {
     const started = performance.now();

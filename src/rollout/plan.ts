@@ -1,18 +1,8 @@
 /**
  * Which env groups a step plays, with which seeds, on which shard (SPEC.md §3). Pure and
  * deterministic, so the workflow calls it directly.
- *
- * A step plays rollout_batch_size / group_size groups (val: val_batch_size / group_size). Group g
- * takes the tag of env group (g mod num_env_groups) in the order of tags / num_groups_partition; each
- * of its group_size + group_size_redundancy members has its own env id. Seeds are a pure function of
- * (seed, split, step, g): train (seed, "train", step, g); validation (seed, "val", step, g), its own
- * stream of the run seed (ROLL validates from the pipeline seed and has no val seed key), so every
- * evaluation plays NEW states, identical across runs (SPEC.md §3). With val_env_manager.fixed_states
- * (starpo's own) validation seeds are (seed, "val", g): every evaluation plays the same held-out
- * states with the same sampling streams, so points of the validation curve are compared on one set
- * with common random numbers. A group's `stream` seeds its members' sampling streams the same way.
  */
-import type { EnvManagerConfig, GeneratingArgs, RunConfig } from '../config/schema';
+import type { EnvManagerConfig, GeneratingArgs, RunConfig } from '../contract';
 import { ConfigError } from '../config/errors';
 import { deriveSeed } from '../util/rng';
 
@@ -73,6 +63,16 @@ export function replacementGroup(failed: RolloutGroup): RolloutGroup {
 /**
  * The groups of one step, split into shards of at most max_env_num_per_worker envs
  * (0 = one shard). Returns shards[k] = groups of shard k.
+ *
+ * A step plays rollout_batch_size / group_size groups (val: val_batch_size / group_size). Group g
+ * takes the tag of env group (g mod num_env_groups) in the order of tags / num_groups_partition; each
+ * of its group_size + group_size_redundancy members has its own env id. Seeds are a pure function of
+ * (seed, split, step, g): train (seed, "train", step, g); validation (seed, "val", step, g), its own
+ * stream of the run seed (ROLL validates from the pipeline seed and has no val seed key), so every
+ * evaluation plays NEW states, identical across runs (SPEC.md §3). With val_env_manager.fixed_states
+ * (starpo's own) validation seeds are (seed, "val", g): every evaluation plays the same held-out
+ * states with the same sampling streams, so points of the validation curve are compared on one set
+ * with common random numbers. A group's `stream` seeds its members' sampling streams the same way.
  */
 export function planShards(config: RunConfig, split: 'train' | 'val', step: number): RolloutGroup[][] {
   const manager = split === 'train' ? config.train_env_manager : config.val_env_manager;
