@@ -17,7 +17,7 @@ import { charTokenizer } from '../src/model/tokenizer';
 import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
 import { AdamW } from '../src/algo/adamw';
-import { ppoUpdate } from '../src/algo/ppo_update';
+import { ppoUpdate } from '../src/algo/update';
 import { klControllerFromConfig } from '../src/algo/kl';
 import { loadConfigFile } from '../src/config/load';
 import { generatingArgsOf, planShards } from '../src/rollout/plan';

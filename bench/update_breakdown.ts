@@ -24,8 +24,8 @@ import { ValueModel } from '../src/model/value_model';
 import { generate } from '../src/model/generate';
 import { AdamW } from '../src/algo/adamw';
 import { lengthBucketedMicroBatches, paddedLength } from '../src/algo/batch';
-import { ppoUpdate, needsReference } from '../src/algo/ppo_update';
-import { prepass } from '../src/algo/prepass';
+import { ppoUpdate, needsReference } from '../src/algo/update';
+import { noGradPass } from '../src/algo/micro_batches';
 import { filterGroups } from '../src/algo/filter';
 import { klControllerFromConfig } from '../src/algo/kl';
 import { loadConfigFile } from '../src/config/load';
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
 
   // The no-gradient pass over the whole batch (old log-probs), timed on its own: this config's update may skip it.
   const t0 = performance.now();
-  await prepass({ actor, trajectories, T: paddedLength(trajectories) - 1, padId: tokenizer.padId, microSize: micro, oldLogp: true, klPenalty: config.kl_penalty });
+  await noGradPass({ actor, trajectories, T: paddedLength(trajectories) - 1, padId: tokenizer.padId, microSize: micro, oldLogp: true, klPenalty: config.kl_penalty });
   const prepassSeconds = (performance.now() - t0) / 1000;
 
   // Generation: contexts up to the start of each episode's last answer.

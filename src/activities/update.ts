@@ -18,7 +18,7 @@ import { readCheckpoint, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../contract';
 import { AdamW, lrAt } from '../algo/adamw';
-import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/ppo_update';
+import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
 import { klControllerFromConfig } from '../algo/kl';
 import { ValueModel } from '../model/value_model';
 import type { UpdateInput, UpdateOutput } from './types';

@@ -1,12 +1,11 @@
 /**
- * From episode scores to per-token advantages (SPEC.md §5.2-5.5; ROLL roll/utils/functionals.py
- * compute_reinforce_return, compute_gae_advantage_return, masked_whiten, compute_token_reward and compute_advantage).
- * Pure functions on plain arrays. Shapes: B trajectories, T = L-1 shifted positions; `mask[i][t]` is
- * 1 where token t+1 of trajectory i was sampled by the policy (the shifted response mask), else 0.
+ * From normalised episode scores to per-token advantages (docs/numerics.md §5.1 reward_clip to §5.5; ROLL
+ * roll/utils/functionals.py compute_reinforce_return, compute_gae_advantage_return, masked_whiten,
+ * compute_token_reward and compute_advantage). Pure functions on plain arrays. Shapes: B trajectories, T = L-1
+ * shifted positions; `mask[i][t]` is 1 where token t+1 of trajectory i was sampled by the policy, else 0.
  */
-import { normalizeScores, type NormTypes } from './normalize';
 
-/** Floating guard of the whitening formula (SPEC.md §5.4). */
+/** Floating guard of the whitening formula (§5.4). */
 export const WHITEN_EPS = 1e-8;
 
 function checkMatrix(name: string, m: readonly (readonly number[])[], B: number, T: number): void {
@@ -25,7 +24,7 @@ function sameShape(ms: Record<string, readonly (readonly number[])[]>): number {
 }
 
 /**
- * Token-level rewards (SPEC.md §5.2): R[i][t] = 0 everywhere except R[i][lastIndex[i]] = normScores[i].
+ * Token-level rewards (§5.2): R[i][t] = 0 everywhere except R[i][lastIndex[i]] = normScores[i].
  * @param normScores [B] normalised episode scores
  * @param lastIndex [B] shifted slot of each trajectory's last sampled token, -1 when it has none (its
  *   score is then dropped)
@@ -47,7 +46,7 @@ export function tokenRewards(normScores: readonly number[], lastIndex: readonly 
 }
 
 /**
- * REINFORCE returns (SPEC.md §5.3, ROLL compute_reinforce_return; grpo uses the same path):
+ * REINFORCE returns (§5.3, ROLL compute_reinforce_return; grpo uses the same path):
  * G_t = R_t + gamma * G_{t+1} over ALL shifted positions, A = G. The mask does NOT reset the
  * recursion: in a multi-turn trajectory the prompt tokens between turns are masked, and earlier
  * turns must still receive the final reward. With gamma = 1 every position up to the last sampled
@@ -70,7 +69,7 @@ export function reinforceReturns(rewards: readonly (readonly number[])[], mask: 
 }
 
 /**
- * Turn-level returns for adv_estimator agentic_reinforce (SPEC.md §5.3): each maximal run of mask = 1
+ * Turn-level returns for adv_estimator agentic_reinforce (§5.3): each maximal run of mask = 1
  * (one assistant turn) is a segment; going backwards, C <- R[end of segment] + gamma * C, and every
  * token of the segment gets C (0 elsewhere). With gamma = 1 and the reward on the last sampled token
  * this equals reinforceReturns * mask.
@@ -99,7 +98,7 @@ export function agenticReinforceReturns(
 }
 
 /**
- * Global masked whitening (SPEC.md §5.4, ROLL masked_whiten with shift_mean=True):
+ * Global masked whitening (§5.4, ROLL masked_whiten with shift_mean=True):
  * n = sum m; mu = sum(A m)/(n + 1e-8); var = sum((A - mu)^2 m)/(n + 1e-8) * n/(n - 1);
  * A = (A - mu)/sqrt(var + 1e-8), mean not added back. Skipped when n <= 1. Then A = A * m (always).
  * @param adv [B][T]; @param mask [B][T] 0/1
@@ -120,7 +119,7 @@ export function whiten(adv: readonly (readonly number[])[], mask: readonly (read
 }
 
 /**
- * GAE advantages and returns (SPEC.md §5.3; ROLL roll/utils/functionals.py compute_gae_advantage_return, from
+ * GAE advantages and returns (§5.3; ROLL roll/utils/functionals.py compute_gae_advantage_return, from
  * TRL's PPO trainer; Schulman et al. 2016, arXiv 1506.02438). As in ROLL the critic's values enter unmasked: the
  * observation tokens between turns and the position after the last token carry real values. Backwards over ALL
  * shifted positions: nextV = t + 1 < T ? V[t+1] : 0; delta = R[t] + gamma nextV - V[t];
@@ -170,21 +169,19 @@ export function clipMatrix(m: readonly (readonly number[])[], c: number, key: st
   return { clipped, count };
 }
 
-/** adv_estimator values served by computeAdvantages (SPEC.md §2; grpo is the reinforce path). */
+/** adv_estimator values served by computeAdvantages (§2; grpo is the reinforce path). */
 export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce', 'gae'] as const;
 
 /** Inputs of computeAdvantages. Matrices are [B][T] on the shifted positions. */
 export interface AdvantageInput {
-  /** [B] raw episode scores. */
+  /** [B] raw episode scores (for the critic/score metrics). */
   scores: readonly number[];
-  /** [B] normalisation group keys (ppo_update's groupKeyOf). */
-  groupKeys: readonly string[];
+  /** [B] the scores normalised within their groups (normalize.ts normalizeScores), before reward_clip. */
+  normScores: readonly number[];
   /** [B][T] 0/1 shifted response mask. */
   mask: readonly (readonly number[])[];
   /** [B] shifted slot of each trajectory's last sampled token (-1: none). */
   lastIndex: readonly number[];
-  /** reward_normalization's types in effect (normalize.ts resolveNormTypes). */
-  norm: NormTypes;
   gamma: number;
   /** GAE lambda; required for gae. */
   lambd?: number;
@@ -251,12 +248,12 @@ function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly nu
 }
 
 /**
- * The StarPO advantage pipeline (SPEC.md §5; ROLL roll/pipeline/agentic/utils.py compute_response_level_rewards,
- * roll/utils/functionals.py compute_token_reward, agentic_compute_advantage): normalizeScores -> reward_clip ->
- * tokenRewards -> (R[t] -= klCoef * tokenKl[t] when klCoef is given) -> reward_clip again on every token reward -> R * m
+ * The StarPO advantage pipeline after normalisation (§5; ROLL roll/pipeline/agentic/utils.py
+ * compute_response_level_rewards, roll/utils/functionals.py compute_token_reward, agentic_compute_advantage):
+ * normalised scores -> reward_clip -> tokenRewards -> (R[t] -= klCoef * tokenKl[t] when klCoef is given) -> reward_clip again on every token reward -> R * m
  * -> reinforceReturns (reinforce, grpo; the default) / agenticReinforceReturns / gaeAdvantages (gae, with the unmasked
  * values and lambd) -> whiten (or just A*m) -> advantage_clip.
- * Metrics under ROLL's names (SPEC.md §6): critic/score/{mean,max,min} (raw scores); critic/rewards/{mean,max,min}
+ * Metrics under ROLL's names (§6): critic/score/{mean,max,min} (raw scores); critic/rewards/{mean,max,min}
  * (per trajectory, the sum of its final token rewards); critic/advantages/{mean,max,min} and critic/returns/{mean,max,min}
  * over masked tokens; critic/reward_clip_frac (share of trajectories whose normalised score was clipped),
  * critic/token_reward_clip_frac and critic/advantage_clip_frac (clipped entries over B * slotsPerTrajectory, as ROLL
@@ -264,8 +261,8 @@ function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly nu
  * tokens); critic/kl with tokenKl (ROLL's batch KL: the mean over trajectories of the masked token mean of tokenKl; feed it
  * to KlController.update) and critic/kl_coef (the beta these rewards used: klCoef, or 0).
  * All 0 when there is no masked token.
- * @throws RangeError on shape mismatches or bad values, an unknown advEstimator, gae without values or lambd,
- *   or klCoef without tokenKl.
+ * @throws RangeError on shape mismatches (normScores must match scores) or bad values, an unknown advEstimator,
+ *   gae without values or lambd, or klCoef without tokenKl.
  */
 export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   const est = input.advEstimator ?? 'reinforce';
@@ -274,6 +271,9 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   }
   const { mask } = input;
   const B = input.scores.length;
+  if (input.normScores.length !== B) {
+    throw new RangeError(`computeAdvantages: normScores has ${input.normScores.length} entries but scores has ${B}; they must match`);
+  }
   const T = mask.length > 0 ? mask[0].length : 0;
   checkMatrix('mask', mask, B, T);
   const klCoef = input.klCoef ?? null;
@@ -287,7 +287,7 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   const numel = Math.max(B * slots, 1);
   const rewardClip = input.rewardClip ?? null;
 
-  let normalizedScores = normalizeScores(input.scores, input.groupKeys, input.norm);
+  let normalizedScores = [...input.normScores];
   let rewardClipFrac = 0;
   let tokenRewardClipFrac = 0;
   if (rewardClip !== null) {

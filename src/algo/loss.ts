@@ -119,6 +119,35 @@ export interface PpoLossOptions {
  */
 export type StatReduce = 'sum' | 'max' | 'min';
 
+/**
+ * Sums (or max / min, per StatReduce) of the stats of every micro-batch; result() divides the sums by the number of
+ * minibatches, giving the mean over minibatches of each minibatch's value (ROLL's "@sum" metrics / backward_steps).
+ */
+export class StatAccumulator {
+  private readonly values = new Map<string, number>();
+  private readonly kinds = new Map<string, StatReduce>();
+
+  /** Adds one micro-batch's stats; names missing from `kinds` are sums. */
+  add(stats: Record<string, number>, kinds: Record<string, StatReduce> = {}): void {
+    for (const [name, v] of Object.entries(stats)) {
+      const kind = kinds[name] ?? 'sum';
+      const prev = this.values.get(name);
+      this.kinds.set(name, kind);
+      if (prev === undefined) this.values.set(name, v);
+      else this.values.set(name, kind === 'max' ? Math.max(prev, v) : kind === 'min' ? Math.min(prev, v) : prev + v);
+    }
+  }
+
+  /** The metrics after `minibatches` minibatches; a max / min over no sampled token (never finite) is 1, a ratio's neutral value. */
+  result(minibatches: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, v] of this.values) {
+      out[name] = this.kinds.get(name) === 'sum' ? v / Math.max(minibatches, 1) : Number.isFinite(v) ? v : 1;
+    }
+    return out;
+  }
+}
+
 /** A loss and its metrics. `stats()` reads the metrics once (sync) and frees them; `dispose()` frees them unread. */
 export interface LossOutput {
   loss: tf.Scalar;

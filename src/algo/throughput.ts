@@ -16,7 +16,7 @@ import type { Trajectory } from '../rollout/types';
 import { Rng } from '../util/rng';
 import { AdamW } from './adamw';
 import { klControllerFromConfig } from './kl';
-import { needsReference, ppoUpdate } from './ppo_update';
+import { needsReference, ppoUpdate } from './update';
 
 /**
  * Qwen2.5-0.5B's architecture (its config.json) with `layers` decoder layers (the real model has 24):

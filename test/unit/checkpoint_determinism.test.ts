@@ -14,7 +14,7 @@ import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
 import { modelFromSafetensors, modelToSafetensors } from '../../src/model/weights_io';
 import { AdamW } from '../../src/algo/adamw';
-import { ppoUpdate } from '../../src/algo/ppo_update';
+import { ppoUpdate } from '../../src/algo/update';
 import { klControllerFromConfig } from '../../src/algo/kl';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { validateConfig } from '../../src/config/load';
 import { ignoredKeysIn } from '../../src/config/schema_walk';
 import { ConfigError } from '../../src/config/errors';
-import { groupKeyOf } from '../../src/algo/ppo_update';
+import { groupKeyOf } from '../../src/algo/update';
 import type { Trajectory } from '../../src/rollout/types';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */

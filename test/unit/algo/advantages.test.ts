@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import {
   agenticReinforceReturns, clipMatrix, computeAdvantages, reinforceReturns, tokenRewards, whiten,
 } from '../../../src/algo/advantages';
-import { normTypesOf } from '../../../src/algo/normalize';
+import { normalizeScores, normTypesOf } from '../../../src/algo/normalize';
 
 const closeM = (actual: number[][], expected: number[][], tol = 1e-7): void => {
   assert.equal(actual.length, expected.length);
@@ -68,7 +68,7 @@ const LAST = [3, 2, 0, -1];
 const r = 0.5 / (Math.SQRT1_2 + 1e-6); // g0: mu 0.5, unbiased sd sqrt(0.5); g1 flat -> 0
 
 test('computeAdvantages: mean_std, gamma 1, no whitening: every sampled token gets r_i', () => {
-  const out = computeAdvantages({ scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1, whiten: false });
+  const out = computeAdvantages({ scores: SCORES, mask: MASK, lastIndex: LAST, normScores: normalizeScores(SCORES, KEYS, normTypesOf('mean_std', 'traj_group_id')), gamma: 1, whiten: false });
   closeM([out.normalizedScores], [[r, -r, 0, 0]]);
   closeM(out.advantages, [[r, r, 0, r, 0], [0, -r, -r, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]);
   // returns are not masked: the prompt slot between the turns (row 0, t 2) and t 0 of row 1 carry G too
@@ -89,7 +89,7 @@ test('computeAdvantages: mean_std, gamma 1, no whitening: every sampled token ge
 
 test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over all B x T slots (ROLL)', () => {
   const out = computeAdvantages({
-    scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1,
+    scores: SCORES, mask: MASK, lastIndex: LAST, normScores: normalizeScores(SCORES, KEYS, normTypesOf('mean_std', 'traj_group_id')), gamma: 1,
     whiten: true, advantageClip: 0.2, advEstimator: 'grpo',
   });
   // masked values: r, r, r, -r, -r, 0 (n = 6)
@@ -105,7 +105,7 @@ test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over a
   assert.ok(Math.abs(out.metrics['critic/advantage_clip_frac'] - 5 / 20) < 1e-12);
   // with ROLL's padding to sequence_length 9 (8 slots per trajectory): 5 / 32
   const padded = computeAdvantages({
-    scores: SCORES, groupKeys: KEYS, mask: MASK, lastIndex: LAST, norm: normTypesOf('mean_std', 'traj_group_id'), gamma: 1,
+    scores: SCORES, mask: MASK, lastIndex: LAST, normScores: normalizeScores(SCORES, KEYS, normTypesOf('mean_std', 'traj_group_id')), gamma: 1,
     whiten: true, advantageClip: 0.2, advEstimator: 'grpo', slotsPerTrajectory: 8,
   });
   assert.ok(Math.abs(padded.metrics['critic/advantage_clip_frac'] - 5 / 32) < 1e-12);
@@ -114,16 +114,16 @@ test('computeAdvantages: whitening then advantage_clip 0.2, clip fraction over a
 
 test('computeAdvantages: identity + mean grouping batch, reward_clip, errors', () => {
   const out = computeAdvantages({
-    scores: [2, -2], groupKeys: ['batch', 'batch'], mask: [[1, 1], [0, 1]], lastIndex: [1, 1],
-    norm: normTypesOf('identity', 'traj_group_id'), gamma: 1, whiten: false, rewardClip: 1,
+    scores: [2, -2], mask: [[1, 1], [0, 1]], lastIndex: [1, 1],
+    normScores: normalizeScores([2, -2], ['batch', 'batch'], normTypesOf('identity', 'traj_group_id')), gamma: 1, whiten: false, rewardClip: 1,
   });
   closeM(out.advantages, [[1, 1], [0, -1]]);
   assert.equal(out.metrics['critic/reward_clip_frac'], 1, 'both normalised scores were outside [-1, 1]');
   assert.throws(() => computeAdvantages({
-    scores: [1], groupKeys: ['a'], mask: [[1]], lastIndex: [0], norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false, advEstimator: 'gae2',
+    scores: [1], mask: [[1]], lastIndex: [0], normScores: normalizeScores([1], ['a'], normTypesOf('mean', 'traj_group_id')), gamma: 1, whiten: false, advEstimator: 'gae2',
   }), /adv_estimator "gae2" is not supported here; allowed: reinforce, grpo, agentic_reinforce, gae/);
   assert.throws(() => computeAdvantages({
-    scores: [1, 2], groupKeys: ['a', 'a'], mask: [[1]], lastIndex: [0, 0], norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false,
+    scores: [1, 2], mask: [[1]], lastIndex: [0, 0], normScores: normalizeScores([1, 2], ['a', 'a'], normTypesOf('mean', 'traj_group_id')), gamma: 1, whiten: false,
   }), /mask has 1 rows; expected 2/);
 });
 
@@ -146,7 +146,7 @@ const K_BATCH_KL = (0.2 / 3 + 0.2 + 0.5) / 3;
 
 test('computeAdvantages: token-level KL subtracts beta * kl on masked slots; critic/kl is ROLL\'s batch KL', () => {
   const out = computeAdvantages({
-    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false,
+    scores: K_SCORES, mask: K_MASK, lastIndex: K_LAST, normScores: normalizeScores(K_SCORES, K_KEYS, normTypesOf('mean', 'traj_group_id')), gamma: 1, whiten: false,
     tokenKl: K_KL, klCoef: 0.1,
   });
   closeM([out.normalizedScores], [[0.5, -0.5, 0]]);
@@ -163,7 +163,7 @@ test('computeAdvantages: token-level KL subtracts beta * kl on masked slots; cri
 });
 
 test('computeAdvantages: tokenKl without klCoef only measures the KL (kl_coef 0); klCoef needs tokenKl', () => {
-  const base = { scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false };
+  const base = { scores: K_SCORES, mask: K_MASK, lastIndex: K_LAST, normScores: normalizeScores(K_SCORES, K_KEYS, normTypesOf('mean', 'traj_group_id')), gamma: 1, whiten: false };
   const out = computeAdvantages({ ...base, tokenKl: K_KL });
   closeM(out.advantages, [[0.5, 0.5, 0.5, 0], [-0.5, 0, -0.5, -0.5], [0, 0, 0, 0]]);
   assert.ok(Math.abs(out.metrics['critic/kl'] - K_BATCH_KL) < 1e-8);
@@ -178,7 +178,7 @@ test('computeAdvantages: agentic_reinforce with token KL uses R at each turn end
   // row 1 has turns [0] and [2, 3]: C = R[3] = -0.54 for turn 2 then C = R[0] + C = -0.02 - 0.54 = -0.56 for turn 1;
   // row 0 one turn [0..2]: C = R[2] = 0.47; row 2 one turn [1]: R[1] = -0.05
   const out = computeAdvantages({
-    scores: K_SCORES, groupKeys: K_KEYS, mask: K_MASK, lastIndex: K_LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, whiten: false,
+    scores: K_SCORES, mask: K_MASK, lastIndex: K_LAST, normScores: normalizeScores(K_SCORES, K_KEYS, normTypesOf('mean', 'traj_group_id')), gamma: 1, whiten: false,
     tokenKl: K_KL, klCoef: 0.1, advEstimator: 'agentic_reinforce',
   });
   closeM(out.advantages, [[0.47, 0.47, 0.47, 0], [-0.56, 0, -0.54, -0.54], [0, -0.05, 0, 0]], 1e-12);
@@ -189,7 +189,7 @@ test('reward_clip, the smallest case: the token reward is clamped again after be
   // R = 0.4 - 1 * (-0.5) = 0.9, clamped to 0.5. ROLL compute_token_reward: token_level_rewards [[0, 0.5]],
   // critic/token_reward_clip_frac 0.5 (1 of its 2 slots), critic/reward_clip_frac 0 (0.4 was inside).
   const out = computeAdvantages({
-    scores: [0.4], groupKeys: ['batch'], mask: [[0, 1]], lastIndex: [1], norm: normTypesOf('identity', 'batch'), gamma: 1,
+    scores: [0.4], mask: [[0, 1]], lastIndex: [1], normScores: normalizeScores([0.4], ['batch'], normTypesOf('identity', 'batch')), gamma: 1,
     whiten: false, rewardClip: 0.5, tokenKl: [[0, -0.5]], klCoef: 1,
   });
   closeM(out.advantages, [[0, 0.5]], 1e-12);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { computeAdvantages, gaeAdvantages } from '../../../src/algo/advantages';
-import { normTypesOf } from '../../../src/algo/normalize';
+import { normalizeScores, normTypesOf } from '../../../src/algo/normalize';
 
 const closeM = (actual: number[][], expected: number[][], tol = 1e-12): void => {
   assert.equal(actual.length, expected.length);
@@ -69,7 +69,7 @@ const VALUES = [[0.5, 0.4, 0.9, 7], [0.2, 5, -0.1, -0.5], [3, 0.1, 3, 3]];
 // values telescope away, so the off-mask 7, 5 and 3 only reach A on their own slots, which the mask zeroes), returns = G.
 // ROLL (compute_response_level_rewards -> compute_token_reward -> agentic_compute_advantage) gives the same to 1e-6.
 const input = {
-  scores: SCORES, groupKeys: KEYS, mask: E_MASK, lastIndex: LAST, norm: normTypesOf('mean', 'traj_group_id'), gamma: 1, lambd: 1,
+  scores: SCORES, mask: E_MASK, lastIndex: LAST, normScores: normalizeScores(SCORES, KEYS, normTypesOf('mean', 'traj_group_id')), gamma: 1, lambd: 1,
   whiten: false, advEstimator: 'gae', values: VALUES, tokenKl: KL, klCoef: 0.1,
 };
 
@@ -112,7 +112,7 @@ test('computeAdvantages gae: whitening is skipped when sum(mask) <= 1', () => {
   // one sampled token at t 1, score 1 (identity), V = [0.3, 0.6]; gamma = lambd = 1:
   // A1 = 1 - 0.6 = 0.4, A0 = 1 - 0.3 = 0.7 (off the mask) -> masked [0, 0.4]; whitening would need n >= 2 (ROLL: the same)
   const out = computeAdvantages({
-    scores: [1], groupKeys: ['batch'], mask: [[0, 1]], lastIndex: [1], norm: normTypesOf('identity', 'traj_group_id'), gamma: 1, lambd: 1,
+    scores: [1], mask: [[0, 1]], lastIndex: [1], normScores: normalizeScores([1], ['batch'], normTypesOf('identity', 'traj_group_id')), gamma: 1, lambd: 1,
     whiten: true, advEstimator: 'gae', values: [[0.3, 0.6]],
   });
   closeM(out.advantages, [[0, 0.4]]);

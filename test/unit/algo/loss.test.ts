@@ -2,9 +2,8 @@ import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
 import {
-  aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, VALUE_STATS, type LossAggMode,
+  aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, StatAccumulator, VALUE_STATS, type LossAggMode,
 } from '../../../src/algo/loss';
-import { StatAccumulator } from '../../../src/algo/minibatch_losses';
 import { initTestBackend } from '../../helpers/backend';
 
 before(initTestBackend);

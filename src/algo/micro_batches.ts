@@ -1,11 +1,7 @@
 /**
- * The no-gradient pass before an update (ROLL agentic pipeline: compute_log_probs of the actor and
- * the reference, critic compute_values): old log-probs, reference log-probs, the token-level KL of
- * old vs reference under kl_penalty, and the critic's values, for every trajectory of the batch.
- * Each is computed only when the update needs it (SPEC.md §5.2-5.3, §6). With asynchronous rollouts the
- * old log-probs of stale trajectories are not computed here but taken from sampling (staleness.ts
- * oldLogpRows; ROLL roll/utils/train_infer_corrections.py uses the inference log-probs the same way), so
- * ppo_update.ts asks for `oldLogp` only when some trajectory was sampled by the policy being updated.
+ * The model over a batch's trajectories, one length-bucketed micro-batch of per_device_train_batch_size at a
+ * time: the no-gradient pass before an update (old and reference log-probs, the token KL, the critic's values;
+ * docs/numerics.md §5.2-5.3, §6) and the packing behind the loss builders of a minibatch (update.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2 } from '../model/qwen2';
@@ -15,8 +11,8 @@ import type { Trajectory } from '../rollout/types';
 import { lengthBucketedMicroBatches, packBatch } from './batch';
 import { klFull, klPenalty, type KlPenalty } from './kl';
 
-/** What the pass computes. All arrays are [B][T] shifted (T >= padded batch length - 1); see each for its zeros. */
-export interface PrepassOutput {
+/** What the no-gradient pass computes. All arrays are [B][T] shifted (T >= padded batch length - 1); see each for its zeros. */
+export interface NoGradPassOutput {
   /** log pi_old(token t+1), nats, when `oldLogp` was asked (or a KL needs it). */
   oldLogp: number[][] | null;
   /** log pi_ref(token t+1), nats, when a reference model was given. */
@@ -45,14 +41,16 @@ function scatterPrefixes(out: number[][], idx: readonly number[], t: tf.Tensor2D
 }
 
 /**
- * Runs the pass in micro-batches of `microSize` trajectories (bucketed by length).
+ * The no-gradient pass (ROLL agentic pipeline: compute_log_probs of the actor and the reference, the critic's
+ * compute_values), each part only when asked for. The old log-probs of stale trajectories are not computed here:
+ * the update takes their sampling log-probs (staleness.ts oldLogpRows).
  * @param T shifted length of the whole batch (>= paddedLength - 1)
- * @param oldLogp compute old log-probs even without a reference (ppo_epochs > 1 or several minibatches)
+ * @param oldLogp compute old log-probs even without a reference (the ratio can move off 1 during the update)
  * @param reference frozen reference policy; with it refLogp and tokenKl are computed
  * @param critic value model; with it values are computed
  * @param afterMicroBatch awaited between micro-batches (heartbeats)
  */
-export async function prepass(opts: {
+export async function noGradPass(opts: {
   actor: Qwen2;
   reference?: Qwen2 | null;
   critic?: ValueModel | null;
@@ -63,11 +61,11 @@ export async function prepass(opts: {
   oldLogp: boolean;
   klPenalty: KlPenalty;
   afterMicroBatch?: () => Promise<void>;
-}): Promise<PrepassOutput> {
+}): Promise<NoGradPassOutput> {
   const B = opts.trajectories.length;
   const blank = () => Array.from({ length: B }, () => new Array<number>(opts.T).fill(0));
   const wantOld = opts.oldLogp || !!opts.reference;
-  const out: PrepassOutput = {
+  const out: NoGradPassOutput = {
     oldLogp: wantOld ? blank() : null,
     refLogp: opts.reference ? blank() : null,
     tokenKl: opts.reference ? blank() : null,
@@ -97,4 +95,50 @@ export async function prepass(opts: {
     if (opts.afterMicroBatch) await opts.afterMicroBatch();
   }
   return out;
+}
+
+/** What the losses read, per trajectory of the update: [B][T] shifted rows (T >= every trajectory's length - 1). */
+export interface UpdateRows {
+  trajectories: readonly Trajectory[];
+  padId: number;
+  /** 0/1 shifted response mask. */
+  mask: number[][];
+  advantages: number[][];
+  /** Old log-probs, or null in the first and only minibatch of an on-policy update (the detached current ones). */
+  oldLogp: number[][] | null;
+  /** Reference log-probs (use_kl_loss). */
+  refLogp: number[][] | null;
+  /** Critic values at rollout time and GAE returns (gae). */
+  values: number[][] | null;
+  returns: number[][];
+}
+
+/** One packed micro-batch as a loss builder sees it; `pick` slices [B][T] rows to its rows and padded length. */
+export interface MicroBatch {
+  ids: tf.Tensor2D;
+  attentionMask: tf.Tensor2D;
+  /** float32 [b, Tm] shifted response mask. */
+  mask: tf.Tensor2D;
+  pick: (rows: number[][]) => tf.Tensor2D;
+}
+
+/**
+ * One loss builder per micro-batch of `minibatch` (length-bucketed, `microSize` trajectories): each packs its
+ * micro-batch, calls `loss` on it and frees the packed ids. The optimizer step (grad_step.ts) sums their gradients.
+ */
+export function microBatchLosses(
+  rows: UpdateRows, minibatch: readonly number[], microSize: number, loss: (mb: MicroBatch) => tf.Scalar,
+): Array<() => tf.Scalar> {
+  const lengths = rows.trajectories.map((t) => t.inputIds.length);
+  return lengthBucketedMicroBatches(minibatch, lengths, microSize).map((idx) => () => {
+    const batch = packBatch(idx.map((i) => rows.trajectories[i]), rows.padId);
+    const Tm = batch.mask[0].length;
+    const pick = (r: number[][]) => tf.tensor2d(idx.map((i) => r[i].slice(0, Tm)), [idx.length, Tm]);
+    try {
+      return loss({ ids: batch.ids, attentionMask: batch.attentionMask, mask: tf.tensor2d(batch.mask, [idx.length, Tm]), pick });
+    } finally {
+      batch.ids.dispose();
+      batch.attentionMask.dispose();
+    }
+  });
 }

@@ -8,22 +8,22 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { tinyPreset } from '../../src/model/config';
-import { Qwen2 } from '../../src/model/qwen2';
-import { ValueModel, VALUE_HEAD } from '../../src/model/value_model';
-import { AdamW } from '../../src/algo/adamw';
-import { accumulateGradients } from '../../src/algo/grad_step';
-import { LOSS_AGG_MODES } from '../../src/algo/loss_agg_modes';
-import { actorLossFns, criticLossFns, StatAccumulator, type UpdateRows } from '../../src/algo/minibatch_losses';
-import { paddedLength } from '../../src/algo/batch';
-import { shiftedArrays } from '../../src/rollout/packing';
-import { prepass } from '../../src/algo/prepass';
-import { ppoUpdate } from '../../src/algo/ppo_update';
-import { klControllerFromConfig } from '../../src/algo/kl';
-import type { Trajectory } from '../../src/rollout/types';
-import { fixtureConfig, fixtureDemos } from '../helpers/fixture';
-import { initTestBackend } from '../helpers/backend';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { tinyPreset } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { ValueModel, VALUE_HEAD } from '../../../src/model/value_model';
+import { AdamW } from '../../../src/algo/adamw';
+import { accumulateGradients } from '../../../src/algo/grad_step';
+import { LOSS_AGG_MODES } from '../../../src/algo/loss_agg_modes';
+import { StatAccumulator } from '../../../src/algo/loss';
+import { noGradPass, type UpdateRows } from '../../../src/algo/micro_batches';
+import { paddedLength } from '../../../src/algo/batch';
+import { shiftedArrays } from '../../../src/rollout/packing';
+import { actorLossFns, criticLossFns, ppoUpdate } from '../../../src/algo/update';
+import { klControllerFromConfig } from '../../../src/algo/kl';
+import type { Trajectory } from '../../../src/rollout/types';
+import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
+import { initTestBackend } from '../../helpers/backend';
 
 const tokenizer = charTokenizer();
 const TOL = 1e-6;
@@ -44,7 +44,7 @@ before(async () => {
 async function updateRows(actor: Qwen2, reference: Qwen2, critic: ValueModel): Promise<UpdateRows> {
   const T = paddedLength(trajectories);
   const { mask } = shiftedArrays(trajectories, T + 1);
-  const pre = await prepass({
+  const pre = await noGradPass({
     actor, reference, critic, trajectories, T, padId: tokenizer.padId, microSize: 4, oldLogp: true, klPenalty: 'k3',
   });
   const wave = (f: (x: number) => number, a: number) => mask.map((row, i) => row.map((m, t) => m * a * f(i * 7 + t * 0.3)));

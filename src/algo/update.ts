@@ -1,60 +1,36 @@
 /**
- * The StarPO / StarPO-S update on one step's trajectories (SPEC.md §5-7): variance filtering of whole
- * env groups, a no-gradient pass (old and reference log-probs, token KL, critic values), group
- * normalisation and advantages (reinforce, grpo, agentic_reinforce, gae), then ppo_epochs passes over
- * shuffled minibatches with the actor loss (PPO / clip-higher / dual clip + k3 KL loss - entropy bonus)
- * and, for gae, the critic's clipped value loss, each with its own AdamW step.
- * Source: ROLL roll/pipeline/agentic/agentic_pipeline.py, roll/pipeline/base_worker.py (actor loss),
- * roll/pipeline/rlvr/actor_worker.py and critic_worker.py; RAGEN (StarPO-S).
- * Asynchronous rollouts (async_generation_ratio r > 0; staleness.ts, after ROLL's GroupQueue in
- * roll/distributed/scheduler/rollout_scheduler.py): groups more than r policy versions behind the update
- * are dropped first, and the old log-probs of stale trajectories are their sampling log-probs.
+ * One StarPO / StarPO-S update on a step's trajectories, read top to bottom: staleness -> filter -> no-gradient pass
+ * -> scores -> advantages -> ppo_epochs x minibatches -> loss -> metrics. § are sections of docs/numerics.md ("One
+ * update, in order"). Source: ROLL roll/pipeline/agentic/agentic_pipeline.py, the agentic actor worker's and the
+ * critic worker's loss_func; RAGEN (StarPO-S).
  */
+import * as tf from '@tensorflow/tfjs';
 import { ConfigError } from '../config/errors';
-import type { RunConfig } from '../config/schema';
-import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../config/schema_blocks';
+import type { RunConfig } from '../contract';
+import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
 import type { Trajectory } from '../rollout/types';
+import { shiftedArrays } from '../rollout/packing';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
+import { tokenLogProbs } from '../model/logprobs';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
-import { resolveNormTypes } from './normalize';
-import { paddedLength, shiftedArrays } from './batch';
-import { optimizerStep, StepResult } from './grad_step';
+import { paddedLength } from './batch';
 import { filterGroups } from './filter';
-import { actorLossFns, criticLossFns, StatAccumulator, type UpdateRows } from './minibatch_losses';
-import { prepass } from './prepass';
-import { dropStale, oldLogpRows, stalenessOf } from './staleness';
+import { optimizerStep, type StepResult } from './grad_step';
 import type { KlController } from './kl';
+import {
+  aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, StatAccumulator, VALUE_STATS,
+} from './loss';
+import { microBatchLosses, noGradPass, type UpdateRows } from './micro_batches';
+import { normalizeScores, resolveNormTypes } from './normalize';
+import { dropStale, oldLogpRows, stalenessOf } from './staleness';
 import { trajectoryScores, type TrajectoryScoresFile } from './trajectory_scores';
 
-/**
- * The key of a trajectory's normalisation group for reward_normalization.grouping (SPEC.md §5.1).
- * @throws ConfigError for a grouping outside REWARD_GROUPINGS (config/schema_blocks.ts)
- */
-export function groupKeyOf(t: Trajectory, grouping: string): string {
-  if (grouping === 'batch') return 'batch';
-  if (grouping === 'traj_group_id') return t.trajGroupId;
-  if (grouping === 'tags') return t.tag;
-  const field = TRAJECTORY_GROUP_FIELDS.find((f) => f === grouping);
-  if (field === undefined) {
-    // The schema only lets REWARD_GROUPINGS through; a ConfigError is never retried (the workflow's nonRetryableErrorTypes).
-    throw new ConfigError('run config', [`reward_normalization.grouping: ${JSON.stringify(grouping)} is not a trajectory field (allowed: ${REWARD_GROUPINGS.join(', ')})`]);
-  }
-  return String(t[field]);
-}
-
-/** True when a KL term needs the frozen reference policy (SPEC.md §2: use_kl_loss, or add_token_level_kl with beta > 0). */
+/** True when a KL term needs the frozen reference policy (use_kl_loss, or add_token_level_kl with beta > 0). */
 export function needsReference(config: RunConfig): boolean {
   return config.use_kl_loss || (config.add_token_level_kl && config.init_kl_coef > 0);
-}
-
-/** A trainable model with its optimizer and learning rate by optimizer step k = 0, 1, ... of this update. */
-export interface Trainee<M> {
-  model: M;
-  optimizer: AdamW;
-  lr: (k: number) => number;
 }
 
 /**
@@ -79,10 +55,33 @@ export function criticStepsPerUpdate(config: RunConfig): number {
   return minibatchesPerEpoch(config);
 }
 
+/**
+ * The key of a trajectory's normalisation group for reward_normalization.grouping (§5.1).
+ * @throws ConfigError for a grouping outside REWARD_GROUPINGS
+ */
+export function groupKeyOf(t: Trajectory, grouping: string): string {
+  if (grouping === 'batch') return 'batch';
+  if (grouping === 'traj_group_id') return t.trajGroupId;
+  if (grouping === 'tags') return t.tag;
+  const field = TRAJECTORY_GROUP_FIELDS.find((f) => f === grouping);
+  if (field === undefined) {
+    // The schema only lets REWARD_GROUPINGS through; a ConfigError is never retried (the workflow's nonRetryableErrorTypes).
+    throw new ConfigError('run config', [`reward_normalization.grouping: ${JSON.stringify(grouping)} is not a trajectory field (allowed: ${REWARD_GROUPINGS.join(', ')})`]);
+  }
+  return String(t[field]);
+}
+
+/** A trainable model with its optimizer and learning rate by optimizer step k = 0, 1, ... of this update. */
+export interface Trainee<M> {
+  model: M;
+  optimizer: AdamW;
+  lr: (k: number) => number;
+}
+
 /** Result of ppoUpdate. */
 export interface PpoUpdateResult {
   /**
-   * actor/*, critic/*, rollout/* (filtering), time/update/* (seconds); ROLL names (SPEC.md §6-7). With
+   * actor/*, critic/*, rollout/* (filtering), time/update/* (seconds); ROLL names (§6-7). With
    * async_generation_ratio > 0 also rollout/staleness/mean|max and rollout/discarded_stale (staleness.ts).
    */
   metrics: Record<string, number>;
@@ -116,7 +115,9 @@ export async function ppoUpdate(opts: {
   if (gae && !critic) throw new Error('ppoUpdate: adv_estimator gae needs a critic');
   if (needsReference(config) && !opts.reference) throw new Error('ppoUpdate: a KL term is on (use_kl_loss or add_token_level_kl) but no reference policy was given');
   const started = performance.now();
-  // Asynchronous rollouts: drop the groups older than the ratio allows (a no-op when r = 0, which adds no metrics).
+
+  // 1. Staleness (async_generation_ratio r > 0; staleness.ts, after ROLL's GroupQueue): drop the groups sampled
+  //    more than r policy versions ago. A no-op when r = 0, which adds no metrics.
   const asyncRatio = config.async_generation_ratio;
   const fresh = asyncRatio > 0 ? dropStale(opts.trajectories, opts.step, asyncRatio) : { kept: opts.trajectories, metrics: {} };
   const received = fresh.kept;
@@ -126,6 +127,8 @@ export async function ppoUpdate(opts: {
     scores: trajectoryScores({ step: opts.step, trajIds, keep: [], normalizedScores: [], advantages: [], mask: [], skipReason: reason }),
   });
   if (received.length === 0) return skip(`all ${opts.trajectories.length} trajectories are more than async_generation_ratio (${asyncRatio}) policy versions old`, {});
+
+  // 2. StarPO-S variance filter (§7): keep whole env groups by the std of their raw episode scores.
   const filter = filterGroups({
     scores: received.map((t) => t.episodeScore), groupKeys: received.map((t) => t.trajGroupId),
     type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
@@ -133,36 +136,46 @@ export async function ppoUpdate(opts: {
   if (filter.skipReason) return skip(filter.skipReason, filter.metrics);
   const trajectories = filter.keep.map((i) => received[i]);
   const B = trajectories.length;
-  const args = config.actor_train.training_args;
-  const microSize = args.per_device_train_batch_size;
+  const microSize = config.actor_train.training_args.per_device_train_batch_size;
   const miniSize = Math.ceil(B / minibatchesPerEpoch(config));
-  // One shifted slot past the longest trajectory's last token: GAE reads every trajectory's value after its last
-  // token there, as ROLL does for every trajectory shorter than the sequence_length it pads to.
+  // The shifted arrays reach one slot past the longest trajectory's last token: GAE reads every trajectory's value
+  // after its last token there, as ROLL does for every trajectory shorter than the sequence_length it pads to.
   const T = paddedLength(trajectories);
   const full = shiftedArrays(trajectories, T + 1);
-  // Stale trajectories (sampled by an older policy) take their sampling log-probs as old log-probs; the
-  // current policy's are computed for the others when the ratio can move off 1 during the update.
+
+  // 3. No-gradient pass (§5.2, §5.3, §6), only for what is on: old log-probs (when the ratio can move off 1 during the
+  //    update), reference log-probs and the token KL (a reference is loaded), the critic's values (gae). Stale
+  //    trajectories take their sampling log-probs as old log-probs: the current weights cannot recompute them.
   const stale = trajectories.map((t) => stalenessOf(t, opts.step) > 0);
   const allStale = stale.every(Boolean);
   const recomputeOld = (!allStale && (config.ppo_epochs > 1 || Math.ceil(B / miniSize) > 1 || stale.some(Boolean))) || !!opts.reference;
-  const pre = await prepass({
+  const pre = await noGradPass({
     actor: actor.model, reference: opts.reference, critic: gae ? critic!.model : null, trajectories, T, padId: opts.padId,
     microSize, oldLogp: recomputeOld, klPenalty: config.kl_penalty, afterMicroBatch: opts.afterMicroBatch,
   });
   const prepassSeconds = (performance.now() - started) / 1000;
   const oldLogp = stale.some(Boolean) ? oldLogpRows(stale, full.sampleLogprobs, pre.oldLogp) : pre.oldLogp;
-  // The KL is measured whenever a reference is loaded; it enters the rewards only with add_token_level_kl.
+
+  // 4. Scores (§5.1): each trajectory's episode score, normalised within its group (reward_normalization.grouping;
+  //    the mean and std of norm_mean_type / norm_std_type, or of the deprecated method).
+  const scores = trajectories.map((t) => t.episodeScore);
+  const groupKeys = trajectories.map((t) => groupKeyOf(t, config.reward_normalization.grouping));
+  const normScores = normalizeScores(scores, groupKeys, resolveNormTypes(config.reward_normalization));
+
+  // 5. Advantages (§5.1 reward_clip to §5.5): the normalised score on the last sampled token, minus beta * KL with
+  //    add_token_level_kl (the KL is measured whenever a reference is loaded), then the estimator (reinforce, grpo,
+  //    agentic_reinforce, gae with the critic's values), whitening and advantage_clip.
   const klInRewards = config.add_token_level_kl && !!pre.tokenKl;
   const adv = computeAdvantages({
-    scores: trajectories.map((t) => t.episodeScore),
-    groupKeys: trajectories.map((t) => groupKeyOf(t, config.reward_normalization.grouping)),
-    mask: full.mask, lastIndex: full.lastIndex,
-    norm: resolveNormTypes(config.reward_normalization), gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
+    scores, normScores, mask: full.mask, lastIndex: full.lastIndex,
+    gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
     rewardClip: config.reward_clip, advantageClip: config.advantage_clip, advEstimator: config.adv_estimator,
     values: pre.values ?? undefined, tokenKl: pre.tokenKl ?? undefined, klCoef: klInRewards ? opts.klController.value : undefined,
     slotsPerTrajectory: config.sequence_length - 1,
   });
 
+  // 6. ppo_epochs x minibatches (§6), shuffled with a seed; each minibatch is one optimizer step of the actor (once
+  //    step >= critic_warmup for gae) and, in the first epoch only as ROLL's critic worker, of the critic.
   const trainActor = !gae || opts.step >= config.critic_warmup;
   const rows: UpdateRows = {
     trajectories, padId: opts.padId, mask: full.mask, advantages: adv.advantages, oldLogp, refLogp: pre.refLogp,
@@ -170,7 +183,6 @@ export async function ppoUpdate(opts: {
   };
   const stats = { actor: new StatAccumulator(), critic: new StatAccumulator() };
   const steps = { actor: [] as StepResult[], critic: [] as StepResult[] };
-
   for (let epoch = 0; epoch < config.ppo_epochs; epoch++) {
     const order = new Rng(config.seed, 'minibatch', opts.step, epoch).shuffle([...Array(B).keys()]);
     for (let start = 0; start < B; start += miniSize) {
@@ -182,7 +194,6 @@ export async function ppoUpdate(opts: {
           maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
         }));
       }
-      // ROLL's critic worker makes one pass over the batch whatever ppo_epochs is.
       if (gae && epoch === 0) {
         steps.critic.push(await optimizerStep({
           vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lr: critic!.lr(steps.critic.length),
@@ -194,6 +205,7 @@ export async function ppoUpdate(opts: {
   }
   if (klInRewards) opts.klController.update(adv.metrics['critic/kl'], B);
 
+  // 7. Metrics (§6-7, ROLL's names) and what the update did with each trajectory (trajectory_scores.ts).
   const metrics: Record<string, number> = {
     ...fresh.metrics, ...filter.metrics, ...adv.metrics,
     ...stats.actor.result(steps.actor.length), ...stats.critic.result(steps.critic.length),
@@ -204,8 +216,62 @@ export async function ppoUpdate(opts: {
   for (const part of ['forward', 'backward', 'optimizer'] as const) {
     metrics[`time/update/${part}`] = all.reduce((s, r) => s + r.seconds[part], 0);
   }
-  const scores = trajectoryScores({ step: opts.step, trajIds, keep: filter.keep, normalizedScores: adv.normalizedScores, advantages: adv.advantages, mask: full.mask });
-  return { metrics, skipReason: null, scores };
+  const stored = trajectoryScores({ step: opts.step, trajIds, keep: filter.keep, normalizedScores: adv.normalizedScores, advantages: adv.advantages, mask: full.mask });
+  return { metrics, skipReason: null, scores: stored };
+}
+
+/**
+ * The actor's loss of one minibatch (§6) as micro-batch shares (ROLL's strategies' train_step: every micro-batch
+ * aggregates with the whole minibatch's denominators, so neither the loss nor its gradient depends on
+ * per_device_train_batch_size): pg (ppoLoss: PPO / clip-higher / dual clip) + kl_loss_coef * k3 KL loss (use_kl_loss)
+ * - entropy_loss_coef * entropy, each aggregated with loss_agg_mode (seq-mean-token-sum-norm divides by
+ * sequence_length - 1, the length ROLL pads to). Adds PPO_STATS, actor/entropy (token-mean), actor/kl_loss and
+ * actor/total_loss to `stats`.
+ * @param minibatch row indices into `rows`; @param microSize per_device_train_batch_size
+ */
+export function actorLossFns(
+  model: Qwen2, rows: UpdateRows, minibatch: readonly number[], microSize: number, config: RunConfig, stats: StatAccumulator,
+): Array<() => tf.Scalar> {
+  const denom = aggDenominators(minibatch.map((i) => rows.mask[i]), config.sequence_length - 1);
+  const mode = config.loss_agg_mode;
+  return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
+    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask);
+    const old = rows.oldLogp ? pick(rows.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
+    const pg = ppoLoss({ logp, oldLogp: old, advantages: pick(rows.advantages), mask }, {
+      pgClip: config.pg_clip, usePgClipRange: config.use_pg_clip_range, pgClipLow: config.pg_clip_low,
+      pgClipHigh: config.pg_clip_high, dualClip: config.dual_clip_loss, lossAggMode: mode,
+    }, denom);
+    stats.add(pg.stats(), PPO_STATS);
+    stats.add({ 'actor/entropy': aggLoss(entropy, mask, 'token-mean', denom).dataSync()[0] });
+    let loss: tf.Scalar = pg.loss;
+    if (config.use_kl_loss) {
+      const kl = klLoss(logp, pick(rows.refLogp!), mask, mode, denom);
+      stats.add({ 'actor/kl_loss': kl.dataSync()[0] });
+      loss = tf.add(loss, tf.mul(kl, config.kl_loss_coef));
+    }
+    if (config.entropy_loss_coef > 0) loss = tf.sub(loss, tf.mul(entropyBonus(entropy, mask, mode, denom), config.entropy_loss_coef));
+    stats.add({ 'actor/total_loss': loss.dataSync()[0] });
+    return loss;
+  });
+}
+
+/**
+ * The critic's loss of one minibatch as micro-batch shares: valueLoss (0.5 x the row mean of the clipped squared
+ * error, whatever loss_agg_mode) with the minibatch's row count as divisor. Adds VALUE_STATS to `stats`.
+ * @param minibatch row indices into `rows` (rows.values required); @param microSize per_device_train_batch_size
+ */
+export function criticLossFns(
+  model: ValueModel, rows: UpdateRows, minibatch: readonly number[], microSize: number, config: RunConfig, stats: StatAccumulator,
+): Array<() => tf.Scalar> {
+  return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
+    const [b, L] = ids.shape;
+    const values = tf.slice(model.values(ids, attentionMask), [0, 0], [b, L - 1]) as tf.Tensor2D;
+    const vf = valueLoss({
+      values, oldValues: pick(rows.values!), returns: pick(rows.returns), mask, valueClip: config.value_clip, rows: minibatch.length,
+    });
+    stats.add(vf.stats(), VALUE_STATS);
+    return vf.loss;
+  });
 }
 
 /** {role}/grad_norm (mean before clipping), {role}/lr (at the update's first optimizer step), {role}/optimizer_steps, {role}/skipped_nonfinite. */
