@@ -1,16 +1,7 @@
 /**
- * Activity `update` (task queue "starpo-update"): one StarPO update (SPEC.md §5-7) on a step's
- * trajectories, then a new checkpoint runs/<run>/checkpoints/step-(N+1)/ with optimizer, critic and
- * trainer state, and latest.json. Idempotent: a retried or replayed attempt whose
- * checkpoint already has a manifest whose objects verify returns it (and points latest.json at it)
- * instead of training again; a damaged one is trained again, rewriting identical objects (the update is
- * deterministic). A corrupt policy checkpoint or trajectory shard ends the attempt with a
- * CheckpointCorruptError naming where the run continues from (fallback.ts).
- * When the StarPO-S filter keeps nothing, the new checkpoint holds the unchanged weights and the
- * reason (SPEC.md §7: skip the update).
- * The checkpoint also holds trajectory_scores.json (TRAJECTORY_SCORES_NAME; src/algo/trajectory_scores.ts):
- * per trajId of the step, whether the filter kept its group, its normalised score and its mean token
- * advantage, written with the other files before the manifest, so a reused checkpoint carries them too.
+ * Activity `update` (task queue "starpo-update"): one StarPO update (algo/update.ts ppoUpdate) on a step's
+ * trajectories, then the checkpoint of step N+1 (weights, optimizer, critic, trainer state, trajectory_scores.json)
+ * and latest.json. Idempotent: an attempt whose checkpoint already verifies returns it instead of training again.
  */
 import { log } from '@temporalio/activity';
 import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
@@ -51,7 +42,14 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
   }
 }
 
-/** Builds the update activity over a runtime. */
+/**
+ * Builds the update activity over a runtime. A retried or replayed attempt whose checkpoint has a manifest whose
+ * objects verify returns it (and points latest.json at it); a damaged one is trained again, rewriting identical
+ * objects (the update is deterministic). A corrupt policy checkpoint or trajectory shard ends the attempt with a
+ * CheckpointCorruptError naming where the run continues from (fallback.ts). When the StarPO-S filter keeps nothing
+ * (docs/numerics.md §7), the new checkpoint holds the unchanged weights and the reason. trajectory_scores.json is
+ * written with the other files before the manifest, so a reused checkpoint carries it too.
+ */
 export function updateActivity(rt: ActivityRuntime) {
   return async function update(input: UpdateInput): Promise<UpdateOutput> {
     const started = performance.now();

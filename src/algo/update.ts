@@ -7,6 +7,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError } from '../config/errors';
 import type { RunConfig } from '../contract';
+import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
 import type { Trajectory } from '../rollout/types';
 import { shiftedArrays } from '../rollout/packing';
@@ -26,7 +27,6 @@ import {
 import { microBatchLosses, noGradPass, type UpdateRows } from './micro_batches';
 import { normalizeScores, resolveNormTypes } from './normalize';
 import { dropStale, oldLogpRows, stalenessOf } from './staleness';
-import { trajectoryScores, type TrajectoryScoresFile } from './trajectory_scores';
 
 /** True when a KL term needs the frozen reference policy (use_kl_loss, or add_token_level_kl with beta > 0). */
 export function needsReference(config: RunConfig): boolean {
@@ -87,7 +87,7 @@ export interface PpoUpdateResult {
   metrics: Record<string, number>;
   /** Why no optimizer step ran (nothing survived the filter), or null. */
   skipReason: string | null;
-  /** Per trajectory (by trajId): kept by the filter, normalised score, mean token advantage (trajectory_scores.ts). */
+  /** Per trajectory (by trajId): kept by the filter, normalised score, mean token advantage (trajectoryScores). */
   scores: TrajectoryScoresFile;
 }
 
@@ -205,7 +205,7 @@ export async function ppoUpdate(opts: {
   }
   if (klInRewards) opts.klController.update(adv.metrics['critic/kl'], B);
 
-  // 7. Metrics (§6-7, ROLL's names) and what the update did with each trajectory (trajectory_scores.ts).
+  // 7. Metrics (§6-7, ROLL's names) and what the update did with each trajectory (trajectoryScores).
   const metrics: Record<string, number> = {
     ...fresh.metrics, ...filter.metrics, ...adv.metrics,
     ...stats.actor.result(steps.actor.length), ...stats.critic.result(steps.critic.length),
@@ -272,6 +272,41 @@ export function criticLossFns(
     stats.add(vf.stats(), VALUE_STATS);
     return vf.loss;
   });
+}
+
+/**
+ * What the update did with each trajectory it received (trajectory_scores.json of its checkpoint).
+ * @param trajIds [B] trajIds of every trajectory the update received, in order
+ * @param keep indices into trajIds of the trajectories that survived the filter, ascending (filterGroups keep)
+ * @param normalizedScores [keep.length] normalised scores of the kept trajectories, in keep order
+ * @param advantages [keep.length][T] final token advantages of the kept trajectories (0 off the mask)
+ * @param mask [keep.length][T] 0/1 shifted response mask of the kept trajectories
+ * @throws RangeError when the kept arrays do not have keep.length rows
+ */
+export function trajectoryScores(opts: {
+  step: number;
+  trajIds: readonly string[];
+  keep: readonly number[];
+  normalizedScores: readonly number[];
+  advantages: readonly (readonly number[])[];
+  mask: readonly (readonly number[])[];
+  skipReason?: string | null;
+}): TrajectoryScoresFile {
+  const { keep } = opts;
+  if (opts.normalizedScores.length !== keep.length || opts.advantages.length !== keep.length || opts.mask.length !== keep.length) {
+    throw new RangeError(`trajectoryScores: ${keep.length} kept trajectories but ${opts.normalizedScores.length} scores, ${opts.advantages.length} advantage rows, ${opts.mask.length} mask rows`);
+  }
+  const trajectories: Record<string, TrajectoryScore> = {};
+  for (const id of opts.trajIds) trajectories[id] = { kept: false, normalizedScore: null, advantage: null };
+  keep.forEach((index, k) => {
+    let sum = 0;
+    let n = 0;
+    opts.mask[k].forEach((m, t) => {
+      if (m > 0) { sum += opts.advantages[k][t]; n += 1; }
+    });
+    trajectories[opts.trajIds[index]] = { kept: true, normalizedScore: opts.normalizedScores[k], advantage: n > 0 ? sum / n : null };
+  });
+  return { format: 'starpo-trajectory-scores/1', step: opts.step, skipReason: opts.skipReason ?? null, trajectories };
 }
 
 /** {role}/grad_norm (mean before clipping), {role}/lr (at the update's first optimizer step), {role}/optimizer_steps, {role}/skipped_nonfinite. */

@@ -3,7 +3,7 @@
  * update's per-trajectory scores, ranked by mean episode score: the shape both the HTML trajectory
  * browser and `starpo trajectories` show. Pure.
  */
-import type { TrajectoryScore, TrajectoryScoresFile } from '../algo/trajectory_scores';
+import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
 import type { Trajectory, TurnRecord } from '../rollout/types';
 
 /** One trajectory with what the update made of it (score null: not recorded). */

@@ -4,7 +4,7 @@
  * step through their commit records (sha256-verified trajectories) and the update's per-trajectory
  * scores (trajectory_scores.json of checkpoint step N+1, verified against its manifest).
  */
-import type { TrajectoryScoresFile } from '../algo/trajectory_scores';
+import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
 import type { StepCompute } from '../activities/types';
 import type { Trajectory } from '../rollout/types';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';

@@ -13,7 +13,7 @@ import { solverPolicy } from '../../src/rollout/demonstrations';
 import { rolloutGroup } from '../../src/rollout/plan';
 import type { Policy } from '../../src/rollout/policy';
 import type { Trajectory } from '../../src/rollout/types';
-import { trajectoryScores } from '../../src/algo/trajectory_scores';
+import { trajectoryScores } from '../../src/algo/update';
 import { groupStep } from '../../src/report/groups';
 import { formatStep } from '../../src/report/text';
 import { deriveSeed } from '../../src/util/rng';
