@@ -7,6 +7,7 @@ import { Qwen2 } from '../../../src/model/qwen2';
 import { ValueModel, VALUE_HEAD } from '../../../src/model/value_model';
 import { paddedLength } from '../../../src/algo/batch';
 import { noGradPass } from '../../../src/algo/micro_batches';
+import { shiftedArrays } from '../../../src/rollout/packing';
 import { AdamW } from '../../../src/algo/adamw';
 import { criticStepsPerUpdate, groupKeyOf, ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../../src/algo/update';
 import { klControllerFromConfig } from '../../../src/algo/kl';
@@ -51,6 +52,37 @@ test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, 
   model.dispose();
 });
 
+/** Mean log-prob (nats) of each trajectory's sampled tokens under `model`. */
+async function sampledLogp(model: Qwen2, trajectories: Trajectory[]): Promise<number[]> {
+  const T = paddedLength(trajectories);
+  const { mask } = shiftedArrays(trajectories, T + 1);
+  const pre = await noGradPass({ actor: model, trajectories, T, padId: tokenizer.padId, microSize: 8, oldLogp: true, klPenalty: 'kl' });
+  return pre.oldLogp!.map((row, i) => row.reduce((s, v, t) => s + v * mask[i][t], 0) / mask[i].reduce((a, b) => a + b, 0));
+}
+
+test('one update raises the log-probs of the positive-advantage trajectory\'s tokens and lowers the negative one\'s', async () => {
+  // one group of two with the same prompts: the first replies as sampled (score 1), the second replies 'x' everywhere
+  // (score 0); mean_std within the group: A = +-0.5 / (0.7071068 + 1e-6) on every sampled token
+  const config = fixtureConfig({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
+  const base = demos[0];
+  const x = tokenizer.encode('x')[0];
+  const trajectories: Trajectory[] = [
+    { ...base, trajId: 'pos', trajGroupId: 'g', episodeScore: 1 },
+    { ...base, trajId: 'neg', trajGroupId: 'g', episodeScore: 0, inputIds: base.inputIds.map((id, k) => (base.responseMask[k] ? x : id)) },
+  ];
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 5);
+  const before = await sampledLogp(model, trajectories);
+  const { scores } = await ppoUpdate({
+    actor: trainee(model), klController: klControllerFromConfig(config), trajectories, config, step: 0, padId: tokenizer.padId,
+  });
+  const after = await sampledLogp(model, trajectories);
+  const A = 0.5 / (Math.SQRT1_2 + 1e-6);
+  assert.ok(Math.abs(scores.trajectories.pos.advantage! - A) < 1e-9 && Math.abs(scores.trajectories.neg.advantage! + A) < 1e-9);
+  assert.ok(after[0] - before[0] > 0.02, `positive: ${before[0]} -> ${after[0]}`);
+  assert.ok(after[1] - before[1] < -0.1, `negative: ${before[1]} -> ${after[1]}`);
+  model.dispose();
+});
+
 test('the lr schedule counts optimizer steps: ppo_epochs x minibatches per epoch (ROLL)', () => {
   // 16 trajectories / (4 per micro-batch x 2 accumulation) = 2 minibatches per epoch; x 3 epochs = 6
   const config = fixtureConfig({ ppo_epochs: 3, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 2 } } });
@@ -69,7 +101,9 @@ test('gae: the critic trains from the policy; during critic_warmup the actor doe
   assert.deepEqual(snapshot(model), before);
   assert.ok(head().some((x) => x !== 0), 'the value head moved');
   assert.equal(metrics['critic/optimizer_steps'], 1);
-  assert.ok(Number.isFinite(metrics['critic/loss']) && metrics['critic/loss'] > 0);
+  // the value head starts at 0 and value_clip is off: the loss before the step is half the mean squared error
+  assert.equal(metrics['critic/vpred'], 0);
+  assert.ok(metrics['critic/loss'] > 0 && Math.abs(metrics['critic/loss'] - 0.5 * metrics['critic/error']) < 1e-7);
   assert.equal(metrics['actor/optimizer_steps'], 0);
   // step 1 >= critic_warmup: the actor trains too, ppo_epochs times; the critic makes one pass (ROLL's critic worker)
   const twoEpochs = fixtureConfig({ adv_estimator: 'gae', critic_warmup: 1, ppo_epochs: 2, critic: { training_args: { learning_rate: 1e-3 } } });
@@ -79,6 +113,7 @@ test('gae: the critic trains from the policy; during critic_warmup the actor doe
   });
   assert.equal(r.metrics['actor/optimizer_steps'], 2);
   assert.equal(r.metrics['critic/optimizer_steps'], 1);
+  assert.ok(r.metrics['critic/loss'] < metrics['critic/loss'], 'one step lowered the critic\'s loss on the same batch');
   assert.equal(criticStepsPerUpdate(twoEpochs), 1);
   assert.notDeepEqual(snapshot(model), before);
   critic.dispose();
