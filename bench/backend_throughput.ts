@@ -32,7 +32,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import { loadConfigFile } from '../src/config/load';
-import type { RunConfig } from '../src/config/schema';
+import type { RunConfig } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { headDim, tinyPreset, type Qwen2Config } from '../src/model/config';
 import { inspectNativeBuild } from '../src/model/native_build';

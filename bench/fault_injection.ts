@@ -21,8 +21,8 @@ import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortR
 import { spawnWorkers } from '../src/cli/spawn_workers';
 import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey } from '../src/storage/keys';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/workflows/api';
-import type { StarpoRunResult } from '../src/workflows';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
+import type { StarpoRunResult } from '../src/contract';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { trials: { type: 'string', default: '3' }, steps: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } } });

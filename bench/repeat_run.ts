@@ -19,7 +19,7 @@ import { metricsKey } from '../src/storage/keys';
 import { readLatestComplete } from '../src/storage/manifest';
 import { ObjectStore, sha256Hex } from '../src/storage/object_store';
 import type { StepMetrics } from '../src/report/run_data';
-import { describeCompute } from '../src/workflows/compute';
+import { describeCompute } from '../src/workflows/format';
 import { useBenchNamespace } from './lib/bench_run';
 
 /** A finished run's repeatable metrics per step, where each step computed, and its final weights' sha256. */

@@ -19,7 +19,7 @@ import { runEpisodes } from '../src/rollout/manager';
 import { modelPolicy } from '../src/rollout/policy';
 import { planShards } from '../src/rollout/plan';
 import { deriveSeed } from '../src/util/rng';
-import type { RunConfig, GeneratingArgs } from '../src/config/schema';
+import type { RunConfig, GeneratingArgs } from '../src/contract';
 
 /** Plays the held-out validation maps once with `gen`: answer validity, success, turns per episode. */
 async function heldOut(config: RunConfig, model: Qwen2, gen: GeneratingArgs): Promise<string> {

@@ -8,7 +8,7 @@
  */
 import type { ObjectStore } from '../storage/object_store';
 import { readCheckpoint, writeCheckpoint } from '../storage/manifest';
-import type { ComputeInfo, ObjectRef } from './types';
+import type { ComputeInfo, ObjectRef } from '../contract';
 import { Qwen2 } from '../model/qwen2';
 import { tokenizerFromFiles, type ChatTokenizer } from '../model/tokenizer';
 import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/weights_io';

@@ -8,7 +8,7 @@ import { ConfigError } from '../config/errors';
 import { withValEpisodes } from '../rollout/plan';
 import { evalResultKey, evalSpecKey, runKey } from '../storage/keys';
 import type { ActivityRuntime } from './runtime';
-import type { EvalRequest, EvalResult, EvalSpec } from './types';
+import type { EvalRequest, EvalResult, EvalSpec } from '../contract';
 
 /** The stored spec of an evaluation (its rollouts read the config from here). */
 export async function readEvalSpec(rt: ActivityRuntime, runId: string, name: string): Promise<EvalSpec> {

@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { isUnusable, type CorruptObjectError, type ObjectNotFoundError } from '../storage/errors';
 import { readCompleteBefore } from '../storage/manifest';
 import type { Trajectory } from '../rollout/types';
-import { CHECKPOINT_CORRUPT_ERROR, type CheckpointFallback, type ObjectRef, type UpdateInput } from './types';
+import { CHECKPOINT_CORRUPT_ERROR, type CheckpointFallback, type ObjectRef, type UpdateInput } from '../contract';
 import type { PolicyCheckpoint } from './checkpoint';
 import type { ActivityRuntime } from './runtime';
 

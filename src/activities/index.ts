@@ -1,7 +1,8 @@
 /**
- * The activities of starpo, built over one worker process's runtime (object store + caches).
- * The workflow imports only the TYPE of `createActivities` (DESIGN.md).
+ * The activities of starpo (contract/activities.ts StarpoActivities), built over one worker process's
+ * runtime (object store + caches). Workers register this object; workflows see only the contract.
  */
+import type { StarpoActivities } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
 import { ActivityRuntime } from './runtime';
 import { prepareRunActivity } from './prepare';
@@ -12,7 +13,7 @@ import { loadRunActivity } from './load_run';
 import { prepareEvalActivity, writeEvalResultActivity } from './eval';
 
 /** All activities, keyed by their Temporal activity type names. */
-export function createActivities(store: ObjectStore) {
+export function createActivities(store: ObjectStore): StarpoActivities {
   const rt = new ActivityRuntime(store);
   return {
     prepareRun: prepareRunActivity(rt),
@@ -24,6 +25,3 @@ export function createActivities(store: ObjectStore) {
     writeEvalResult: writeEvalResultActivity(rt),
   };
 }
-
-/** The activity interface the workflow proxies. */
-export type Activities = ReturnType<typeof createActivities>;

@@ -4,11 +4,12 @@
  */
 import { runKey } from '../storage/keys';
 import { ConfigError } from '../config/errors';
-import type { ActivityRuntime, StoredRun } from './runtime';
+import type { RunSpec } from '../contract';
+import type { ActivityRuntime } from './runtime';
 
 /** Builds the loadRun activity over a runtime. @throws ConfigError (non-retryable) when run.json is missing */
 export function loadRunActivity(rt: ActivityRuntime) {
-  return async function loadRun(runId: string): Promise<StoredRun> {
+  return async function loadRun(runId: string): Promise<RunSpec> {
     if (!(await rt.store.exists(runKey(runId)))) throw new ConfigError(runKey(runId), ['missing: the run was never prepared or its folder was deleted']);
     return rt.run(runId);
   };

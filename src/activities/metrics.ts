@@ -1,6 +1,6 @@
 /** Activity `writeMetrics` (task queue "starpo-update"): stores a step's scalars at runs/<run>/metrics/step-N.json. */
 import { metricsKey } from '../storage/keys';
-import type { WriteMetricsInput } from './types';
+import type { WriteMetricsInput } from '../contract';
 import type { ActivityRuntime } from './runtime';
 
 /** Builds the writeMetrics activity over a runtime. */

@@ -16,7 +16,7 @@ import { log } from '@temporalio/activity';
 import { runKey, warmupPrefix } from '../storage/keys';
 import { readCheckpoint, writeInitial, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract';
 import { ConfigError } from '../config/errors';
 import { charTokenizer, type ChatTokenizer } from '../model/tokenizer';
 import { TINY_PRESET, tinyPreset } from '../model/config';
@@ -28,7 +28,7 @@ import { sftTrain } from '../algo/sft';
 import { warmupDemonstrations } from '../rollout/demonstrations';
 import type { Trajectory } from '../rollout/types';
 import { deriveSeed } from '../util/rng';
-import type { ObjectRef, PrepareRunInput, PrepareRunOutput } from './types';
+import type { ObjectRef, PrepareRunOutput, RunSpec } from '../contract';
 import { saveCheckpoint } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
 
@@ -127,7 +127,7 @@ async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Prom
 
 /** Builds the prepareRun activity over a runtime. */
 export function prepareRunActivity(rt: ActivityRuntime) {
-  return async function prepareRun(input: PrepareRunInput): Promise<PrepareRunOutput> {
+  return async function prepareRun(input: RunSpec): Promise<PrepareRunOutput> {
     const { runId, configName, config } = input;
     await rt.store.putJson(runKey(runId), { runId, configName, config });
     const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);

@@ -8,33 +8,25 @@ import { Context } from '@temporalio/activity';
 import { backendInfo } from '../model/backend';
 import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
-import type { RunConfig } from '../config/schema';
-import type { ObjectRef } from './types';
+import type { ObjectRef, RunSpec } from '../contract';
 import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
 import type { Qwen2 } from '../model/qwen2';
 import { reportProgress, setWatchdogLimit } from '../workers/watchdog';
 import { stallOnceIfArmed } from '../workers/stall_fault';
 
-/** The run spec stored at runs/<run>/run.json. */
-export interface StoredRun {
-  runId: string;
-  configName: string;
-  config: RunConfig;
-}
-
 /** Activity dependencies and caches of one worker process. */
 export class ActivityRuntime {
-  private readonly runs = new Map<string, StoredRun>();
+  private readonly runs = new Map<string, RunSpec>();
   private cached: { key: string; checkpoint: PolicyCheckpoint } | null = null;
   private referenceCache: { key: string; checkpoint: PolicyCheckpoint } | null = null;
 
   constructor(readonly store: ObjectStore) {}
 
   /** The stored run spec (read once per process); sets this process's watchdog limit to the run's watchdog_seconds. */
-  async run(runId: string): Promise<StoredRun> {
+  async run(runId: string): Promise<RunSpec> {
     let run = this.runs.get(runId);
     if (!run) {
-      run = (await this.store.getJson(runKey(runId))) as StoredRun;
+      run = (await this.store.getJson(runKey(runId))) as RunSpec;
       this.runs.set(runId, run);
     }
     // Runs stored before the key existed have none: keep the default.

@@ -12,7 +12,7 @@ import { AdamW, lrAt } from '../algo/adamw';
 import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
 import { klControllerFromConfig } from '../algo/kl';
 import { ValueModel } from '../model/value_model';
-import type { UpdateInput, UpdateOutput } from './types';
+import type { UpdateInput, UpdateOutput } from '../contract';
 import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
 import { backendInfo } from '../model/backend';

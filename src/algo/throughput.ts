@@ -6,7 +6,7 @@
  * here. It lives at the algo level because it calls ppoUpdate.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract';
 import { validateQwen2Config, type Qwen2Config } from '../model/config';
 import { generate } from '../model/generate';
 import type { Qwen2 } from '../model/qwen2';

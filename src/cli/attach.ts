@@ -7,8 +7,7 @@
 import { SingleBar, Presets } from 'cli-progress';
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { progressQuery, Progress } from '../workflows/api';
-import type { StarpoRunResult } from '../workflows';
+import { progressQuery, type Progress, type StarpoRunResult } from '../contract';
 import { formatNumber } from '../workflows/format';
 
 /** Options shared by both bars: on a TTY redrawn in place; when piped (CI, logs) a line every 10 s. */

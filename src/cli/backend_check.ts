@@ -6,7 +6,7 @@
  * includes one-off costs (kernel set-up, first allocations), later ones show the steady rate.
  */
 import { loadConfigFile } from '../config/load';
-import type { GeneratingArgs } from '../config/schema';
+import type { GeneratingArgs } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { countParams } from '../model/config';

@@ -11,11 +11,10 @@
 import { resolve } from 'node:path';
 import { Presets, SingleBar } from 'cli-progress';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { EvalResult } from '../activities/types';
+import type { EvalResult } from '../contract';
 import { evalResultKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
-import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../workflows/api';
-import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId } from '../workflows/eval_api';
+import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../contract';
 import { formatNumber } from '../workflows/format';
 import type { Role } from '../workers/roles';
 import { resolveEndpoints } from './endpoints';

@@ -4,11 +4,12 @@
  * config and the evaluation's name, all checked against the object store before anything starts.
  */
 import { basename, extname } from 'node:path';
-import type { EvalRequest, ObjectRef } from '../activities/types';
+import type { EvalRequest, ObjectRef } from '../contract';
 import { loadConfigFile } from '../config/load';
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract';
 import { withValEpisodes } from '../rollout/plan';
-import { checkpointPrefix, checkpointsPrefix, initialKey, InvalidKeyPartError, MANIFEST_NAME, parseStep, stepName, validateRunId } from '../storage/keys';
+import { InvalidKeyPartError, validateRunId } from '../contract';
+import { checkpointPrefix, checkpointsPrefix, initialKey, MANIFEST_NAME, parseStep, stepName } from '../storage/keys';
 import { readCheckpoint, readCompleteBefore, readLatestComplete } from '../storage/manifest';
 import { ObjectStore, sha256Hex } from '../storage/object_store';
 import { BadInputError } from './exit_codes';

@@ -8,8 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
-import { generatingArgsSchema } from '../config/schema_blocks';
-import type { GeneratingArgs } from '../config/schema';
+import { generatingArgsSchema } from '../contract';
+import type { GeneratingArgs } from '../contract';
 import type { ChatMessage } from '../model/chat_template';
 import { initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';

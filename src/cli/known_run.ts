@@ -5,10 +5,10 @@
  * S3 server (exit 3).
  */
 import { InvalidArgumentError } from 'commander';
-import type { StoredRun } from '../activities/runtime';
 import { InfraUnavailableError } from '../../infra/errors';
+import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { ObjectNotFoundError } from '../storage/errors';
-import { InvalidKeyPartError, runKey, validateRunId } from '../storage/keys';
+import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { s3Url } from './endpoints';
 import { BadInputError, isUnreachable } from './exit_codes';
@@ -33,10 +33,10 @@ export function runIdArgument(value: string): string {
  *   InfraUnavailableError (exit 3) naming the S3 server and the remedy when it does not answer;
  *   other errors of the store as they are
  */
-export async function loadRunSpec(store: ObjectStore, runId: string): Promise<StoredRun> {
+export async function loadRunSpec(store: ObjectStore, runId: string): Promise<RunSpec> {
   const key = runKey(runId);
   try {
-    return await store.getJson<StoredRun>(key);
+    return await store.getJson<RunSpec>(key);
   } catch (err) {
     if (err instanceof ObjectNotFoundError) throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${key} in bucket ${store.bucket} (see \`starpo list\`)`);
     if (isUnreachable(err)) {

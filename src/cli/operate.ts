@@ -6,10 +6,9 @@
 import { Client, WorkflowExecutionDescription, WorkflowFailedError, WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import {
   ControlReply, pauseUpdate, Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, unpauseUpdate, WORKFLOW_TYPE,
-} from '../workflows/api';
-import type { StarpoRunResult } from '../workflows';
-import { describeCompute } from '../workflows/compute';
-import { formatNumber, progressLine } from '../workflows/format';
+  type RunStatus, type StarpoRunResult,
+} from '../contract';
+import { describeCompute, formatNumber, progressLine } from '../workflows/format';
 import { BadInputError, NoControlWorkerError } from './exit_codes';
 
 /** Seconds a query waits for a control worker before the CLI reports that none answered. */
@@ -40,24 +39,6 @@ async function queryProgress(handle: WorkflowHandle): Promise<Progress | null> {
     if (Date.now() >= deadline) return null;
     throw err;
   }
-}
-
-/** What `starpo status --json` prints. */
-export interface RunStatus {
-  runId: string;
-  /** Temporal's status of the newest execution: RUNNING, COMPLETED, FAILED, TERMINATED, ... */
-  status: string;
-  /** Search attributes: the config name, steps completed, the last validation success. */
-  config: string | null;
-  step: number | null;
-  valSuccess: number | null;
-  /** The `progress` query (running runs whose control worker answered). */
-  progress?: Progress;
-  /** The result (completed runs). */
-  result?: StarpoRunResult;
-  /** Why the run closed (failed, terminated, ...). */
-  failure?: string;
-  note?: string;
 }
 
 /** Collects a run's status. @throws WorkflowNotFoundError (exit 2) for an unknown run id */

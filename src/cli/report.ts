@@ -10,7 +10,7 @@ import { ObjectStore } from '../storage/object_store';
 import type { InfraEndpoints } from '../../infra/types';
 import { resolveEndpoints } from './endpoints';
 import { errorMessage } from './exit_codes';
-import { runIdArgument } from './known_run';
+import { loadRunSpec, runIdArgument } from './known_run';
 import { checkOutputFile, writeFileAtomically } from './output_file';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
@@ -61,7 +61,9 @@ export function registerReportCommands(program: Command): void {
       const file = checkOutputFile('-o', output);
       const { buildReport } = require('../report/build') as typeof import('../report/build');
       const e = await endpoints();
-      const html = await buildReport(new ObjectStore(e.s3), runId, { trajectorySteps: opts.trajectorySteps, state: await runState(e, runId), warn: (line) => console.error(line) });
+      const store = new ObjectStore(e.s3);
+      const state = await runState(e, runId);
+      const html = await buildReport(store, await loadRunSpec(store, runId), { trajectorySteps: opts.trajectorySteps, state, warn: (line) => console.error(line) });
       writeFileAtomically(file, html);
       console.log(`wrote ${output} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB); open it in a browser, it needs no network`);
     });

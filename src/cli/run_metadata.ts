@@ -4,8 +4,8 @@
  * "Summary & Details" panel), set by the client at workflow start (SDK 1.24: a workflow cannot set
  * its own). The current details (step, phase, successes) come from the workflow (format.ts).
  */
-import type { EvalRequest, StarpoRunInput } from '../activities/types';
-import type { EnvManagerConfig, RunConfig } from '../config/schema';
+import type { EvalRequest, RunSpec } from '../contract';
+import type { EnvManagerConfig, RunConfig } from '../contract';
 import { evalResultKey } from '../storage/keys';
 
 /** "8 groups x 4 (rollout_batch_size 32), tags FrozenLake" for one env manager. */
@@ -21,13 +21,13 @@ export function valStates(config: RunConfig, step: number): string {
 }
 
 /** Static summary of a run, e.g. "StarPO frozen_lake: FrozenLake with tiny, 30 steps". */
-export function runSummary(input: StarpoRunInput): string {
+export function runSummary(input: RunSpec): string {
   const c = input.config;
   return `StarPO ${input.configName}: ${c.train_env_manager.tags.join('+')} with ${c.pretrain}, ${c.max_steps} steps`;
 }
 
 /** Static details of a run (markdown): config, tags, model, steps, group sizes and the commands to look at it. */
-export function runDetails(input: StarpoRunInput): string {
+export function runDetails(input: RunSpec): string {
   const c = input.config;
   const id = input.runId;
   return [

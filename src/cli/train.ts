@@ -10,16 +10,16 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFaile
 import { ConfigError } from '../config/errors';
 import type { InfraEndpoints } from '../../infra/types';
 import { InfraUnavailableError } from '../../infra/errors';
-import type { StarpoRunInput } from '../activities/types';
-import type { RunConfig } from '../config/schema';
+import type { RunSpec } from '../contract';
+import type { RunConfig } from '../contract';
 import { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
 import { readLatestComplete } from '../storage/manifest';
-import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../workflows/api';
+import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../contract';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';
-import type { StarpoRunResult } from '../workflows';
+import type { StarpoRunResult } from '../contract';
 import { resolveEndpoints } from './endpoints';
 import { runDetails, runSummary } from './run_metadata';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
@@ -164,7 +164,7 @@ export async function refuseExistingRun(client: Client, store: ObjectStore, runI
  * Starts workflow starpoTraining for a run: workflow id = run id, search attributes, a summary and
  * details (run_metadata.ts) for the Temporal UI. `REJECT_DUPLICATE` for new runs, `ALLOW_DUPLICATE` to restart a closed one.
  */
-async function startWorkflow(client: Client, input: StarpoRunInput, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE'): Promise<void> {
+async function startWorkflow(client: Client, input: RunSpec, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE'): Promise<void> {
   await client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input], workflowIdReusePolicy: reuse,
     typedSearchAttributes: [
@@ -177,7 +177,7 @@ async function startWorkflow(client: Client, input: StarpoRunInput, reuse: 'REJE
 }
 
 /** Starts a new run from a workflow input and follows it. */
-export async function train(input: StarpoRunInput, opts: TrainOptions): Promise<void> {
+export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
   await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);
@@ -201,7 +201,7 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
   const status = (await describeRun(handle, runId)).status.name;
   const store = new ObjectStore(e.s3);
   // A run that is still preparing may not have stored its run.json yet; its workers then pick their own backends.
-  const spec = (await store.exists(runKey(runId))) ? (await store.getJson(runKey(runId))) as { runId: string; configName: string; config: RunConfig } : null;
+  const spec = (await store.exists(runKey(runId))) ? (await store.getJson<RunSpec>(runKey(runId))) : null;
   if (status !== 'RUNNING') {
     if (!spec) throw new Error(`run ${runId} has no run.json in the object store; start it again with starpo train`);
     if (status === 'COMPLETED') {
@@ -210,7 +210,7 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
     }
     const latest = await readLatestComplete(store, runId, opts.log);
     if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
-    const input: StarpoRunInput = { runId, configName: spec.configName, config: spec.config, resumeFrom: { checkpoint: latest.ref, step: latest.step } };
+    const input: RunSpec = { runId, configName: spec.configName, config: spec.config, resumeFrom: { checkpoint: latest.ref, step: latest.step } };
     try {
       await startWorkflow(client, input, 'ALLOW_DUPLICATE');
     } catch (err) {

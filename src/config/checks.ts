@@ -9,7 +9,7 @@ import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/pretrained';
 import { charTokenizer } from '../model/tokenizer';
 import { show } from './issues';
-import type { EnvManagerConfig, RunConfig } from './schema';
+import type { EnvManagerConfig, RunConfig } from '../contract';
 
 type ManagerName = 'train_env_manager' | 'val_env_manager';
 

@@ -1,4 +1,5 @@
 /** Errors for bad run input (config files, CLI arguments). The CLI maps them to exit code 2. */
+import { CONFIG_ERROR } from '../contract/errors';
 
 /**
  * A config that cannot run. `problems` holds one line per bad key, each naming the key, the value
@@ -9,9 +10,7 @@ export class ConfigError extends Error {
 
   constructor(source: string, problems: string[]) {
     super(`${source}: invalid config\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
+    this.name = CONFIG_ERROR;
     this.problems = problems;
   }
 }
-
-export { nearestKey } from '../util/nearest';

@@ -11,7 +11,7 @@
  * cycle errors); `interpolate-json` evaluates `${= js =}` expressions and resolves against a separate
  * values object, so this is a small resolver of our own.
  */
-import { nearestKey } from './errors';
+import { nearestKey } from '../contract';
 import { fromNote, problemsError, type OriginOf } from './origins';
 import { isMapping, type Mapping } from './tree';
 

@@ -5,7 +5,7 @@
  * allowed at that level are listed once per level.
  */
 import { z } from 'zod';
-import { nearestKey } from './errors';
+import { nearestKey } from '../contract';
 import { fromNote, type OriginOf, type Problem } from './origins';
 import { keysOf, schemaAt } from './schema_walk';
 import { valueAt } from './tree';

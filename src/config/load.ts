@@ -9,14 +9,15 @@
 import { dirname, resolve } from 'node:path';
 import { resolveNormTypes } from '../algo/normalize';
 import { TINY_PRESET } from '../model/config';
-import { ConfigError, nearestKey } from './errors';
+import { nearestKey } from '../contract';
+import { ConfigError } from './errors';
 import { crossKeyProblems } from './checks';
 import { composeFile, type Layer } from './hydra';
 import { resolveInterpolations } from './interpolate';
 import { describeIssues, show } from './issues';
 import { COMMAND_LINE, originFinder, problemsError, type OriginOf } from './origins';
 import { applyOverrides, parseOverrides } from './overrides';
-import { RunConfig, runConfigSchema } from './schema';
+import { RunConfig, runConfigSchema } from '../contract';
 import { ignoredKeysIn } from './schema_walk';
 import { configWarnings } from './warnings';
 import { displayPath, isMapping, type Mapping } from './tree';

@@ -1,10 +1,9 @@
 /**
- * Walks of the run-config schema (schema.ts): the schema at a dotted path, and the ROLL keys present in
- * a config that the schema accepts as IGNORED (schema_blocks.ts), so both stay derived from one schema.
+ * Walks of the run-config schema (contract/run_config.ts): the schema at a dotted path, and the ROLL keys present in
+ * a config that the schema accepts as IGNORED (contract/run_config_blocks.ts), so both stay derived from one schema.
  */
 import { z } from 'zod';
-import { IGNORED } from './schema_blocks';
-import { runConfigSchema } from './schema';
+import { IGNORED, runConfigSchema } from '../contract';
 import { isMapping } from './tree';
 
 /** `schema` without its default / optional / nullable wrappers. */

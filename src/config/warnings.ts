@@ -3,7 +3,7 @@
  * refusing the config (ROLL accepts them too).
  */
 import { resolveNormTypes } from '../algo/normalize';
-import type { RunConfig } from './schema';
+import type { RunConfig } from '../contract';
 
 /** Groupings whose groups are the env groups (group_size members each). */
 const ENV_GROUP_GROUPINGS = ['traj_group_id', 'trajGroupId'];

@@ -3,7 +3,7 @@
  * value and what is allowed. Used by each env's config parser.
  */
 
-import { nearestKey } from '../util/nearest';
+import { nearestKey } from '../contract';
 
 /** A raw env_config object as read from YAML (may be undefined = all defaults). */
 export type RawEnvConfig = Record<string, unknown> | undefined;

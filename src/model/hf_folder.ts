@@ -9,7 +9,7 @@
  * written as hf_char_tokenizer.ts describes, with its ChatML chat template.
  * `starpo export` writes it; `pretrain: DIR` (pretrained.ts) reads it back.
  */
-import type { GeneratingArgs } from '../config/schema';
+import type { GeneratingArgs } from '../contract';
 import { EOS_TOKENS, PAD_TOKEN } from './chatml';
 import { CHAT_FILES } from './chat_template';
 import { validateQwen2Config, type Qwen2Config } from './config';

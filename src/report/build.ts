@@ -2,12 +2,12 @@
  * Builds the `starpo report` HTML of a run from the object store: metrics -> charts (SVG), validation
  * and collapse tables; train rollouts + the update's trajectory scores -> the trajectory browser.
  */
+import type { RunSpec } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
 import { chartsOf } from './charts';
 import { groupStep } from './groups';
 import { gridLegends } from './legend';
 import { reportHtml } from './html';
-import { loadRunSpec } from '../cli/known_run';
 import { loadMetrics, loadScores, loadTrajectories, rolloutIndex } from './run_data';
 import { chartSvg } from './svg';
 
@@ -25,14 +25,14 @@ export function spreadSteps(steps: readonly number[], cap: number): number[] {
 }
 
 /**
- * The report of `runId` as one HTML document.
+ * The report of the run `spec` (its run.json) as one HTML document.
  * @param opts.trajectorySteps at most this many train steps in the trajectory browser (spreadSteps)
  * @param opts.state the run's state line (state.ts runStateText)
  * @param opts.warn where notes about unusable objects go
- * @throws BadInputError for an unknown run; CorruptObjectError / ObjectNotFoundError for a damaged shard
+ * @throws CorruptObjectError / ObjectNotFoundError for a damaged shard
  */
-export async function buildReport(store: ObjectStore, runId: string, opts: { trajectorySteps: number; state: string; warn: (line: string) => void }): Promise<string> {
-  const spec = await loadRunSpec(store, runId);
+export async function buildReport(store: ObjectStore, spec: RunSpec, opts: { trajectorySteps: number; state: string; warn: (line: string) => void }): Promise<string> {
+  const { runId } = spec;
   const metrics = await loadMetrics(store, runId);
   const charts = [];
   for (const chart of chartsOf(spec.config, metrics)) charts.push({ chart, svg: chart.series.length > 0 ? await chartSvg(chart) : null });

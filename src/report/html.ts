@@ -8,18 +8,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract';
 import type { Chart } from './charts';
 import type { ShownStep } from './groups';
-import type { StoredRun } from '../activities/runtime';
+import type { RunSpec } from '../contract';
 import type { StepMetrics } from './run_data';
-import { describeCompute } from '../workflows/compute';
+import { describeCompute } from '../workflows/format';
 import { integerRanges } from './ranges';
 import { fmt } from './text';
 
 /** Everything the page shows. */
 export interface ReportContent {
-  spec: StoredRun;
+  spec: RunSpec;
   metrics: StepMetrics[];
   /** Charts with their SVG, or null when a chart has no points in this run. */
   charts: Array<{ chart: Chart; svg: string | null }>;

@@ -3,7 +3,7 @@
  * given tags, from the env's own symbols (envs/frozen_lake.ts LAKE_SYMBOLS, a Sokoban tag's
  * grid_lookup/grid_vocab). Envs whose observations are plain text (bandit, countdown) have none. Pure.
  */
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract';
 import { LAKE_SYMBOLS } from '../envs/frozen_lake';
 import { parseSokobanConfig } from '../envs/sokoban';
 

@@ -5,7 +5,7 @@
  * scores (trajectory_scores.json of checkpoint step N+1, verified against its manifest).
  */
 import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
-import type { StepCompute } from '../activities/types';
+import type { StepCompute } from '../contract';
 import type { Trajectory } from '../rollout/types';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
 import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';

@@ -2,8 +2,7 @@
  * The run's state line of the report summary, from `starpo status`'s RunStatus (cli/operate.ts: the
  * workflow's Temporal status and its `progress` query), e.g. `RUNNING: in warm-up, step 0 of 6`. Pure.
  */
-import type { Progress } from '../workflows/api';
-import type { RunStatus } from '../cli/operate';
+import type { Progress, RunStatus } from '../contract';
 
 /** What a running workflow is doing in each phase of its `progress` query. */
 const PHASES: Record<Progress['phase'], string> = {

@@ -1,29 +1,11 @@
 /**
  * The object store key layout, a pure function of (run, step, split, shard) so a retried activity
- * rewrites the same keys (DESIGN.md, "Object store layout").
+ * rewrites the same keys (DESIGN.md, "Object store layout"). Key parts follow the contract's rules.
  */
+import { InvalidKeyPartError } from '../contract/errors';
+import { isKeyName, validateRunId } from '../contract/run';
 
-const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const SPLIT = /^[a-z][a-z0-9_]{0,31}$/;
-
-/** Thrown for a key part outside the allowed characters or range; the message names the value and what is allowed. */
-export class InvalidKeyPartError extends Error {
-  override name = 'InvalidKeyPartError';
-}
-
-/**
- * Checks a run id: 1-128 chars of [A-Za-z0-9._-], starting with a letter or digit, no `..`.
- * @returns the run id unchanged. @throws InvalidKeyPartError naming the value.
- */
-export function validateRunId(runId: string): string {
-  if (typeof runId !== 'string' || !RUN_ID.test(runId) || runId.includes('..')) {
-    throw new InvalidKeyPartError(
-      `runId ${JSON.stringify(runId)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit, without ".."`,
-    );
-  }
-  return runId;
-}
 
 /** Zero-padded step folder name, e.g. 10 -> `step-000010`. @throws InvalidKeyPartError unless step is an integer 0..999999. */
 export function stepName(step: number): string {
@@ -96,7 +78,7 @@ function rolloutBase(runId: string, step: number, split: string, shard: number, 
  * @throws InvalidKeyPartError unless evalName is 1-128 chars of [A-Za-z0-9._-] starting with a letter or digit.
  */
 export function evalPrefix(runId: string, evalName: string): string {
-  if (typeof evalName !== 'string' || !NAME.test(evalName) || evalName.includes('..')) {
+  if (!isKeyName(evalName)) {
     throw new InvalidKeyPartError(`eval name ${JSON.stringify(evalName)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`);
   }
   return `${runPrefix(runId)}evals/${evalName}/`;
@@ -135,7 +117,7 @@ export function initialKey(runId: string): string {
  * of what produced it. @throws InvalidKeyPartError unless name is 1-128 chars of [A-Za-z0-9._-].
  */
 export function warmupPrefix(name: string): string {
-  if (typeof name !== 'string' || !NAME.test(name) || name.includes('..')) {
+  if (!isKeyName(name)) {
     throw new InvalidKeyPartError(`warm-up name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`);
   }
   return `warmup/${name}/`;

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
-import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep, validateRunId } from './keys';
+import { validateRunId } from '../contract';
+import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep } from './keys';
 import type { ObjectRef, ObjectStore } from './object_store';
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

@@ -17,12 +17,12 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { ObjectStore } from '../storage/object_store';
-import { TASK_QUEUES } from '../workflows/api';
+import { TASK_QUEUES } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import type { Role } from './roles';
 import { startWatchdog } from './watchdog';
-import { WATCHDOG_DEFAULT_SECONDS } from '../config/schema';
+import { WATCHDOG_DEFAULT_SECONDS } from '../contract';
 
 /** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */
 const SHUTDOWN_GRACE = '30 seconds';

@@ -3,7 +3,7 @@
  * std drops first, then token entropy; when both stay below their floors for `patience` consecutive
  * steps the run is stopped or an alert is raised. Pure and deterministic (runs inside the workflow).
  */
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract/run_config';
 
 /** The guard's verdict for one step. */
 export interface CollapseVerdict {

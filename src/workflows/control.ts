@@ -4,10 +4,10 @@
  * flight always finishes and writes its checkpoint and metrics. Workflow code: deterministic, no I/O.
  */
 import { condition, setCurrentDetails, setHandler, upsertMemo } from '@temporalio/workflow';
-import type { RunConfig } from '../config/schema';
+import type { RunConfig } from '../contract/run_config';
 import {
-  configQuery, ControlReply, pauseUpdate, Progress, progressQuery, stopUpdate, unpauseUpdate,
-} from './api';
+  configQuery, type ControlReply, pauseUpdate, type Progress, progressQuery, stopUpdate, unpauseUpdate,
+} from '../contract/workflow';
 import { currentDetails } from './format';
 
 /** Longest reason `stop` accepts (it ends up in the result and the UI). */

@@ -9,11 +9,11 @@
  * validation). Deterministic, no I/O.
  */
 import { setCurrentDetails, setHandler } from '@temporalio/workflow';
-import type { EvalRequest, EvalResult, EvalSpec } from '../activities/types';
-import type { MetricSums } from '../rollout/metrics';
+import type { EvalRequest, EvalResult, EvalSpec } from '../contract/activities';
+import type { MetricSums } from '../contract/trajectory';
+import { type EvalProgress, evalProgressQuery } from '../contract/workflow';
 import { meanMetrics } from '../rollout/metrics';
 import { planShards } from '../rollout/plan';
-import { EvalProgress, evalProgressQuery } from './eval_api';
 import { rollout } from './proxies';
 import { playValidation } from './validation';
 

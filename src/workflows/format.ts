@@ -1,13 +1,24 @@
 /**
  * Text forms of a run's progress, shared by the workflow (current details in the UI) and the CLI
- * (`starpo status`, the progress bar). Pure; safe in workflow code.
+ * (`starpo status`, the progress bar, the report). Pure; safe in workflow code.
  */
-import type { Progress } from './api';
-import { describeCompute } from './compute';
+import type { ComputeInfo, StepCompute } from '../contract/activities';
+import type { Progress } from '../contract/workflow';
 
 /** A number with `digits` decimals, or '-' when missing. */
 export function formatNumber(x: number | null | undefined, digits = 3): string {
   return x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
+}
+
+/** e.g. "tensorflow (CPU)". */
+function computeText(c: ComputeInfo): string {
+  return `${c.backend} (${c.device})`;
+}
+
+/** e.g. "rollout wasm (CPU), update tensorflow (CPU)"; '-' for a part not recorded. */
+export function describeCompute(c: StepCompute): string {
+  const rollout = c.rollout.length > 0 ? c.rollout.map(computeText).join(' + ') : '-';
+  return `rollout ${rollout}, update ${c.update ? computeText(c.update) : '-'}`;
 }
 
 /** step, train success, val success and s/step of a run's progress. */

@@ -1,29 +1,21 @@
 /**
- * The train rollouts of workflow starpoTraining, synchronous or asynchronous (`async_generation_ratio`
- * r). With r = 0 the rollouts of step k are launched when step k needs them, with the
- * step's own checkpoint (the commands of the synchronous loop, unchanged). With r > 0 the rollouts of
- * steps k+1..k+r are launched on "starpo-rollout" while step k's update runs on "starpo-update", with
- * the newest checkpoint there is (step k's, before its update lands), so an uninterrupted run plays
- * step s with the checkpoint of step max(s - r, 0).
+ * The train rollouts of starpoTraining, synchronous or asynchronous (async_generation_ratio r). With
+ * r = 0 the rollouts of step k are launched when step k needs them, with the step's own checkpoint.
+ * With r > 0 the rollouts of steps k+1..k+r run on "starpo-rollout" while step k's update runs on
+ * "starpo-update", with the newest checkpoint there is, so an uninterrupted run plays step s with the
+ * checkpoint of step max(s - r, 0).
  *
- * Follows ROLL roll/pipeline/agentic/agentic_pipeline.py (with async_generation_ratio > 0 the train
- * rollout scheduler is not suspended during the update, and generation keeps the previous weights until
- * model_update) and roll/distributed/scheduler/rollout_scheduler.py (GroupQueue.advance_step: at the
- * first step r extra batches are created with the step-0 weights; groups created more than r steps
- * before the current step are dropped; that discard is src/algo/staleness.ts, in the update).
- *
+ * Follows ROLL's agentic_pipeline.py (with async_generation_ratio > 0 the train rollout scheduler is
+ * not suspended during the update) and rollout_scheduler.py (GroupQueue.advance_step: r extra batches
+ * at the first step with the step-0 weights; groups older than r steps are dropped by the update).
  * Workflow code: deterministic, no I/O; only object references cross.
  */
-import type { ObjectRef, RolloutOutput } from '../activities/types';
-import type { RunConfig } from '../config/schema';
+import type { RolloutOutput } from '../contract/activities';
+import type { ObjectRef } from '../contract/refs';
+import type { RunConfig } from '../contract/run_config';
+import type { KnownPolicy } from '../contract/workflow';
 import { planShards } from '../rollout/plan';
 import { rollout } from './proxies';
-
-/** A checkpoint the workflow knows, by the pipeline step whose policy it holds. */
-export interface KnownPolicy {
-  step: number;
-  checkpoint: ObjectRef;
-}
 
 /** A step's rollouts in flight (or done) and the step of the checkpoint that plays them. */
 interface Launched {

@@ -4,9 +4,9 @@
  * per step, or the fixed held-out states with val_env_manager.fixed_states), one rollout activity per
  * shard on "starpo-rollout", their sums merged in shard order. Workflow code: deterministic, no I/O.
  */
-import type { ObjectRef } from '../activities/types';
-import { mergeSums, MetricSums } from '../rollout/metrics';
-import type { RolloutGroup } from '../rollout/plan';
+import type { ObjectRef } from '../contract/refs';
+import type { MetricSums, RolloutGroup } from '../contract/trajectory';
+import { mergeSums } from '../rollout/metrics';
 import { rollout } from './proxies';
 
 /** What to validate. */

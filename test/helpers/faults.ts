@@ -13,8 +13,8 @@ import { removeWeedSockets } from '../../infra/s3_server';
 import { readState } from '../../infra/state';
 import { spawnWorker, stopChild, type WorkerProcesses } from '../../src/cli/spawn_workers';
 import type { Role } from '../../src/workers/roles';
-import { progressQuery } from '../../src/workflows/api';
-import type { ObjectRef, StarpoRunInput } from '../../src/activities/types';
+import { progressQuery } from '../../src/contract';
+import type { ObjectRef, RunSpec } from '../../src/contract';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { trainerStateOf } from '../../src/activities/checkpoint';
 import { readCheckpoint } from '../../src/storage/manifest';
@@ -28,7 +28,7 @@ import type { TestServers } from './servers';
  * every episode of a group alike, so mean_std advantages are 0 and the weights would never move, which
  * would make comparing them trivial; identity advantages (the raw scores) move them at every update.
  */
-export function shortRunInput(runId: string, steps: number): StarpoRunInput {
+export function shortRunInput(runId: string, steps: number): RunSpec {
   return runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', runId, [`max_steps=${steps}`, 'eval_steps=0', 'reward_normalization.method=identity']).input;
 }
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { validateConfig } from '../../src/config/load';
-import type { RunConfig } from '../../src/config/schema';
+import type { RunConfig } from '../../src/contract';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import type { Trajectory } from '../../src/rollout/types';

@@ -12,8 +12,8 @@ import { runInputFromFile } from '../../src/cli/run_input';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
 import { readCheckpoint } from '../../src/storage/manifest';
 import { trainerStateOf } from '../../src/activities/checkpoint';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
 
 const stack = useTrainingStack();
 

@@ -12,9 +12,9 @@ import type { temporal } from '@temporalio/proto';
 import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { checkpointPrefix, metricsKey, rolloutKey, rolloutRecordKey } from '../../src/storage/keys';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
-import type { RolloutInput, UpdateInput } from '../../src/activities/types';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
+import type { RolloutInput, UpdateInput } from '../../src/contract';
 import type { Trajectory } from '../../src/rollout/types';
 import type { ShardRecord } from '../../src/storage/shard_record';
 

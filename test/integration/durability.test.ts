@@ -15,9 +15,9 @@ import { resume } from '../../src/cli/train';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
 import { readCompleteBefore, readLatest } from '../../src/storage/manifest';
 import { sha256Hex } from '../../src/storage/object_store';
-import { TASK_QUEUES, WORKFLOW_TYPE, pauseUpdate, progressQuery, unpauseUpdate, type Progress } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
-import { CHECKPOINT_CORRUPT_ERROR } from '../../src/activities/types';
+import { TASK_QUEUES, WORKFLOW_TYPE, pauseUpdate, progressQuery, unpauseUpdate, type Progress } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
+import { CHECKPOINT_CORRUPT_ERROR } from '../../src/contract';
 
 const stack = useTrainingStack();
 const STEPS = 3;

@@ -14,8 +14,8 @@ import { runInputFromFile } from '../../src/cli/run_input';
 import { metricsKey, rolloutKey } from '../../src/storage/keys';
 import { planShards } from '../../src/rollout/plan';
 import type { Trajectory } from '../../src/rollout/types';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
 
 const stack = useTrainingStack();
 

@@ -23,8 +23,8 @@ import { train } from '../../src/cli/train';
 import { evaluate, EvalOutput } from '../../src/cli/eval';
 import { runDetails, runSummary } from '../../src/cli/run_metadata';
 import { evalResultKey, rolloutKey } from '../../src/storage/keys';
-import type { StarpoRunResult } from '../../src/workflows';
-import { EVAL_WORKFLOW_TYPE } from '../../src/workflows/eval_api';
+import type { StarpoRunResult } from '../../src/contract';
+import { EVAL_WORKFLOW_TYPE } from '../../src/contract';
 import type { Trajectory } from '../../src/rollout/types';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 

@@ -18,14 +18,14 @@ import { runInputFromFile } from '../../src/cli/run_input';
 import { readCheckpoint, readInitial } from '../../src/storage/manifest';
 import { metricsKey } from '../../src/storage/keys';
 import { decodeSafetensors } from '../../src/model/safetensors';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
-import type { StarpoRunInput } from '../../src/activities/types';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
+import type { RunSpec } from '../../src/contract';
 
 const stack = useTrainingStack();
 const FIXTURE = 'test/fixtures/tiny_frozen_lake.yaml';
 
-async function run(input: StarpoRunInput): Promise<StarpoRunResult> {
+async function run(input: RunSpec): Promise<StarpoRunResult> {
   const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
   return handle.result();
 }

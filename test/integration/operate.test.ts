@@ -15,13 +15,14 @@ import { startTestServers, TestServers } from '../helpers/servers';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { endpointsToEnv } from '../../src/cli/endpoints';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
-import type { Activities } from '../../src/activities';
-import type { ObjectRef, StarpoRunInput } from '../../src/activities/types';
-import type { RunConfig } from '../../src/config/schema';
-import type { StarpoRunResult } from '../../src/workflows';
+import type { StarpoActivities as Activities } from '../../src/contract';
+import type { ObjectRef, RunSpec } from '../../src/contract';
+import type { RunConfig } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
 import {
-  configQuery, pauseUpdate, progressQuery, SEARCH_ATTRIBUTE_KEYS, STEPS_PER_RUN, stopUpdate, TASK_QUEUES, unpauseUpdate, WORKFLOW_TYPE,
-} from '../../src/workflows/api';
+  configQuery, pauseUpdate, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, TASK_QUEUES, unpauseUpdate, WORKFLOW_TYPE,
+} from '../../src/contract';
+import { STEPS_PER_RUN } from '../../src/workflows/continue_as_new';
 
 let servers: TestServers;
 let client: Client;
@@ -81,7 +82,7 @@ const stubs: Omit<Activities, 'prepareEval' | 'writeEvalResult'> = {
 };
 
 /** A run of the tiny fixture config with the given steps and evaluation interval; one rollout shard per step. */
-function tinyRun(name: string, maxSteps: number, evalSteps: number): StarpoRunInput {
+function tinyRun(name: string, maxSteps: number, evalSteps: number): RunSpec {
   const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `${name}-${Date.now()}`);
   input.config.max_steps = maxSteps;
   input.config.eval_steps = evalSteps;
@@ -89,7 +90,7 @@ function tinyRun(name: string, maxSteps: number, evalSteps: number): StarpoRunIn
   return input;
 }
 
-function start(input: StarpoRunInput) {
+function start(input: RunSpec) {
   return client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
 }
 

@@ -16,8 +16,8 @@ import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { endpointsToEnv } from '../../src/cli/endpoints';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { metricsKey } from '../../src/storage/keys';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
 
 const stack = useTrainingStack();
 const FIXTURE = 'test/fixtures/tiny_frozen_lake.yaml';

@@ -14,8 +14,8 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { useTrainingStack } from '../helpers/stack';
 import { endpointsToEnv } from '../../src/cli/endpoints';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
 
 const stack = useTrainingStack();
 const out = mkdtempSync(join(tmpdir(), 'starpo-report-'));

@@ -13,15 +13,15 @@ import { refuseExistingRun } from '../../src/cli/train';
 import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
 import { loadCheckpoint } from '../../src/activities/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
-import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
-import type { StarpoRunInput, StepCompute } from '../../src/activities/types';
+import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
+import type { RunSpec, StepCompute } from '../../src/contract';
 import type { StepMetrics } from '../../src/report/run_data';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 
 const stack = useTrainingStack();
 
-function start(input: StarpoRunInput) {
+function start(input: RunSpec) {
   return stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
 }
 

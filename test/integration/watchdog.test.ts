@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { STALL_ENV } from '../../src/workers/stall_fault';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/workflows/api';
-import type { StarpoRunResult } from '../../src/workflows';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import type { StarpoRunResult } from '../../src/contract';
 
 const stack = useTrainingStack();
 // Read by the worker processes the stack spawns (they inherit this environment).

@@ -14,7 +14,7 @@ import { ChatTemplate } from '../../src/model/chat_template';
 import { CHATML_TEMPLATE } from '../../src/model/chatml';
 import { charTokenizer, readTokenizerFiles, tokenizerFromFiles, type ChatTokenizer } from '../../src/model/tokenizer';
 import { pretrainedProblems } from '../../src/model/pretrained';
-import { customEnvSchema } from '../../src/config/schema_blocks';
+import { customEnvSchema } from '../../src/contract';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { runEpisodes } from '../../src/rollout/manager';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';

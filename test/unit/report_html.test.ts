@@ -16,7 +16,7 @@ import { spreadSteps } from '../../src/report/build';
 import { integerRanges } from '../../src/report/ranges';
 import type { StepMetrics } from '../../src/report/run_data';
 import type { Trajectory } from '../../src/rollout/types';
-import type { Progress } from '../../src/workflows/api';
+import type { Progress } from '../../src/contract';
 import { fixtureConfig } from '../helpers/fixture';
 
 const config = fixtureConfig({ collapse_guard: { enabled: true, patience: 1 } });

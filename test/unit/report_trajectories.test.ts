@@ -7,7 +7,7 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { charTokenizer } from '../../src/model/tokenizer';
-import { customEnvSchema } from '../../src/config/schema_blocks';
+import { customEnvSchema } from '../../src/contract';
 import { runGroups } from '../../src/rollout/manager';
 import { solverPolicy } from '../../src/rollout/demonstrations';
 import { rolloutGroup } from '../../src/rollout/plan';

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  checkpointPrefix, checkpointsPrefix, initialKey, InvalidKeyPartError, latestKey, metricsKey, parseStep, rolloutKey, rolloutRecordKey, runKey, stepName,
-  validateRunId, warmupPrefix,
+  checkpointPrefix, checkpointsPrefix, initialKey, latestKey, metricsKey, parseStep, rolloutKey, rolloutRecordKey, runKey, stepName, warmupPrefix,
 } from '../../src/storage/keys';
+import { InvalidKeyPartError, validateRunId } from '../../src/contract';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../src/storage/errors';
 import { sha256Hex } from '../../src/storage/object_store';
 

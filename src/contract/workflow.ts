@@ -1,27 +1,38 @@
 /**
- * Names shared by the workflow, the workers and the client: task queues, the workflow type and its
- * continued-run input, the `progress` and `config` queries, the `pause` / `unpause` / `stop`
- * updates and the search attributes the infra registers. No I/O; safe in workflow code.
+ * Names and shapes shared by the workflows, the workers and the client: task queues, the workflow
+ * types, their inputs and results, the `progress` / `config` / `evalProgress` queries and the
+ * `pause` / `unpause` / `stop` updates. No I/O; safe in workflow code.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import { defineSearchAttributeKey } from '@temporalio/common';
-import type { ObjectRef, StarpoRunInput, StepCompute } from '../activities/types';
-import type { RunConfig } from '../config/schema';
-import type { KnownPolicy } from './train_rollouts';
+import type { StepCompute } from './activities';
+import type { ObjectRef } from './refs';
+import type { RunSpec } from './run';
+import type { RunConfig } from './run_config';
 
-/** Task queues (DESIGN.md): workflow, rollout activities, update activities. */
+/** Task queues (DESIGN.md): workflows, rollout activities, update activities. */
 export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', update: 'starpo-update' } as const;
 
-/** The workflow type name. */
+/** The training workflow type name. */
 export const WORKFLOW_TYPE = 'starpoTraining';
 
-/** Steps per workflow run before continueAsNew keeps the history small (DESIGN.md). */
-export const STEPS_PER_RUN = 100;
+/** The workflow type of an evaluation (`starpo eval`; task queue "starpo", like starpoTraining). */
+export const EVAL_WORKFLOW_TYPE = 'starpoEvaluation';
+
+/** Workflow id of an evaluation: `<runId>-eval-<name>` (one per run and evaluation name). */
+export function evalWorkflowId(runId: string, name: string): string {
+  return `${runId}-eval-${name}`;
+}
 
 /** Validation success of one evaluation (val/env/success) at the step it ran. */
 export interface ValidationPoint {
   step: number;
   success: number;
+}
+
+/** A checkpoint the workflow knows, by the pipeline step whose policy it holds. */
+export interface KnownPolicy {
+  step: number;
+  checkpoint: ObjectRef;
 }
 
 /**
@@ -39,14 +50,14 @@ export interface StarpoContinuation {
   /** The validation curve so far, so the result of the last run covers the whole chain. */
   validationCurve: ValidationPoint[];
   /**
-   * async_generation_ratio > 0 only: the checkpoints the next steps' rollouts play with (the newest and up
-   * to r older ones; train_rollouts.ts), so the continued run reuses the shards played ahead.
+   * async_generation_ratio > 0 only: the checkpoints the next steps' rollouts play with (the newest and
+   * up to r older ones), so the continued run reuses the shards played ahead.
    */
   policies?: KnownPolicy[];
 }
 
 /** Input of workflow starpoTraining: a new (or restarted) run with its config, or a continued run. */
-export type StarpoWorkflowInput = StarpoRunInput | StarpoContinuation;
+export type StarpoWorkflowInput = RunSpec | StarpoContinuation;
 
 /** What the `progress` query returns. */
 export interface Progress {
@@ -73,6 +84,18 @@ export interface Progress {
   secondsPerStep: number | null;
   /** Where the last step's rollouts and update computed (null before the first step of this workflow run). */
   compute: StepCompute | null;
+}
+
+/** Result of a finished training run. */
+export interface StarpoRunResult {
+  runId: string;
+  steps: number;
+  finalCheckpoint: ObjectRef;
+  lastMetrics: Record<string, number>;
+  lastValidation: Progress['lastValidation'];
+  validationCurve: Progress['validationCurve'];
+  /** Why the run ended before max_steps: "stop: <reason>" / "stop requested" (`stop`) or collapse_guard's message; else null. */
+  stoppedBy: string | null;
 }
 
 /** Query returning Progress. */
@@ -106,10 +129,38 @@ export const unpauseUpdate = defineUpdate<ControlReply>('unpause');
  */
 export const stopUpdate = defineUpdate<ControlReply, [reason: string]>('stop');
 
-/** Search attributes registered by infra (`--search-attribute`) and upserted by the workflow. */
-export const SEARCH_ATTRIBUTE_KEYS = {
-  runId: defineSearchAttributeKey('StarpoRunId', 'KEYWORD'),
-  config: defineSearchAttributeKey('StarpoConfig', 'KEYWORD'),
-  step: defineSearchAttributeKey('StarpoStep', 'INT'),
-  valSuccess: defineSearchAttributeKey('StarpoValSuccess', 'DOUBLE'),
-};
+/** What the `evalProgress` query of an evaluation returns. */
+export interface EvalProgress {
+  runId: string;
+  name: string;
+  /** Pipeline step of the checkpoint evaluated. */
+  step: number;
+  /** 'preparing': writing eval.json; 'validation': rollouts running; 'done': result stored. */
+  phase: 'preparing' | 'validation' | 'done';
+  /** Rollout shards of the evaluation (0 while preparing) and how many have completed. */
+  shards: number;
+  shardsDone: number;
+  /** Episodes to play (val_batch_size of the evaluation's config; 0 while preparing). */
+  episodes: number;
+}
+
+/** Query returning EvalProgress. */
+export const evalProgressQuery = defineQuery<EvalProgress>('evalProgress');
+
+/** What `starpo status` reports of a run (also its `--json` output and the report's state line). */
+export interface RunStatus {
+  runId: string;
+  /** Temporal's status of the newest execution: RUNNING, COMPLETED, FAILED, TERMINATED, ... */
+  status: string;
+  /** Search attributes: the config name, steps completed, the last validation success. */
+  config: string | null;
+  step: number | null;
+  valSuccess: number | null;
+  /** The `progress` query (running runs whose control worker answered). */
+  progress?: Progress;
+  /** The result (completed runs). */
+  result?: StarpoRunResult;
+  /** Why the run closed (failed, terminated, ...). */
+  failure?: string;
+  note?: string;
+}

@@ -1,4 +1,7 @@
-/** "Did you mean" suggestions for unknown keys (config keys, env_config keys). */
+/**
+ * "Did you mean" suggestions for unknown keys and values: the run config schema names the nearest
+ * allowed value, and the config loader and env_config parsers the nearest known key.
+ */
 
 /** Levenshtein distance between two strings (edit operations). */
 function editDistance(a: string, b: string): number {

@@ -2,12 +2,12 @@
  * The nested blocks of the run config (SPEC.md §2): worker roles, env managers, custom envs, reward
  * normalisation, and starpo's own `warmup` and `collapse_guard`. Objects are strict, so an unknown
  * key is an error (issues.ts names the nearest known key). Keys whose schema is IGNORED are accepted
- * for ROLL compatibility, kept as written (no defaults) and reported once (schema_walk.ts ignoredKeysIn).
+ * for ROLL compatibility, kept as written (no defaults) and reported once (config/schema_walk.ts).
  */
 import { z } from 'zod';
-import { NORM_METHODS, NORM_TYPES } from '../algo/normalize';
-import { nearestKey } from './errors';
-import type { Trajectory } from '../rollout/types';
+import { NORM_METHODS, NORM_TYPES } from './enums';
+import { nearestKey } from './nearest';
+import type { Trajectory } from './trajectory';
 
 export const positiveInt = z.number().int().positive();
 export const nonNegativeInt = z.number().int().nonnegative();
@@ -136,7 +136,7 @@ export const customEnvSchema = z
   })
   .strict();
 
-/** The Trajectory fields (rollout/types.ts) holding a scalar: what a trajectory can be grouped by. */
+/** The Trajectory fields (trajectory.ts) holding a scalar: what a trajectory can be grouped by. */
 type ScalarField = { [K in keyof Trajectory]-?: Trajectory[K] extends string | number | boolean ? K : never }[keyof Trajectory];
 
 /** reward_normalization.grouping by a trajectory field (ppo_update.ts groupKeyOf reads it). */

@@ -1,19 +1,15 @@
 /**
- * The run configuration: ROLL's AgenticConfig key names (SPEC.md §2) with SPEC.md's defaults, as a
- * zod schema. Objects are strict, so an unknown key is an error (issues.ts names the nearest known
- * key). Keys that only place work on GPUs, pick Megatron/vLLM strategies or configure trackers, and
- * blocks a role does not use, are accepted and reported once as ignored (schema_walk.ts ignoredKeysIn).
- * Nested blocks live in schema_blocks.ts; enum values come from the algorithm modules that use them.
+ * The run configuration (what run.json and the workflow input carry): ROLL's AgenticConfig key names
+ * (SPEC.md §2) with SPEC.md's defaults, as a zod schema. Objects are strict, so an unknown key is an
+ * error; keys starpo accepts and does not use are reported once as ignored (config/schema_walk.ts).
+ * Nested blocks live in run_config_blocks.ts; loading, overrides and checks live in src/config.
  */
 import { z } from 'zod';
-import { ADV_ESTIMATORS } from '../algo/advantages';
-import { FILTER_TYPES } from '../algo/filter';
-import { KL_PENALTIES } from '../algo/kl_penalties';
-import { LOSS_AGG_MODES } from '../algo/loss_agg_modes';
+import { ADV_ESTIMATORS, FILTER_TYPES, KL_PENALTIES, LOSS_AGG_MODES } from './enums';
 import {
   actorInferSchema, actorTrainSchema, collapseGuardSchema, criticSchema, customEnvSchema, envManagerSchema,
   generatingArgsSchema, ignoredShape, nonNegativeInt, positiveInt, rewardNormalizationSchema, warmupSchema,
-} from './schema_blocks';
+} from './run_config_blocks';
 
 /**
  * ROLL top-level keys starpo accepts and ignores: trackers, output folders, GPU counts, Hydra's own

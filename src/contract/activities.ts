@@ -1,21 +1,12 @@
 /**
- * The contract between the workflow and its activities: only object references and scalar metrics
- * cross Temporal, never tensors, trajectories or credentials (DESIGN.md, The shape).
+ * The activities of starpo, by their Temporal activity type names, with their inputs and outputs. Only
+ * object references and scalar metrics cross Temporal, never tensors, trajectories or credentials
+ * (DESIGN.md, "The shape"). The workflows proxy StarpoActivities; src/activities implements it.
  */
-import type { RunConfig } from '../config/schema';
-import type { RolloutGroup } from '../rollout/plan';
-import type { MetricSums } from '../rollout/metrics';
-import type { StoredRun } from './runtime';
-
-/** A stored object: content address and size (bytes); readers verify sha256 (DESIGN.md). */
-export interface ObjectRef {
-  bucket: string;
-  key: string;
-  /** Hex sha256 of the content. */
-  sha256: string;
-  /** Content length in bytes. */
-  bytes: number;
-}
+import type { ObjectRef } from './refs';
+import type { RunConfig } from './run_config';
+import type { RunSpec } from './run';
+import type { MetricSums, RolloutGroup } from './trajectory';
 
 /** The tfjs backend and device that computed an activity's tensors, e.g. { backend: 'tensorflow', device: 'CPU' }. */
 export interface ComputeInfo {
@@ -25,23 +16,10 @@ export interface ComputeInfo {
   device: string;
 }
 
-/** Input of the workflow `starpoTraining` (also what `starpo run-json` writes as run.json). */
-export interface StarpoRunInput {
-  /** Run id, also the workflow id; [A-Za-z0-9._-]. */
-  runId: string;
-  /** A short name for the config (file name without .yaml). */
-  configName: string;
-  /** The validated config, defaults applied (plain JSON). */
-  config: RunConfig;
-  /** Continue from this checkpoint manifest instead of preparing the run (resume / continueAsNew). */
-  resumeFrom?: { checkpoint: ObjectRef; step: number };
-}
-
-/** Input of prepareRun: stores run.json and makes the step-0 policy (warm-up). */
-export interface PrepareRunInput {
-  runId: string;
-  configName: string;
-  config: RunConfig;
+/** Where a step's activities computed: the distinct backends of its rollout shards, and the update's. */
+export interface StepCompute {
+  rollout: ComputeInfo[];
+  update: ComputeInfo | null;
 }
 
 /** Output of prepareRun. */
@@ -115,32 +93,6 @@ export interface WriteMetricsInput {
   compute?: StepCompute;
 }
 
-/** Where a step's activities computed: the distinct backends of its rollout shards, and the update's. */
-export interface StepCompute {
-  rollout: ComputeInfo[];
-  update: ComputeInfo | null;
-}
-
-/**
- * Failure type of the non-retryable ApplicationFailure an activity throws when an input it reads from
- * the store (its policy checkpoint, a trajectory shard) is corrupt or missing. The workflow replays the
- * run from `details[0]` (a CheckpointFallback); steps are deterministic, so the replay rewrites the
- * damaged objects with identical bytes and ends with the same weights.
- */
-export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
-
-/** details[0] of a CheckpointCorruptError: where to replay the run from, and what was wrong. */
-export interface CheckpointFallback {
-  /** Pipeline step of the newest complete, verified checkpoint to continue from. */
-  step: number;
-  /** Its manifest. */
-  checkpoint: ObjectRef;
-  /** Key of the unusable object. */
-  object: string;
-  /** Why it is unusable (e.g. `object ... is corrupt (sha256 mismatch): ...`). */
-  reason: string;
-}
-
 /**
  * What `starpo eval` asks for (the input of workflow starpoEvaluation and of its prepareEval
  * activity): play validation with one checkpoint of a run, through the rollout activities.
@@ -164,7 +116,7 @@ export interface EvalRequest {
  * runs/<run>/evals/<name>/eval.json, written by prepareEval: the run id, the config the evaluation
  * plays (val_batch_size = its episodes) and its name, checkpoint and step.
  */
-export interface EvalSpec extends StoredRun {
+export interface EvalSpec extends RunSpec {
   name: string;
   checkpoint: ObjectRef;
   step: number;
@@ -192,4 +144,26 @@ export interface EvalResult {
   tags: Record<string, TagResult>;
   /** Every val/ metric, as the training workflow's validation reports them. */
   metrics: Record<string, number>;
+}
+
+/**
+ * Every activity, keyed by its Temporal activity type name (public: recorded histories name them).
+ * prepareRun, update, writeMetrics and loadRun run on "starpo-update"; rollout, prepareEval and
+ * writeEvalResult on "starpo-rollout".
+ */
+export interface StarpoActivities {
+  /** Stores run.json and makes the step-0 policy (warm-up). */
+  prepareRun(input: RunSpec): Promise<PrepareRunOutput>;
+  /** Plays one shard of env groups and commits its trajectories. */
+  rollout(input: RolloutInput): Promise<RolloutOutput>;
+  /** One StarPO/PPO update; writes the next checkpoint. */
+  update(input: UpdateInput): Promise<UpdateOutput>;
+  /** Stores a step's scalars at runs/<run>/metrics/step-N.json. */
+  writeMetrics(input: WriteMetricsInput): Promise<void>;
+  /** The run record stored at runs/<run>/run.json (a continued workflow run carries only the run id). */
+  loadRun(runId: string): Promise<RunSpec>;
+  /** Fixes what an evaluation plays in runs/<run>/evals/<name>/eval.json. */
+  prepareEval(request: EvalRequest): Promise<EvalSpec>;
+  /** Stores an evaluation's result.json (last). */
+  writeEvalResult(result: EvalResult): Promise<void>;
 }

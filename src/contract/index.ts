@@ -1,0 +1,17 @@
+/**
+ * The contract: every type and name that crosses a process or Temporal boundary. It imports nothing of
+ * starpo. Workflow code imports the files it needs directly (not this index), so its bundle does not
+ * carry the config schema.
+ */
+export * from './activities';
+export * from './checkpoint';
+export * from './enums';
+export * from './errors';
+export * from './nearest';
+export * from './refs';
+export * from './run';
+export * from './run_config';
+export * from './run_config_blocks';
+export * from './search_attributes';
+export * from './trajectory';
+export * from './workflow';

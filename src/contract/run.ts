@@ -1,0 +1,41 @@
+/**
+ * The run record and the run-id rule. A RunSpec is what `starpo run-json` writes, what workflow
+ * starpoTraining takes, what prepareRun stores as runs/<run>/run.json and what loadRun reads back.
+ */
+import { InvalidKeyPartError } from './errors';
+import type { ObjectRef } from './refs';
+import type { RunConfig } from './run_config';
+
+/** A name that becomes one part of an object key: 1-128 of [A-Za-z0-9._-], starting with a letter or digit. */
+const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Whether `name` may be one part of an object key (run id, evaluation or warm-up name): KEY_NAME and no `..`. */
+export function isKeyName(name: unknown): name is string {
+  return typeof name === 'string' && KEY_NAME.test(name) && !name.includes('..');
+}
+
+/**
+ * The run-id rule, the one every entry point applies (CLI arguments, run.json, the store's keys):
+ * 1-128 chars of [A-Za-z0-9._-], starting with a letter or digit, no `..`.
+ * @returns the run id unchanged. @throws InvalidKeyPartError naming the value.
+ */
+export function validateRunId(runId: string): string {
+  if (!isKeyName(runId)) {
+    throw new InvalidKeyPartError(
+      `runId ${JSON.stringify(runId)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit, without ".."`,
+    );
+  }
+  return runId;
+}
+
+/** The run record (DESIGN.md's RunSpec): run.json, the workflow input of a new or restarted run, prepareRun's input. */
+export interface RunSpec {
+  /** Run id, also the workflow id (validateRunId). */
+  runId: string;
+  /** A short name for the config (file name without .yaml). */
+  configName: string;
+  /** The validated config, defaults applied (plain JSON). */
+  config: RunConfig;
+  /** Workflow input only, never stored: continue from this checkpoint manifest instead of preparing the run (`starpo resume`). */
+  resumeFrom?: { checkpoint: ObjectRef; step: number };
+}
