@@ -5,7 +5,7 @@
  * controller of beta, the reward-side KL coefficient.
  */
 import * as tf from '@tensorflow/tfjs';
-import { KL_PENALTIES, type KlPenalty } from './kl_penalties';
+import { KL_PENALTIES, type KlPenalty } from '../contract';
 
 export { KL_PENALTIES, type KlPenalty };
 

@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { klPenalty } from './kl';
-import { LOSS_AGG_MODES, type LossAggMode } from './loss_agg_modes';
+import { LOSS_AGG_MODES, type LossAggMode } from '../contract';
 
 export { LOSS_AGG_MODES, type LossAggMode };
 

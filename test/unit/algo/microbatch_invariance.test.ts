@@ -14,7 +14,7 @@ import { Qwen2 } from '../../../src/model/qwen2';
 import { ValueModel, VALUE_HEAD } from '../../../src/model/value_model';
 import { AdamW } from '../../../src/algo/adamw';
 import { accumulateGradients } from '../../../src/algo/grad_step';
-import { LOSS_AGG_MODES } from '../../../src/algo/loss_agg_modes';
+import { LOSS_AGG_MODES } from '../../../src/contract';
 import { StatAccumulator } from '../../../src/algo/loss';
 import { noGradPass, type UpdateRows } from '../../../src/algo/micro_batches';
 import { paddedLength } from '../../../src/algo/batch';
