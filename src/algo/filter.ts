@@ -1,5 +1,5 @@
 /**
- * StarPO-S variance filtering of whole env groups before the update (SPEC.md §7; RAGEN arXiv 2504.20073 §4 and
+ * StarPO-S variance filtering of whole env groups before the update (docs/numerics.md §7; RAGEN arXiv 2504.20073 §4 and
  * RAGEN-2 arXiv 2604.06268). Source: RAGEN ragen/trainer/rollout_filter.py (RolloutFilter._select_top_groups,
  * RewardRolloutFilter with metric reward_variance, whose per-group score is the in-group std) and the older
  * ragen/trainer/agent_trainer.py _filter_rollout (same top-k rule and rollout/* metric names).

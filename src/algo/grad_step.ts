@@ -2,7 +2,7 @@
  * One optimizer step with gradient accumulation over micro-batches, global grad-norm clipping and a
  * guard against non-finite values (a non-finite loss or gradient norm skips the step and is
  * logged, never applied to the weights). Yields between micro-batches so the activity's
- * heartbeats go out (DESIGN.md, Workers and compute).
+ * heartbeats go out.
  */
 import * as tf from '@tensorflow/tfjs';
 import { AdamW, clipByGlobalNorm } from './adamw';

@@ -9,7 +9,7 @@ import { KL_PENALTIES, type KlPenalty } from '../contract';
 
 export { KL_PENALTIES, type KlPenalty };
 
-/** k3 is clamped to [-K3_CLAMP, K3_CLAMP] (ROLL compute_approx_kl, and the KL loss of SPEC.md §6). */
+/** k3 is clamped to [-K3_CLAMP, K3_CLAMP] (ROLL compute_approx_kl, and the KL loss of §6). */
 export const K3_CLAMP = 10;
 
 /**
@@ -75,7 +75,7 @@ export interface KlController {
   update(currentKl: number, nSteps: number): void;
 }
 
-/** The SPEC.md §2 keys the controller reads. */
+/** The config keys the controller reads. */
 export interface KlControllerConfig {
   init_kl_coef: number;
   target_kl?: number | null;

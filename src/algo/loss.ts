@@ -1,5 +1,5 @@
 /**
- * The StarPO/PPO losses in tfjs (SPEC.md §6; ROLL roll/pipeline/agentic/agentic_actor_worker.py loss_func,
+ * The StarPO/PPO losses in tfjs (docs/numerics.md §6; ROLL roll/pipeline/agentic/agentic_actor_worker.py loss_func,
  * the critic worker's value loss, roll/utils/functionals.py agg_loss / masked_mean): loss aggregation, the clipped
  * policy-gradient loss, the k3 KL loss, the entropy bonus and the clipped value loss. KL estimators are in kl.ts.
  * All tensors are float32 [B, T] with T = L-1 (shifted); `mask` is the shifted response mask (0/1).
@@ -17,7 +17,7 @@ const DENOM_FLOOR = 1e-8;
 const ROWS_EPS = 1e-8;
 
 /**
- * The denominators of loss aggregation, taken from a whole minibatch (SPEC.md §6; ROLL strategy.py
+ * The denominators of loss aggregation, taken from a whole minibatch (§6; ROLL strategy.py
  * _get_batch_num_tokens / _get_global_valid_samples): every micro-batch divides by them, so the micro-batch
  * losses add up to the minibatch's loss and neither the loss nor its gradient depends on the micro-batch size.
  */
@@ -46,7 +46,7 @@ export function aggDenominators(mask: readonly (readonly number[])[], normLength
 }
 
 /**
- * Aggregates a per-token loss (SPEC.md §6; ROLL roll/utils/functionals.py agg_loss with the strategy's
+ * Aggregates a per-token loss (§6; ROLL roll/utils/functionals.py agg_loss with the strategy's
  * batch_num_tokens and global_valid_samples): token-mean = sum(v m)/tokens; seq-mean-token-mean =
  * sum over rows with sum_t m > 0 of sum_t(v m)/sum_t(m), divided by rows; seq-mean-token-sum = sum(v m)/rows;
  * seq-mean-token-sum-norm = sum(v m)/normLength. Without `denom` the batch is its own minibatch (normLength = T).
@@ -100,7 +100,7 @@ export interface PpoLossInput {
 }
 
 /**
- * ppoLoss options (SPEC.md §2 keys): pgClip = pg_clip (> 0); with usePgClipRange the ratio is clipped
+ * ppoLoss options (config keys): pgClip = pg_clip (> 0); with usePgClipRange the ratio is clipped
  * to [1 - pgClipLow, 1 + pgClipHigh] (each defaulting to pgClip), else to [1 - pgClip, 1 + pgClip];
  * dualClip = dual_clip_loss (c = 1 + 2*pgClip); lossAggMode = loss_agg_mode.
  */
@@ -186,7 +186,7 @@ export const PPO_STATS = {
 } as const satisfies Record<string, StatReduce>;
 
 /**
- * Clipped policy-gradient loss (SPEC.md §6; ROLL roll/pipeline/agentic/agentic_actor_worker.py loss_func).
+ * Clipped policy-gradient loss (§6; ROLL roll/pipeline/agentic/agentic_actor_worker.py loss_func).
  * ratio = exp((logp - oldLogp) * m) (1 on padding); surr1 = ratio A, surr2 = clamp(ratio, 1 - epsLo, 1 + epsHi) A;
  * pg = -min(surr1, surr2); with dualClip, where A < 0: pg = min(pg, -c A), c = 1 + 2 pgClip;
  * loss = aggLoss(pg, m, lossAggMode, denom). Differentiable w.r.t. logp.
@@ -233,7 +233,7 @@ export function ppoLoss(input: PpoLossInput, opts: PpoLossOptions, denom?: AggDe
 }
 
 /**
- * The KL loss of use_kl_loss (SPEC.md §6; ROLL actor loss_func with compute_approx_kl(kl_penalty="k3") and agg_loss):
+ * The KL loss of use_kl_loss (§6; ROLL actor loss_func with compute_approx_kl(kl_penalty="k3") and agg_loss):
  * aggLoss(clamp(exp(ref - logp) - (ref - logp) - 1, -10, 10), mask, mode, denom). The caller adds kl_loss_coef times it.
  * @param logp [B, T] float32 current log-probs (differentiable); @param refLogp [B, T] float32 reference log-probs
  * @param mask [B, T] float32 0/1 response mask; @param mode loss_agg_mode; @param denom the minibatch's denominators
@@ -246,7 +246,7 @@ export function klLoss(logp: tf.Tensor2D, refLogp: tf.Tensor2D, mask: tf.Tensor2
 }
 
 /**
- * Entropy term of the actor loss (SPEC.md §6; ROLL aggregates the token entropy with agg_loss):
+ * Entropy term of the actor loss (§6; ROLL aggregates the token entropy with agg_loss):
  * aggLoss(entropy, mask, mode, denom). The caller subtracts entropy_loss_coef times it (a bonus).
  * @param entropy [B, T] float32 token entropies (nats); @param mask [B, T] float32 0/1; @param mode loss_agg_mode
  * @param denom the minibatch's denominators

@@ -1,5 +1,5 @@
 /**
- * Episode-score normalisation within groups (SPEC.md §5.1), as ROLL's agentic_reward_norm
+ * Episode-score normalisation within groups (docs/numerics.md §5.1), as ROLL's agentic_reward_norm
  * (roll/pipeline/agentic/utils.py) with RewardNormalizationConfig's norm_mean_type / norm_std_type
  * (roll/pipeline/agentic/agentic_config.py); the deprecated `method` only fills the types left null.
  */
@@ -28,7 +28,7 @@ export interface RewardNormKeys {
   norm_std_type?: NormType | null;
 }
 
-/** Added to the std in the denominator (SPEC.md §5.1). */
+/** Added to the std in the denominator (§5.1). */
 export const NORM_STD_EPS = 1e-6;
 
 /**

@@ -1,14 +1,7 @@
 /**
- * Off-policy bookkeeping of asynchronous rollouts (`async_generation_ratio` r > 0):
- * how many policy versions a trajectory lags behind the update that consumes it, the discard of groups
- * older than r allows, and the old log-probs of the PPO ratio for stale trajectories.
- *
- * Follows ROLL roll/distributed/scheduler/rollout_scheduler.py (GroupQueue.advance_step: a group created
- * at step c is dropped once `step - c > async_generation_ratio`; GroupQueue.put ignores rollouts of
- * dropped groups) and roll/pipeline/agentic/agentic_pipeline.py (the async pipeline keeps generating with
- * the previous weights while actor_train updates). The old log-probs of a stale trajectory are the ones
- * recorded while sampling (ROLL's infer log-probs, roll/utils/train_infer_corrections.py): the behaviour
- * policy of the importance ratio, which the current weights can no longer recompute.
+ * Off-policy bookkeeping of asynchronous rollouts (async_generation_ratio r > 0): how many policy versions a
+ * trajectory lags behind the update that consumes it, the discard of groups older than r allows, and the old
+ * log-probs of the PPO ratio for stale trajectories (ROLL roll/distributed/scheduler/rollout_scheduler.py GroupQueue).
  */
 import type { Trajectory } from '../rollout/types';
 
@@ -32,7 +25,9 @@ export interface StaleFilterOutput {
 }
 
 /**
- * Drops the groups (trajGroupId) with a trajectory more than `ratio` policy versions behind `step`.
+ * Drops the groups (trajGroupId) with a trajectory more than `ratio` policy versions behind `step`, as ROLL's
+ * GroupQueue.advance_step drops a group created at step c once `step - c > async_generation_ratio` (and put ignores
+ * the rollouts of dropped groups).
  * @param step the pipeline step of the update
  * @param ratio async_generation_ratio (an integer >= 0)
  */
@@ -54,7 +49,8 @@ export function dropStale(trajectories: readonly Trajectory[], step: number, rat
 /**
  * The old log-probs of the importance ratio, [B][T] shifted (nats, 0 off the response mask): the sampled
  * log-probs for rows whose trajectory is stale, `recomputed` (the current policy before the update) for
- * the others.
+ * the others. The sampling log-probs are the behaviour policy of the ratio, which the current weights can no
+ * longer recompute (ROLL's infer log-probs, roll/utils/train_infer_corrections.py).
  * @param stale per row, true when the trajectory lags behind the update (stalenessOf > 0)
  * @param sampled shiftedArrays(...).sampleLogprobs of the same rows
  * @param recomputed the prepass's old log-probs; may be null only when every row is stale
