@@ -4,6 +4,7 @@
  * compute_token_reward and compute_advantage). Pure functions on plain arrays. Shapes: B trajectories, T = L-1
  * shifted positions; `mask[i][t]` is 1 where token t+1 of trajectory i was sampled by the policy, else 0.
  */
+import { ADV_ESTIMATORS } from '../contract';
 
 /** Floating guard of the whitening formula (§5.4). */
 export const WHITEN_EPS = 1e-8;
@@ -168,9 +169,6 @@ export function clipMatrix(m: readonly (readonly number[])[], c: number, key: st
   }));
   return { clipped, count };
 }
-
-/** adv_estimator values served by computeAdvantages (§2; grpo is the reinforce path). */
-export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce', 'gae'] as const;
 
 /** Inputs of computeAdvantages. Matrices are [B][T] on the shifted positions. */
 export interface AdvantageInput {

@@ -4,12 +4,10 @@
  * RewardRolloutFilter with metric reward_variance, whose per-group score is the in-group std) and the older
  * ragen/trainer/agent_trainer.py _filter_rollout (same top-k rule and rollout/* metric names).
  */
+import { FILTER_TYPES, type FilterType } from '../contract';
 import { groupIndices, mean, NORM_STD_EPS, unbiasedStd } from './normalize';
 
-/** rollout_filter_type values: std keeps the highest-std groups, std_rev the lowest, top_p is RAGEN-2's rule. */
-export const FILTER_TYPES = ['std', 'std_rev', 'top_p'] as const;
-/** One of FILTER_TYPES. */
-export type FilterType = (typeof FILTER_TYPES)[number];
+export { FILTER_TYPES, type FilterType };
 
 /** RAGEN's default rollout_filter_selection_eps of the top-p rule. */
 export const TOP_P_SELECTION_EPS = 0.01;

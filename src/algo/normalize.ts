@@ -4,15 +4,9 @@
  * (roll/pipeline/agentic/agentic_config.py); the deprecated `method` only fills the types left null.
  */
 
-/** reward_normalization.method values (deprecated in ROLL). asym_clip behaves as mean_std. */
-export const NORM_METHODS = ['identity', 'mean', 'mean_std', 'asym_clip'] as const;
-/** One of NORM_METHODS. */
-export type NormMethod = (typeof NORM_METHODS)[number];
+import { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType } from '../contract';
 
-/** reward_normalization.norm_mean_type / norm_std_type values: statistics over the batch or within each group. */
-export const NORM_TYPES = ['batch', 'group'] as const;
-/** One of NORM_TYPES. */
-export type NormType = (typeof NORM_TYPES)[number];
+export { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType };
 
 /** Which mean is subtracted and which std divides (null: none), as in ROLL's config. */
 export interface NormTypes {
