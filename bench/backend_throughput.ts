@@ -31,7 +31,7 @@ import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
-import { loadConfigFile } from '../src/config/load';
+import { loadConfigFile } from '../src/preflight/load';
 import type { RunConfig } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { headDim, tinyPreset, type Qwen2Config } from '../src/model/config';

@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/rollout_turns.ts [configs/frozen_lake.yaml] [key=value ...]
  */
-import { loadConfigFile } from '../src/config/load';
+import { loadConfigFile } from '../src/preflight/load';
 import { initBackend } from '../src/model/backend';
 import { charTokenizer } from '../src/model/tokenizer';
 import { tinyPreset } from '../src/model/config';

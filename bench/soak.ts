@@ -19,7 +19,7 @@ import { Qwen2 } from '../src/model/qwen2';
 import { AdamW } from '../src/algo/adamw';
 import { ppoUpdate } from '../src/algo/update';
 import { klControllerFromConfig } from '../src/algo/kl';
-import { loadConfigFile } from '../src/config/load';
+import { loadConfigFile } from '../src/preflight/load';
 import { generatingArgsOf, planShards } from '../src/rollout/plan';
 import { runGroups } from '../src/rollout/manager';
 import { modelPolicy } from '../src/rollout/policy';

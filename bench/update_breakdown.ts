@@ -28,7 +28,7 @@ import { ppoUpdate, needsReference } from '../src/algo/update';
 import { noGradPass } from '../src/algo/micro_batches';
 import { filterGroups } from '../src/algo/filter';
 import { klControllerFromConfig } from '../src/algo/kl';
-import { loadConfigFile } from '../src/config/load';
+import { loadConfigFile } from '../src/preflight/load';
 import { formatDemonstrations } from '../src/rollout/demonstrations';
 import { Rng } from '../src/util/rng';
 import { loadavg } from 'node:os';

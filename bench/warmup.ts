@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/warmup.ts [configs/frozen_lake.yaml] [--every N] [key=value overrides, e.g. warmup.train_steps=300]
  */
-import { loadConfigFile } from '../src/config/load';
+import { loadConfigFile } from '../src/preflight/load';
 import { initBackend } from '../src/model/backend';
 import { charTokenizer } from '../src/model/tokenizer';
 import { tinyPreset } from '../src/model/config';

@@ -5,7 +5,7 @@
  * and sampling settings of a config (default: the quickstart's). Each piece runs `rounds` times: the first
  * includes one-off costs (kernel set-up, first allocations), later ones show the steady rate.
  */
-import { loadConfigFile } from '../config/load';
+import { loadConfigFile } from '../preflight/load';
 import type { GeneratingArgs } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';

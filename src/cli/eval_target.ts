@@ -5,7 +5,7 @@
  */
 import { basename, extname } from 'node:path';
 import type { EvalRequest, ObjectRef } from '../contract';
-import { loadConfigFile } from '../config/load';
+import { loadConfigFile } from '../preflight/load';
 import type { RunConfig } from '../contract';
 import { withValEpisodes } from '../rollout/plan';
 import { InvalidKeyPartError, validateRunId } from '../contract';

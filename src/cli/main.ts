@@ -10,7 +10,7 @@ import { registerInfraCommands } from '../../infra/cli';
 import { registerReportCommands } from './report';
 import { backendArgument, registerBackendCommands } from './backend';
 import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
-import { acceptedNotes, loadConfigFile } from '../config/load';
+import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { ROLES, Role } from '../workers/roles';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';

@@ -5,7 +5,7 @@
 import { basename, extname } from 'node:path';
 import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { ConfigError } from '../config/errors';
-import { loadConfigFile, type LoadedConfig } from '../config/load';
+import { loadConfigFile, type LoadedConfig } from '../preflight/load';
 
 /** A run id from the config name and the UTC time, e.g. frozen_lake-20261129-201500. */
 export function newRunId(configName: string, now = new Date()): string {

@@ -146,7 +146,7 @@ class Resolver {
 
 /**
  * Resolves every interpolation of a config tree (see the file comment); the input is not modified.
- * @returns the resolved tree and the top-level keys referred to (load.ts keeps those as variables)
+ * @returns the resolved tree and the top-level keys referred to (preflight/load.ts keeps those as variables)
  * @throws ConfigError naming the key that holds a bad interpolation: an unresolved path (with the
  *         nearest existing key), a cycle, a resolver, an unterminated `${`, or a mapping inside text
  */

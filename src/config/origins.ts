@@ -5,11 +5,8 @@
  */
 import { ConfigError } from './errors';
 import type { Layer } from './hydra';
-import type { Override } from './overrides';
+import { COMMAND_LINE, type Override } from './overrides';
 import { valueAt, type Mapping } from './tree';
-
-/** The source of errors that only command-line overrides caused. */
-export const COMMAND_LINE = 'command line';
 
 /** A config file (display path) or a command-line override argument. */
 export type Origin = { file: string } | { override: string };

@@ -7,8 +7,10 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from './errors';
-import { COMMAND_LINE as SOURCE } from './origins';
 import { isMapping, type Mapping } from './tree';
+
+/** The source named by errors that only command-line overrides caused. */
+export const COMMAND_LINE = 'command line';
 
 const OVERRIDE = /^(\+\+|\+)?([A-Za-z_][\w-]*(?:\.[A-Za-z_0-9][\w-]*)*)=(.*)$/s;
 /** A value that is exactly one `${path}` interpolation (the path in group 1). */
@@ -28,14 +30,14 @@ export interface Override {
 
 function parseOverride(arg: string): Override {
   const m = OVERRIDE.exec(arg);
-  if (!m) throw new ConfigError(SOURCE, [`\`${arg}\`: expected key=value (Hydra override syntax: a.b=1, +a.b=1, ++a.b=1)`]);
+  if (!m) throw new ConfigError(COMMAND_LINE, [`\`${arg}\`: expected key=value (Hydra override syntax: a.b=1, +a.b=1, ++a.b=1)`]);
   const [, prefix, key, text] = m;
   let value: unknown = '';
   if (text !== '') {
     try {
       value = parseYaml(text);
     } catch (err) {
-      throw new ConfigError(SOURCE, [`\`${arg}\`: the value is not valid YAML: ${(err as Error).message}`]);
+      throw new ConfigError(COMMAND_LINE, [`\`${arg}\`: the value is not valid YAML: ${(err as Error).message}`]);
     }
   }
   return { arg, prefix: (prefix ?? '') as Override['prefix'], path: key.split('.'), text, value };
@@ -48,7 +50,7 @@ function notAMapping(o: Override, at: number, child: unknown): ConfigError {
   const problem = ref === undefined
     ? `\`${where}\` is ${JSON.stringify(child)}, not a mapping`
     : `\`${where}\` is the interpolation \`${child as string}\`; override the referenced path instead: ${o.prefix}${[ref, ...o.path.slice(at + 1)].join('.')}=${o.text}`;
-  return new ConfigError(SOURCE, [`\`${o.arg}\`: ${problem}`]);
+  return new ConfigError(COMMAND_LINE, [`\`${o.arg}\`: ${problem}`]);
 }
 
 /** `root` with one override applied; mappings along the path are copied, never modified. */
@@ -64,7 +66,7 @@ function applyOne(root: Mapping, o: Override): Mapping {
   const last = o.path[o.path.length - 1];
   if (o.prefix === '+' && node[last] !== undefined) {
     const key = o.path.join('.');
-    throw new ConfigError(SOURCE, [`\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`]);
+    throw new ConfigError(COMMAND_LINE, [`\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`]);
   }
   node[last] = o.value;
   return out;

@@ -42,7 +42,7 @@ export const runConfigSchema = z
     /**
      * The initial policy (ROLL's `pretrain`): the built-in preset `tiny` (random init, char tokenizer) or
      * an HF Qwen2 model folder (config.json, model.safetensors, tokenizer.json; e.g. from `starpo export`),
-     * resolved relative to the config file that sets it (load.ts) and checked at load time (checks.ts).
+     * resolved relative to the config file that sets it and checked at load time (src/preflight).
      * Only the update worker that prepares the run reads the folder.
      */
     pretrain: z.string().min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' }).default('tiny'),
@@ -81,7 +81,7 @@ export const runConfigSchema = z
     value_clip: z.number().positive().nullable().default(null), // ROLL's critic value clipping (null = off, ROLL's default)
 
     // Rollouts.
-    async_generation_ratio: z.number().nonnegative().default(0), // ROLL's: rollouts run r steps ahead of the update (an integer; checks.ts)
+    async_generation_ratio: z.number().nonnegative().default(0), // ROLL's: rollouts run r steps ahead of the update (an integer; preflight/checks.ts)
     // StarPO-S variance filtering (SPEC.md §7, RAGEN names): keep the top fraction of whole groups by the
     // std of raw episode scores (std: highest, std_rev: lowest); top_p: the ratio is p, the fraction of
     // the total in-group variance to keep. 1 = keep everything.
@@ -89,7 +89,7 @@ export const runConfigSchema = z
     rollout_filter_type: z.enum(FILTER_TYPES).default('std'),
     collapse_guard: collapseGuardSchema.default(collapseGuardSchema.parse({})), // starpo's own (§7)
 
-    // Worker roles (ROLL), each with the block it uses (schema_blocks.ts); `reference` is ignored.
+    // Worker roles (ROLL), each with the block it uses (run_config_blocks.ts); `reference` is ignored.
     actor_train: actorTrainSchema.default(actorTrainSchema.parse({})),
     actor_infer: actorInferSchema.default(actorInferSchema.parse({})),
     critic: criticSchema.default(criticSchema.parse({})),

@@ -1,7 +1,7 @@
 /**
  * The nested blocks of the run config (SPEC.md §2): worker roles, env managers, custom envs, reward
  * normalisation, and starpo's own `warmup` and `collapse_guard`. Objects are strict, so an unknown
- * key is an error (issues.ts names the nearest known key). Keys whose schema is IGNORED are accepted
+ * key is an error (config/issues.ts names the nearest known key). Keys whose schema is IGNORED are accepted
  * for ROLL compatibility, kept as written (no defaults) and reported once (config/schema_walk.ts).
  */
 import { z } from 'zod';
@@ -81,7 +81,7 @@ const PLACEMENT_KEYS = ['model_args', 'strategy_args', 'device_mapping', 'infer_
 /**
  * The worker roles (ROLL actor_train, actor_infer, critic), each with the block it uses; ROLL's other
  * block of the role and the placement keys are ignored. ROLL's `reference` role is ignored as a whole
- * (schema.ts): the reference policy is the run's step-0 policy.
+ * (run_config.ts): the reference policy is the run's step-0 policy.
  */
 export const actorTrainSchema = z
   .object({ training_args: trainingArgsSchema.default(trainingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']) })
@@ -153,7 +153,7 @@ export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY
 /**
  * reward_normalization; SPEC.md §5.1, ROLL's RewardNormalizationConfig. norm_mean_type / norm_std_type
  * (null: no mean subtracted / no std division) win when set; the deprecated `method` fills those left null
- * (load.ts, algo/normalize.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
+ * (preflight/load.ts, algo/normalize.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
  * but never applies them: accepted and ignored.
  */
 /** A norm type, or null (filled from `method`): the error names null as allowed too. */

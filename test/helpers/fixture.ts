@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { validateConfig } from '../../src/config/load';
+import { validateConfig } from '../../src/preflight/load';
 import type { RunConfig } from '../../src/contract';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
-import { loadConfigFile, validateConfig } from '../../src/config/load';
+import { loadConfigFile, validateConfig } from '../../src/preflight/load';
 import { ConfigError } from '../../src/config/errors';
 import { planShards } from '../../src/rollout/plan';
 

@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadConfigFile, acceptedNotes } from '../../src/config/load';
+import { loadConfigFile, acceptedNotes } from '../../src/preflight/load';
 import { ConfigError } from '../../src/config/errors';
 import { parseFrozenLakeConfig } from '../../src/envs/frozen_lake';
 import { parseBanditConfig } from '../../src/envs/bandit';

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
-import { validateConfig } from '../../src/config/load';
+import { validateConfig } from '../../src/preflight/load';
 import { ignoredKeysIn } from '../../src/config/schema_walk';
 import { ConfigError } from '../../src/config/errors';
 import { groupKeyOf } from '../../src/algo/update';

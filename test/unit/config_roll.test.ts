@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { acceptedNotes, loadConfigFile, validateConfig } from '../../src/config/load';
+import { acceptedNotes, loadConfigFile, validateConfig } from '../../src/preflight/load';
 import { configWarnings } from '../../src/config/warnings';
 import { configErrorOf } from '../helpers/config_error';
 

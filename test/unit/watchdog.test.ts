@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { validateConfig } from '../../src/config/load';
+import { validateConfig } from '../../src/preflight/load';
 import { ConfigError } from '../../src/config/errors';
 import { WATCHDOG_SIGNAL } from '../../src/workers/watchdog';
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ALT_GRID_LOOKUP, SOKOBAN_INSTRUCTION, SokobanEnv, parseSokobanConfig, renderSokoban, sokobanInstruction } from '../../../src/envs/sokoban';
-import { loadConfigFile } from '../../../src/config/load';
+import { loadConfigFile } from '../../../src/preflight/load';
 import { createEnv, validateEnvConfig } from '../../../src/envs/registry';
 import type { SokobanState } from '../../../src/envs/sokoban_room';
 

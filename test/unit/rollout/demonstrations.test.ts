@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { charTokenizer } from '../../../src/model/tokenizer';
-import { loadConfigFile } from '../../../src/config/load';
+import { loadConfigFile } from '../../../src/preflight/load';
 import { customEnvSchema } from '../../../src/contract';
 import { createEnv } from '../../../src/envs/registry';
 import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';

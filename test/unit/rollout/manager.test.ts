@@ -4,7 +4,7 @@ import { charTokenizer } from '../../../src/model/tokenizer';
 import { runEpisodes, EpisodeSpec } from '../../../src/rollout/manager';
 import { randomActionPolicy } from '../../../src/rollout/demonstrations';
 import type { Policy } from '../../../src/rollout/policy';
-import { loadConfigFile } from '../../../src/config/load';
+import { loadConfigFile } from '../../../src/preflight/load';
 
 const tokenizer = charTokenizer();
 const { config } = loadConfigFile('configs/frozen_lake.yaml');

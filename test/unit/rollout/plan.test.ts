@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfigFile } from '../../../src/config/load';
+import { loadConfigFile } from '../../../src/preflight/load';
 import { envsPerGroup, generatingArgsOf, planShards, replacementGroup, withValEpisodes } from '../../../src/rollout/plan';
 import { deriveSeed } from '../../../src/util/rng';
 

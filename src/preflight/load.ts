@@ -1,26 +1,24 @@
 /**
  * A config file -> validated RunConfig (SPEC.md §2): compose the file with its Hydra `defaults:`
- * list (hydra.ts), apply command-line overrides (overrides.ts), resolve OmegaConf interpolations
- * (interpolate.ts), drop the interpolation variables, then validate with the zod schema (defaults
- * applied) and the cross-key rules (checks.ts). Every problem is reported at once as a ConfigError
- * naming the key, the value, what is allowed and, when not the loaded file, the file or
- * command-line argument that set it (origins.ts).
+ * list, apply command-line overrides, resolve OmegaConf interpolations, drop the interpolation
+ * variables, then validate with the zod schema (defaults applied) and the cross-key rules that need
+ * the envs and the model (checks.ts). Every problem is reported at once as a ConfigError naming the
+ * key, the value, what is allowed and the file or command-line argument that set it.
  */
 import { dirname, resolve } from 'node:path';
+import { nearestKey, type RunConfig, runConfigSchema } from '../contract';
 import { resolveNormTypes } from '../algo/normalize';
+import { ConfigError } from '../config/errors';
+import { composeFile, type Layer } from '../config/hydra';
+import { resolveInterpolations } from '../config/interpolate';
+import { describeIssues, show } from '../config/issues';
+import { originFinder, problemsError, type OriginOf } from '../config/origins';
+import { applyOverrides, COMMAND_LINE, parseOverrides } from '../config/overrides';
+import { ignoredKeysIn } from '../config/schema_walk';
+import { displayPath, isMapping, type Mapping } from '../config/tree';
+import { configWarnings } from '../config/warnings';
 import { TINY_PRESET } from '../model/config';
-import { nearestKey } from '../contract';
-import { ConfigError } from './errors';
 import { crossKeyProblems } from './checks';
-import { composeFile, type Layer } from './hydra';
-import { resolveInterpolations } from './interpolate';
-import { describeIssues, show } from './issues';
-import { COMMAND_LINE, originFinder, problemsError, type OriginOf } from './origins';
-import { applyOverrides, parseOverrides } from './overrides';
-import { RunConfig, runConfigSchema } from '../contract';
-import { ignoredKeysIn } from './schema_walk';
-import { configWarnings } from './warnings';
-import { displayPath, isMapping, type Mapping } from './tree';
 
 /** Interpolation variables: top-level keys that are not config keys, grouped by the file defining them. */
 export interface VariableSource {
@@ -46,7 +44,7 @@ export interface LoadedConfig {
  * Validates a parsed config object and applies defaults.
  * @param raw the parsed (and resolved) YAML
  * @param source a name for messages (file path)
- * @param originOf where each value came from (origins.ts), named in the messages
+ * @param originOf where each value came from (config/origins.ts), named in the messages
  * @throws ConfigError listing every bad key with its value and what is allowed; its source is
  *         "command line" when only overrides caused the problems
  */

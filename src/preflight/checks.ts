@@ -8,8 +8,8 @@ import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/pretrained';
 import { charTokenizer } from '../model/tokenizer';
-import { show } from './issues';
 import type { EnvManagerConfig, RunConfig } from '../contract';
+import { show } from '../config/issues';
 
 type ManagerName = 'train_env_manager' | 'val_env_manager';
 
