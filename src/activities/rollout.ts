@@ -1,7 +1,7 @@
 /**
  * Activity `rollout` (task queue "starpo-rollout"): plays one shard of env groups with a policy
  * checkpoint through the TrajEnvManager (rollout/manager.ts runGroups) and stores the trajectories as
- * jsonl.gz at a key that is a pure function of (run, step, split, shard) (DESIGN.md). Env failures are
+ * jsonl.gz at a key that is a pure function of (run, step, split, shard) (docs/design.md). Env failures are
  * logged as warnings and counted in the metrics, never thrown.
  */
 import { log } from '@temporalio/activity';

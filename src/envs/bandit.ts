@@ -1,5 +1,5 @@
 /**
- * Two-armed bandit (SPEC.md §8; RAGEN ragen/env/bandit, ROLL roll/pipeline/agentic/env/bandit).
+ * Two-armed bandit (docs/envs.md; RAGEN ragen/env/bandit, ROLL roll/pipeline/agentic/env/bandit).
  * One turn: the model picks one of two symbolically named arms (default: phoenix = low risk,
  * dragon = high risk; RAGEN's train and held-out name pairs by config); the arm order in the
  * observation is shuffled at each reset.
@@ -28,7 +28,7 @@ export const BANDIT_ARM_PAIRS: Readonly<Record<'train' | 'test', ReadonlyArray<r
 };
 
 /**
- * Validated bandit env_config. Defaults (SPEC.md §8, ROLL): one arm pair (lo_arm_name 'phoenix',
+ * Validated bandit env_config. Defaults (docs/envs.md, ROLL): one arm pair (lo_arm_name 'phoenix',
  * hi_arm_name 'dragon'), lo_arm_score 0.1 (paid always; RAGEN paper 0.15), hi_arm_score 1.0 paid with
  * probability hi_arm_hiscore_prob 0.25, else hi_arm_loscore 0; format_penalty 0; env_instruction: the
  * compact default.
@@ -40,7 +40,7 @@ export const BANDIT_ARM_PAIRS: Readonly<Record<'train' | 'test', ReadonlyArray<r
  * ROLL's env_config names are accepted too (ROLL/RAGEN BanditEnvConfig): `hi_arm_hiscore` for
  * hi_arm_score (give one of them); `action_space_start` (arms are answered by name, so unused),
  * `render_mode` (only "text") and `action_pattern` (checked to be a regular expression; answers are
- * parsed with the SPEC.md §4.4 patterns) are checked but not kept.
+ * parsed with the docs/numerics.md §4.4 patterns) are checked but not kept.
  */
 export interface BanditConfig {
   /** [low-risk-sounding, high-risk-sounding] name pairs; one pair when lo/hi_arm_name are used. */

@@ -1,5 +1,5 @@
 /**
- * Validation helpers for `custom_envs.<tag>.env_config` (SPEC.md §2): every error names the key, the
+ * Validation helpers for `custom_envs.<tag>.env_config` (docs/configs.md): every error names the key, the
  * value and what is allowed. Used by each env's config parser.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Countdown (SPEC.md §8; RAGEN ragen/env/countdown/env.py): one turn. The observation gives a target
+ * Countdown (docs/envs.md; RAGEN ragen/env/countdown/env.py): one turn. The observation gives a target
  * and 3 or 4 numbers; the answer is an arithmetic expression using each number exactly once. RAGEN
  * loads a data set and keeps the instances solvable with + and - alone; we generate such instances
  * from the reset seed instead (pick numbers, pick signs, target = signed sum, keep it when positive).
@@ -13,7 +13,7 @@ import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type 
  * (numbers are drawn uniformly from 1..max_number), format_score 0.1 (RAGEN: the right numbers, a wrong
  * value), format_penalty 0 (an answer that does not parse; RAGEN's invalid_act_score is -0.1),
  * env_instruction: the compact default. `action_pattern` is accepted and checked to be a regular
- * expression, but answers are parsed with the SPEC.md §4.4 patterns (as in the other envs).
+ * expression, but answers are parsed with the docs/numerics.md §4.4 patterns (as in the other envs).
  */
 export interface CountdownConfig {
   num_count: number;
@@ -80,8 +80,8 @@ function sameMultiset(a: number[], b: number[]): boolean {
 }
 
 /**
- * The answer's arithmetic, evaluated by a small safe parser (SPEC.md §8: "evaluate the expression with
- * a safe parser, never eval"; RAGEN uses Python eval). Recursive descent over this grammar (whitespace
+ * The answer's arithmetic, evaluated by a small safe parser (docs/envs.md: "evaluate the expression
+ * with a safe parser, never eval"; RAGEN uses Python eval). Recursive descent over this grammar (whitespace
  * allowed between tokens):
  *   expr    := term (('+' | '-') term)*
  *   term    := unary (('*' | '/') unary)*

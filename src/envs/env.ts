@@ -1,5 +1,5 @@
 /**
- * What every env is (SPEC.md §4, §8): Gymnasium-style `reset(seed)` then `step(responseText)` until
+ * What every env is (docs/numerics.md §4, docs/envs.md): Gymnasium-style `reset(seed)` then `step(responseText)` until
  * `terminated`, and the answer parsing they share. Envs take the model's RAW response text (special
  * tokens, <think> blocks and all) and parse the action themselves, as ROLL's envs do
  * (roll/pipeline/agentic/env/*, parse_action_utils.py).
@@ -30,11 +30,11 @@ export interface StepResult {
 export interface Env {
   /** The registry name, e.g. 'frozen_lake' (ROLL/RAGEN env_type). */
   readonly envType: string;
-  /** Canonical action names; parsing matches them case-insensitively (SPEC.md §4.4). */
+  /** Canonical action names; parsing matches them case-insensitively (docs/numerics.md §4.4). */
   readonly actionNames: readonly string[];
   /**
    * Starts an episode. Deterministic for a seed: the same seed gives the same initial state, so all
-   * members of an env group (which share the seed, SPEC.md §3) start from the same state.
+   * members of an env group (which share the seed, docs/numerics.md §3) start from the same state.
    * @param seed non-negative safe integer; throws RangeError otherwise.
    */
   reset(seed: number): { observation: string; info: { env_instruction: string } };
@@ -55,11 +55,11 @@ export interface Env {
 
 /**
  * Per-instance options passed by the rollout manager to `createEnv` (not part of the YAML env_config).
- * `envId`: the env's id within the pool (SPEC.md §3); stochastic transitions/payouts are drawn from a
+ * `envId`: the env's id within the pool (docs/numerics.md §3); stochastic transitions/payouts are drawn from a
  * stream seeded by (reset seed, envId) so members of a group start identically but their random
  * outcomes are independent-looking (and still replayable). Omitted: the stream depends on the seed
  * only, so group members that act identically get identical outcomes (RAGEN's behaviour).
- * `enableThink`: parse with the `<think>...</think><answer>...</answer>` pattern (SPEC.md §4.4).
+ * `enableThink`: parse with the `<think>...</think><answer>...</answer>` pattern (docs/numerics.md §4.4).
  */
 export interface EnvOptions {
   envId?: number;
@@ -73,12 +73,12 @@ export function checkSeed(envType: string, seed: number): void {
   }
 }
 
-// Answer parsing (SPEC.md §4.4; ROLL parse_action_utils.py default_parser_action_func): strip the
+// Answer parsing (docs/numerics.md §4.4; ROLL parse_action_utils.py default_parser_action_func): strip the
 // ChatML special tokens, take the FIRST match of `<answer>(.*?)</answer>` (or, with the think pattern,
 // `<think>(.*?)</think>\s*<answer>(.*?)</answer>`), trim it, and match it case-insensitively and exactly
 // against the action names. Dot matches newlines (like Python's re.DOTALL), so a multi-line <think> block parses.
 
-/** Special tokens removed before parsing (Qwen ChatML; SPEC.md §4.1, §4.3). */
+/** Special tokens removed before parsing (Qwen ChatML; docs/numerics.md §4.1, §4.3). */
 export const SPECIAL_TOKENS: readonly string[] = ['<|im_end|>', '<|endoftext|>', '<|im_start|>'];
 
 const ANSWER_RE = /<answer>([\s\S]*?)<\/answer>/;
@@ -132,7 +132,7 @@ export function parseAction(text: string, actionNames: readonly string[], opts: 
 }
 
 /**
- * The step result of an answer that did not parse (SPEC.md §4.4, §8): reward = format_penalty (0 or
+ * The step result of an answer that did not parse (docs/numerics.md §4.4, docs/envs.md): reward = format_penalty (0 or
  * negative), state unchanged, every flag false, and the penalty reported as the `format_penalty` metric
  * (ROLL's metric of the same name).
  * @param observation what the env shows next (FrozenLake: the unchanged board)

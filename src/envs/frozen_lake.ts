@@ -1,5 +1,5 @@
 /**
- * FrozenLake text env (SPEC.md §8; ROLL roll/pipeline/agentic/env/frozen_lake/env.py, RAGEN
+ * FrozenLake text env (docs/envs.md; ROLL roll/pipeline/agentic/env/frozen_lake/env.py, RAGEN
  * ragen/env/frozen_lake). Seeded random map per reset, gymnasium slippery dynamics, text render,
  * and a BFS solver for tests and solver demonstrations.
  */
@@ -12,12 +12,12 @@ import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
- * format_penalty 0 (SPEC example -0.01; configs set it), env_instruction: the compact default when
+ * format_penalty 0 (configs set it, e.g. -0.01), env_instruction: the compact default when
  * absent or null ("" = no instruction),
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
  * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
- * `action_pattern` (checked to be a regular expression; answers are always parsed with the SPEC.md
- * §4.4 patterns, the think pattern when the rollout manager enables it), `render_mode` (only "text"),
+ * `action_pattern` (checked to be a regular expression; answers are always parsed with the
+ * docs/numerics.md §4.4 patterns, the think pattern when the rollout manager enables it), `render_mode` (only "text"),
  * `map_seed` (ROLL regenerates the map from the reset seed, so it has no effect there either).
  */
 export interface FrozenLakeConfig {
@@ -81,7 +81,7 @@ export interface LakeMap {
   goal: Pos;
 }
 
-/** Action names in gymnasium id order 0..3 (SPEC.md §8). */
+/** Action names in gymnasium id order 0..3 (docs/envs.md). */
 export const LAKE_ACTIONS = ['Left', 'Down', 'Right', 'Up'] as const;
 /** One of LAKE_ACTIONS. */
 export type LakeAction = (typeof LAKE_ACTIONS)[number];
@@ -142,7 +142,7 @@ export const MAX_MAP_TRIES = 100_000;
 /**
  * Generates a solvable map: each cell is frozen with probability `p` (else a hole); start and goal
  * are distinct uniformly random cells (both forced frozen / goal); regenerate until a path exists
- * (SPEC.md §8, ROLL generate_random_map). Draw order per attempt: size*size cell draws (row-major),
+ * (docs/envs.md, ROLL generate_random_map). Draw order per attempt: size*size cell draws (row-major),
  * start row, start col, then goal row/col until distinct from the start.
  * @param size grid side, integer >= 2
  * @param p probability a cell is frozen, in (0, 1]
@@ -171,7 +171,7 @@ export function generateMap(size: number, p: number, rng: Rng): LakeMap {
   throw new Error(`generateMap: no solvable ${size}x${size} map with p=${p} after ${MAX_MAP_TRIES} attempts; raise p`);
 }
 
-/** The symbols renderLake draws, [symbol, meaning] (SPEC.md §8, ROLL grid_lookup); shown as a legend by `starpo report`. */
+/** The symbols renderLake draws, [symbol, meaning] (docs/envs.md, ROLL grid_lookup); shown as a legend by `starpo report`. */
 export const LAKE_SYMBOLS: ReadonlyArray<readonly [string, string]> = [
   ['P', 'player'], ['_', 'frozen'], ['O', 'hole'], ['G', 'goal'], ['X', 'player in a hole'], ['√', 'player on the goal'],
 ];

@@ -1,5 +1,5 @@
 /**
- * Sokoban text env (SPEC.md §8; ROLL roll/pipeline/agentic/env/sokoban/env.py over gym-sokoban
+ * Sokoban text env (docs/envs.md; ROLL roll/pipeline/agentic/env/sokoban/env.py over gym-sokoban
  * SokobanEnv, RAGEN ragen/env/sokoban). A seeded room per reset and its BFS `solve()` (sokoban_room.ts),
  * gym-sokoban rewards, text render with a configurable symbol vocabulary.
  */
@@ -9,10 +9,10 @@ import { checkSeed, parseAction, type Env, type EnvOptions, type StepResult } fr
 
 /**
  * Symbols by cell code 0..6: wall, empty, target, box on target, box, player, player on target
- * (SPEC.md §8; ROLL/RAGEN GRID_LOOKUP).
+ * (docs/envs.md; ROLL/RAGEN GRID_LOOKUP).
  */
 export const DEFAULT_GRID_LOOKUP: readonly string[] = ['#', '_', 'O', '√', 'X', 'P', 'S'];
-/** The alternative vocabulary of ROLL's SokobanDifferentGridVocab (SPEC.md §8): W . G C B A @. */
+/** The alternative vocabulary of ROLL's SokobanDifferentGridVocab (docs/envs.md): W . G C B A @. */
 export const ALT_GRID_LOOKUP: readonly string[] = ['W', '.', 'G', 'C', 'B', 'A', '@'];
 /** Meanings by cell code, the descriptions of ROLL's default grid_vocab. */
 export const CELL_MEANINGS: readonly string[] = ['wall', 'empty', 'target', 'box on target', 'box', 'player', 'player on target'];
@@ -32,7 +32,7 @@ export const CELL_MEANINGS: readonly string[] = ['wall', 'empty', 'target', 'box
  * ROLL's configs set it to max_actions_per_traj), format_penalty 0 (ROLL SokobanEnv; its configs use
  * -0.15), env_instruction null (absent or null: a compact default; "" = none). Also accepted as in
  * ROLL but not kept: `action_pattern` (checked to be a regular expression; answers are parsed with
- * the SPEC.md §4.4 patterns) and `render_mode` (only "text").
+ * the docs/numerics.md §4.4 patterns) and `render_mode` (only "text").
  */
 export interface SokobanConfig {
   dim_room: [number, number];
@@ -176,7 +176,7 @@ export function renderSokoban(state: SokobanState, lookup: readonly string[] = D
   return rows.join('\n');
 }
 
-/** Per-step reward parts (gym-sokoban SokobanEnv defaults; SPEC.md §8). */
+/** Per-step reward parts (gym-sokoban SokobanEnv defaults; docs/envs.md). */
 const STEP_PENALTY = -0.1;
 const BOX_ON_TARGET = 1;
 const BOX_OFF_TARGET = -1;

@@ -1,5 +1,5 @@
 /**
- * Sokoban room model, generation and BFS solver (SPEC.md §8). Generation is gym-sokoban's method
+ * Sokoban room model, generation and BFS solver (docs/envs.md). Generation is gym-sokoban's method
  * (github.com/mpSchrader/gym-sokoban, envs/room_utils.py) as ROLL uses it
  * (roll/pipeline/agentic/env/sokoban/utils.py generate_room, with its random player nudge):
  * random-walk topology, player and targets on random floor cells, then reverse play from the solved
@@ -14,7 +14,7 @@ export const FLOOR = 1;
 /** A box target (floor). */
 export const TARGET = 2;
 
-/** Action names in gym-sokoban order (push/move up, down, left, right; SPEC.md §8, ROLL ACTION_LOOKUP 1..4). */
+/** Action names in gym-sokoban order (push/move up, down, left, right; docs/envs.md, ROLL ACTION_LOOKUP 1..4). */
 export const SOKOBAN_ACTIONS = ['Up', 'Down', 'Left', 'Right'] as const;
 /** One of SOKOBAN_ACTIONS. */
 export type SokobanAction = (typeof SOKOBAN_ACTIONS)[number];
@@ -126,7 +126,7 @@ function displacement(boxOf: Map<number, number>, cols: number): number {
  * REVERSE_PLAY_MAX_STATES grids were explored, and its grid is new (grids tell pulled and never-pulled
  * boxes apart, as gym-sokoban's do). Score = box swaps (times the pulled box changed) x displacement,
  * 0 while any target is covered (by a box or by the player); the first grid with the highest score wins.
- * (SPEC.md §8 calls the swap count "number of box moves"; gym-sokoban counts swaps, which we follow.)
+ * (docs/envs.md calls the swap count "number of box moves"; gym-sokoban counts swaps, which we follow.)
  */
 function reversePlay(fixed: Uint8Array, start: Uint8Array, cols: number, searchDepth: number): ReversePlay {
   const targets: number[] = [];

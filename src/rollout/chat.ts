@@ -1,5 +1,5 @@
 /**
- * Chat formatting of the multi-turn rollout (SPEC.md §4.1-4.2): the agent template's fields, the answer
+ * Chat formatting of the multi-turn rollout (docs/numerics.md §4.1-4.2): the agent template's fields, the answer
  * format, and the prompts of each turn rendered with the model's own chat template (EpisodeChat), so
  * prompt_0 + response_0 + ... + prompt_t tokenizes as apply_chat_template(messages up to turn t,
  * add_generation_prompt=True) with each reply as sampled.
@@ -11,7 +11,7 @@ import type { ChatTokenizer } from '../model/tokenizer';
  * Whether a tag answers in the think-then-answer pattern: its env_config.action_pattern contains
  * `<think>`, as ROLL's think_action_pattern `<think>(.*?)</think>\s*<answer>(.*?)</answer>` does (ROLL
  * examples/config/traj_envs.yaml, tag FrozenLakeThink; ROLL's parser reads the two groups as think and
- * answer). Anything else, or no action_pattern, is the answer-only pattern (SPEC.md §4.4).
+ * answer). Anything else, or no action_pattern, is the answer-only pattern (docs/numerics.md §4.4).
  */
 export function usesThinkPattern(envConfig: Readonly<Record<string, unknown>>): boolean {
   const pattern = envConfig.action_pattern;
@@ -28,7 +28,7 @@ export function formatSuffix(enableThink: boolean): string {
   return `Always output: ${format} with no extra text. Strictly follow this format.`;
 }
 
-/** Fields of agent_template (SPEC.md §4.1). */
+/** Fields of agent_template (docs/numerics.md §4.1). */
 export interface TemplateFields {
   /** 1-based turn number. */
   turn_idx: number;
@@ -51,7 +51,7 @@ export function fillTemplate(template: string, fields: TemplateFields): string {
   );
 }
 
-/** The first user message: the env instruction, "\n", then the filled agent template (SPEC.md §4.1). */
+/** The first user message: the env instruction, "\n", then the filled agent template (docs/numerics.md §4.1). */
 export function firstUserMessage(envInstruction: string, userContent: string): string {
   return envInstruction ? `${envInstruction}\n${userContent}` : userContent;
 }

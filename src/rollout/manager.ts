@@ -1,5 +1,5 @@
 /**
- * TrajEnvManager (SPEC.md §3-4; ROLL roll/pipeline/agentic/env_manager/traj_env_manager.py): plays env
+ * TrajEnvManager (docs/numerics.md §3-4; ROLL roll/pipeline/agentic/env_manager/traj_env_manager.py): plays env
  * groups as multi-turn episodes, all envs stepping in lockstep so each turn is one batched generation
  * call, and packs every episode into one token-in/token-out trajectory (ids, response mask, sampling
  * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
@@ -21,7 +21,7 @@ export interface EpisodeSpec {
   tag: string;
   groupId: number;
   envId: number;
-  /** Reset seed, equal for every member of a group (SPEC.md §3). */
+  /** Reset seed, equal for every member of a group (docs/numerics.md §3). */
   seed: number;
   /** "{tag}_{group_id}_{episode}_{seed}". */
   trajGroupId: string;
@@ -35,7 +35,7 @@ export interface ManagerOptions {
   /** The model's tokenizer: its chat template renders the prompts, its eosIds end the replies. */
   tokenizer: ChatTokenizer;
   customEnvs: Record<string, CustomEnvConfig>;
-  /** Max tokens of one whole trajectory (SPEC.md §2 sequence_length). */
+  /** Max tokens of one whole trajectory (docs/configs.md sequence_length). */
   sequenceLength: number;
   /** generating_args.max_new_tokens (tokens per turn, before the per-tag cap). */
   maxNewTokens: number;
@@ -60,7 +60,7 @@ export interface EpisodeOutcome {
   error?: string;
 }
 
-// The env pool of one rollout activity (SPEC.md §3):
+// The env pool of one rollout activity (docs/numerics.md §3):
 // - group_size_redundancy (ROLL EnvManagerConfig): each group runs group_size + redundancy envs and keeps
 //   the first group_size finishers, fewest lockstep turns first, ties by env id; the others are stopped
 //   once enough have finished and are dropped before the trajectories are stored.
@@ -216,7 +216,7 @@ function guarded<T>(live: Live, what: string, turn: number, call: () => T): T | 
 
 /**
  * Stops the unfinished members of every group that has a failed member, or `keep` finished ones
- * (the first group_size finishers of group_size_redundancy; SPEC.md §2 EnvManagerConfig).
+ * (the first group_size finishers of group_size_redundancy; docs/configs.md, ROLL EnvManagerConfig).
  */
 function settleGroups(groups: Map<string, Live[]>, keep: number, turn: number): void {
   for (const members of groups.values()) {
@@ -307,7 +307,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
   }));
 }
 
-/** Appends one sampled reply to an episode and steps its env (SPEC.md §4.2-4.5). */
+/** Appends one sampled reply to an episode and steps its env (docs/numerics.md §4.2-4.5). */
 function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, opts: ManagerOptions, stopIds: ReadonlySet<number>): void {
   const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
   if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) return truncate(l, turn); // the unfinished turn is dropped

@@ -1,5 +1,5 @@
 /**
- * Rollout metrics with ROLL's names (SPEC.md §4, DESIGN.md Names). Per trajectory, averaged over the
+ * Rollout metrics with ROLL's names (docs/numerics.md §4 and Metrics). Per trajectory, averaged over the
  * batch: env/{tag}/success, env/{tag}/num_actions, env/{tag}/action_is_valid,
  * env/{tag}/action_is_effective, env/{tag}/score, env/response_length. Per group (validation, ROLL
  * agentic_pipeline.py val()): {tag}/score and score, the mean over groups of the group's mean episode

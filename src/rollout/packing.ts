@@ -1,5 +1,5 @@
 /**
- * Packing (SPEC.md §4 Packing, §6 notation): how an episode's turns become one token-in/token-out
+ * Packing (docs/numerics.md §4 Packing, §6): how an episode's turns become one token-in/token-out
  * trajectory (ids = prompt_0 ++ response_0 ++ ..., response mask 1 on sampled tokens), and how those
  * arrays are SHIFTED for the loss: index t of a shifted array is about token t+1, whose log-prob the
  * model computes at position t. Trajectories are stored unshifted; the update shifts them (shiftedArrays).
@@ -18,7 +18,9 @@ export function emptyPacked(): PackedTokens {
  * Appends one turn: its prompt tokens (mask 0, log-prob 0), then the sampled response tokens (mask 1,
  * their sampling log-probs; the stop token included when sampled).
  */
-export function appendTurn(packed: PackedTokens, prompt: readonly number[], response: readonly number[], logprobs: readonly number[]): void {
+export function appendTurn(
+  packed: PackedTokens, prompt: readonly number[], response: readonly number[], logprobs: readonly number[],
+): void {
   packed.inputIds.push(...prompt, ...response);
   packed.responseMask.push(...prompt.map(() => 0), ...response.map(() => 1));
   packed.sampleLogprobs.push(...prompt.map(() => 0), ...logprobs);

@@ -1,5 +1,5 @@
 /**
- * Which env groups a step plays, with which seeds, on which shard (SPEC.md §3). Pure and
+ * Which env groups a step plays, with which seeds, on which shard (docs/numerics.md §3). Pure and
  * deterministic, so the workflow calls it directly.
  */
 import type { EnvManagerConfig, GeneratingArgs, RunConfig } from '../contract';
@@ -14,7 +14,7 @@ export interface RolloutGroup {
   episode: number;
   /** Reset seed shared by the group's members (uint32). */
   seed: number;
-  /** "{tag}_{group_id}_{episode}_{seed}" (SPEC.md §3). */
+  /** "{tag}_{group_id}_{episode}_{seed}" (docs/numerics.md §3). */
   trajGroupId: string;
   /** Seed parts of the members' sampling streams; member env id e samples from Rng(...stream, e). */
   stream: Array<number | string>;
@@ -69,7 +69,7 @@ export function replacementGroup(failed: RolloutGroup): RolloutGroup {
  * of its group_size + group_size_redundancy members has its own env id. Seeds are a pure function of
  * (seed, split, step, g): train (seed, "train", step, g); validation (seed, "val", step, g), its own
  * stream of the run seed (ROLL validates from the pipeline seed and has no val seed key), so every
- * evaluation plays NEW states, identical across runs (SPEC.md §3). With val_env_manager.fixed_states
+ * evaluation plays NEW states, identical across runs (docs/numerics.md §3). With val_env_manager.fixed_states
  * (starpo's own) validation seeds are (seed, "val", g): every evaluation plays the same held-out
  * states with the same sampling streams, so points of the validation curve are compared on one set
  * with common random numbers. A group's `stream` seeds its members' sampling streams the same way.

@@ -51,7 +51,7 @@ export interface Policy {
 
 /**
  * The model policy: batched KV-cache generation with generating_args (temperature, top_p, top_k,
- * do_sample) from each row's seeded stream (SPEC.md §4.3). Requests with rowIds reuse each episode's
+ * do_sample) from each row's seeded stream (docs/numerics.md §4.3). Requests with rowIds reuse each episode's
  * KV cache from its previous turn (kv_session.ts) until endEpisodes. Generation stops at the
  * tokenizer's eos ids, its model's stop tokens (kept in the response).
  */

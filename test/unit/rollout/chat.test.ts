@@ -1,5 +1,5 @@
 /**
- * Per-tag templates and answer patterns (SPEC.md §4.1, §4.4): every agent_template field is filled,
+ * Per-tag templates and answer patterns (docs/numerics.md §4.1, §4.4): every agent_template field is filled,
  * {suffix} states the tag's answer format, a tag whose action_pattern is ROLL's think pattern parses
  * <think>...</think><answer>...</answer>, and max_steps / max_tokens_per_step hold per tag when several
  * tags share one lockstep batch.
@@ -36,7 +36,7 @@ function fixedPolicy(text: string, seen: string[] = []): Policy {
 
 const opts = { tokenizer, sequenceLength: 4000, maxNewTokens: 64, split: 'train' as const, step: 0 };
 
-test('fillTemplate fills all five fields of SPEC.md §4.1', () => {
+test('fillTemplate fills all five fields of docs/numerics.md §4.1', () => {
   const out = fillTemplate(ALL_FIELDS, { turn_idx: 2, observation: 'P_G', actions_left: 9, max_response_length: 24, suffix: 'fmt' });
   assert.equal(out, 'T2 OP_G A9 M24 Sfmt');
 });
