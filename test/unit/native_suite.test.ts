@@ -14,14 +14,13 @@ import * as path from 'node:path';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, nativeBuildDir } from '../../src/model/native_build';
 
 const DIR = 'test/unit';
-const IMPORTS_HELPER = /^import .* from '\.\.\/helpers\/backend';$/m;
-const files = fs
-  .readdirSync(DIR)
+const IMPORTS_HELPER = /^import .* from '(?:\.\.\/)+helpers\/backend';$/m;
+const files = (fs.readdirSync(DIR, { recursive: true }) as string[])
   .filter((f) => f.endsWith('.test.ts') && IMPORTS_HELPER.test(fs.readFileSync(path.join(DIR, f), 'utf8')))
   .sort();
 
 test('the files run on both backends include the model, attention, gradient, loss and update tests', () => {
-  for (const f of ['model', 'attention', 'grad_fd', 'loss', 'kl', 'ppo_update', 'checkpoint_determinism', 'hf_fidelity']) {
+  for (const f of ['model', 'attention', 'algo/grad_fd', 'algo/loss', 'algo/kl', 'algo/update', 'checkpoint_determinism', 'hf_fidelity']) {
     assert.ok(files.includes(`${f}.test.ts`), `${f}.test.ts imports test/helpers/backend.ts`);
   }
 });
