@@ -8,7 +8,7 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { rolloutKey, rolloutRecordKey } from '../storage/keys';
 import { CorruptObjectError, isUnusable } from '../storage/errors';
-import { shardRecordSchema, type ShardRecord } from '../storage/shard_record';
+import { shardRecordSchema, type ShardRecord } from '../contract';
 import { sumMetrics } from '../rollout/metrics';
 import { generatingArgsOf } from '../rollout/plan';
 import { runGroups } from '../rollout/manager';

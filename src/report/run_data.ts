@@ -11,7 +11,7 @@ import { isUnusable, ObjectNotFoundError } from '../storage/errors';
 import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import { readCheckpointFile } from '../storage/manifest';
 import type { ObjectStore } from '../storage/object_store';
-import { shardRecordSchema } from '../storage/shard_record';
+import { shardRecordSchema } from '../contract';
 
 /** Metrics objects read at once. */
 const READS_IN_FLIGHT = 16;

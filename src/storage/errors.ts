@@ -1,10 +1,11 @@
 /**
  * Errors of the object store (DESIGN.md, "Object store layout": readers verify sha256).
  */
+import { CORRUPT_OBJECT_ERROR } from '../contract/errors';
 
 /** Thrown when stored bytes do not match their reference (length or sha256) or a manifest is malformed. */
 export class CorruptObjectError extends Error {
-  override name = 'CorruptObjectError';
+  override name = CORRUPT_OBJECT_ERROR;
   /**
    * @param key object key. @param expected what the reference promised (e.g. `sha256 ab12..`).
    * @param actual what was read. @param reason the kind of damage, e.g. `sha256 mismatch`, `invalid manifest`.

@@ -4,28 +4,15 @@
  * checkpoint exists only once its manifest exists; readers verify sha256 and fall back to the newest
  * older checkpoint that verifies, logging what they skip and why (DESIGN.md, "Object store layout").
  */
-import { z } from 'zod';
+import {
+  type CheckpointManifest, checkpointManifestSchema, type LatestPointer, latestPointerSchema, type ObjectRef, validateRunId,
+} from '../contract';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
-import { validateRunId } from '../contract';
 import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep } from './keys';
-import type { ObjectRef, ObjectStore } from './object_store';
+import type { ObjectStore } from './object_store';
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-const refSchema = z.object({ bucket: z.string(), key: z.string(), sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.number().int().nonnegative() });
-const manifestSchema = z.object({
-  format: z.literal('starpo-checkpoint/1'),
-  prefix: z.string(),
-  objects: z.array(z.object({ name: z.string(), key: z.string(), bytes: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
-  meta: z.record(z.string(), z.unknown()),
-  createdAt: z.string(),
-});
-const latestSchema = z.object({ runId: z.string(), step: z.number().int().nonnegative(), manifest: refSchema });
-
-/** Contents of a checkpoint's manifest.json. `bytes` are content lengths in bytes; `sha256` lower-case hex. */
-export type CheckpointManifest = z.infer<typeof manifestSchema>;
-/** Contents of `runs/<runId>/latest.json`. */
-export type LatestPointer = z.infer<typeof latestSchema>;
 /** A checkpoint read back and verified: its manifest reference, manifest and file contents by name. */
 export interface LoadedCheckpoint {
   ref: ObjectRef;
@@ -74,7 +61,7 @@ export async function writeCheckpoint(store: ObjectStore, prefix: string, files:
 async function readManifestIfSame(store: ObjectStore, key: string, objects: CheckpointManifest['objects'], meta: Record<string, unknown>): Promise<ObjectRef | null> {
   if (!(await store.exists(key))) return null;
   const ref = await store.refOf(key);
-  const parsed = manifestSchema.safeParse(await store.getJson(ref).catch(() => null));
+  const parsed = checkpointManifestSchema.safeParse(await store.getJson(ref).catch(() => null));
   if (!parsed.success) return null;
   const same = JSON.stringify(parsed.data.objects) === JSON.stringify(objects) && JSON.stringify(parsed.data.meta) === JSON.stringify(meta);
   return same ? ref : null;
@@ -88,7 +75,7 @@ async function readManifestIfSame(store: ObjectStore, key: string, objects: Chec
 export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | string): Promise<LoadedCheckpoint> {
   const ref = typeof manifest === 'string' ? await store.refOf(manifest) : manifest;
   const raw = await store.getJson(ref);
-  const parsed = manifestSchema.safeParse(raw);
+  const parsed = checkpointManifestSchema.safeParse(raw);
   if (!parsed.success) throw new CorruptObjectError(ref.key, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
   const files: Record<string, Uint8Array> = {};
   await mapLimit(parsed.data.objects, 4, async (o) => {
@@ -104,7 +91,7 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
  */
 export async function readCheckpointFile(store: ObjectStore, manifestKey: string, name: string): Promise<Uint8Array | null> {
   const raw = await store.getJson(manifestKey);
-  const parsed = manifestSchema.safeParse(raw);
+  const parsed = checkpointManifestSchema.safeParse(raw);
   if (!parsed.success) throw new CorruptObjectError(manifestKey, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
   const entry = parsed.data.objects.find((o) => o.name === name);
   return entry ? store.get({ bucket: store.bucket, key: entry.key, sha256: entry.sha256, bytes: entry.bytes }) : null;
@@ -153,7 +140,7 @@ async function readPointer(store: ObjectStore, key: string): Promise<LatestPoint
     if (err instanceof ObjectNotFoundError) return null;
     throw err;
   }
-  const parsed = latestSchema.safeParse(raw);
+  const parsed = latestPointerSchema.safeParse(raw);
   if (!parsed.success) throw new CorruptObjectError(key, 'a pointer {runId, step, manifest}', `invalid JSON shape (${parsed.error.issues[0]?.message})`, 'invalid pointer');
   return parsed.data;
 }

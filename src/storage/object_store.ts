@@ -8,18 +8,11 @@ import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import * as Minio from 'minio';
 import type { S3Endpoint } from '../../infra/types';
+import type { ObjectRef } from '../contract';
 import { CorruptObjectError, ObjectNotFoundError } from './errors';
 
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
-
-/** A stored object: where it is and what its content must be. `bytes` is the content length in bytes; `sha256` is lower-case hex. */
-export interface ObjectRef {
-  bucket: string;
-  key: string;
-  sha256: string;
-  bytes: number;
-}
 
 /** One listed object: key and size in bytes. */
 export interface ListedObject {

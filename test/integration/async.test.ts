@@ -16,7 +16,7 @@ import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
 import type { RolloutInput, UpdateInput } from '../../src/contract';
 import type { Trajectory } from '../../src/rollout/types';
-import type { ShardRecord } from '../../src/storage/shard_record';
+import type { ShardRecord } from '../../src/contract';
 
 const stack = useTrainingStack();
 
