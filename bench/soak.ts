@@ -6,7 +6,7 @@
  *   node --import tsx bench/soak.ts [config.yaml] [steps] [overrides...]   (default test/fixtures/tiny_frozen_lake.yaml, 1000)
  *
  * The steps run in-process after the config's warm-up (no servers: the rollout and update code of the
- * activities without Temporal and the store) under the activity watchdog (workers/watchdog.ts, watchdog_seconds of the config), which ends the
+ * activities without Temporal and the store) under the activity watchdog (activities/watchdog.ts, watchdog_seconds of the config), which ends the
  * process if a step stops making progress. Every step: actor/pg_loss, actor/grad_norm finite and no
  * actor/skipped_nonfinite; every 50 steps: every weight finite, and tf.memory().numTensors printed with its
  * change since step 1 (step 0 creates the optimizer state and the kept weight transposes). Exits 1 on a failure.
@@ -25,7 +25,7 @@ import { runGroups } from '../src/rollout/manager';
 import { modelPolicy } from '../src/rollout/policy';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import { sftTrain } from '../src/algo/sft';
-import { reportProgress, startWatchdog } from '../src/workers/watchdog';
+import { reportProgress, startWatchdog } from '../src/activities/watchdog';
 
 const EVERY = 50;
 

@@ -11,8 +11,7 @@ import { runKey } from '../storage/keys';
 import type { ObjectRef, RunSpec } from '../contract';
 import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
 import type { Qwen2 } from '../model/qwen2';
-import { reportProgress, setWatchdogLimit } from '../workers/watchdog';
-import { stallOnceIfArmed } from '../workers/stall_fault';
+import { reportProgress, setWatchdogLimit } from './watchdog';
 
 /** Activity dependencies and caches of one worker process. */
 export class ActivityRuntime {
@@ -76,7 +75,7 @@ export class ActivityRuntime {
 /**
  * Heartbeats (with optional details, to which the backend and device computing them are added as `backend`
  * and `device`, so the Temporal UI's pending-activity details show them), counts as
- * progress for the worker's watchdog (workers/watchdog.ts) and yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
+ * progress for the worker's watchdog (watchdog.ts) and yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
  * also where a cancelled activity stops: after the worker's
  * shutdownGraceTime (worker shutdown), or when the server no longer knows the activity (the run was
  * terminated or the attempt timed out).
@@ -85,7 +84,6 @@ export class ActivityRuntime {
 export async function heartbeat(details?: unknown): Promise<void> {
   const context = Context.current();
   reportProgress();
-  stallOnceIfArmed(context.info.activityType);
   context.heartbeat(details !== null && typeof details === 'object' ? { ...details, ...backendInfo() } : details);
   await new Promise((resolve) => setImmediate(resolve));
   if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;

@@ -9,7 +9,7 @@ import type { InfraEndpoints } from '../../infra/types';
 import { endpointsToEnv } from './endpoints';
 import type { Role } from '../workers/roles';
 import type { BackendName } from '../model/backend_choice';
-import { WATCHDOG_SIGNAL } from '../workers/watchdog';
+import { WATCHDOG_SIGNAL } from '../activities/watchdog';
 
 /** The path of the `starpo` bin script. */
 export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');
@@ -65,7 +65,7 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
 
 /**
  * Starts the given roles, each in its own process (a role listed twice gets two processes). A process that
- * the activity watchdog ended (signal WATCHDOG_SIGNAL, workers/watchdog.ts) is started again in its place,
+ * the activity watchdog ended (signal WATCHDOG_SIGNAL, activities/watchdog.ts) is started again in its place,
  * logging to the same file, until `stop`.
  * @param backends the `--backend` of each role's processes (a role left out uses the worker's default)
  */

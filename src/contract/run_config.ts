@@ -100,7 +100,7 @@ export const runConfigSchema = z
     custom_envs: z.record(z.string(), customEnvSchema),
     warmup: warmupSchema.default(warmupSchema.parse({})), // starpo's own: the format warm-up
     // starpo's own: an activity without progress (a heartbeat) for this long ends its worker process,
-    // so Temporal retries the attempt on a fresh one (workers/watchdog.ts); 0 = off.
+    // so Temporal retries the attempt on a fresh one (activities/watchdog.ts); 0 = off.
     watchdog_seconds: z.number().refine((s) => s === 0 || s >= 10, { message: 'allowed: 0 (off) or a number of seconds >= 10' }).default(WATCHDOG_DEFAULT_SECONDS),
     ...ignoredShape(TOP_IGNORED_KEYS),
   })

@@ -1,8 +1,7 @@
 /**
- * Env registry: env_type (ROLL/RAGEN names, SPEC.md §2 custom_envs.<tag>.env_type) -> constructor.
+ * Env registry: env_type (ROLL/RAGEN names, docs/configs.md custom_envs.<tag>.env_type) -> constructor.
  */
 import { BanditEnv } from './bandit';
-import { ChaosEnv } from './chaos';
 import type { RawEnvConfig } from './config';
 import { CountdownEnv } from './countdown';
 import { FrozenLakeEnv } from './frozen_lake';
@@ -12,13 +11,22 @@ import type { Env, EnvOptions } from './env';
 const FACTORIES: Record<string, (config: RawEnvConfig, options: EnvOptions) => Env> = {
   frozen_lake: (config, options) => new FrozenLakeEnv(config, options),
   bandit: (config, options) => new BanditEnv(config, options),
-  chaos: (config, options) => new ChaosEnv(config, options), // fault injection for tests (chaos.ts)
   countdown: (config, options) => new CountdownEnv(config, options),
   sokoban: (config, options) => new SokobanEnv(config, options),
 };
 
-/** Known env_type values. */
+/** Known env_type values (the built-in ones, then those added with registerEnvType). */
 export const ENV_TYPES: readonly string[] = Object.keys(FACTORIES);
+
+/**
+ * Adds an env type (e.g. a wrapper env a test or a plugin brings), so configs may name it.
+ * @throws Error when the name is taken
+ */
+export function registerEnvType(envType: string, factory: (config: RawEnvConfig, options: EnvOptions) => Env): void {
+  if (Object.prototype.hasOwnProperty.call(FACTORIES, envType)) throw new Error(`env_type "${envType}" is already registered`);
+  FACTORIES[envType] = factory;
+  (ENV_TYPES as string[]).push(envType);
+}
 
 /**
  * Creates an env.
@@ -43,10 +51,9 @@ export function createEnv(envType: string, envConfig?: Record<string, unknown>, 
  * Validates an env_config without keeping the env (for config validation before anything starts):
  * creates the env and resets it once (seed 0), so a config that cannot produce a start state (e.g. a
  * Sokoban room too small for its boxes) fails at `config check` instead of having every group of its
- * tag dropped at run time. The `chaos` env is only created: its faults are the point.
+ * tag dropped at run time.
  * @throws the errors of createEnv, and whatever reset(0) throws
  */
 export function validateEnvConfig(envType: string, envConfig?: Record<string, unknown>): void {
-  const env = createEnv(envType, envConfig);
-  if (envType !== 'chaos') env.reset(0);
+  createEnv(envType, envConfig).reset(0);
 }

@@ -10,7 +10,7 @@
  * to finish (an update of the CPU quickstart takes ~6-11 s); one still running after that is cancelled
  * at its next heartbeat (activities/runtime.ts) and fails, so the server retries it (after the retry
  * backoff) on another worker instead of waiting for the heartbeat timeout.
- * Rollout and update workers run the activity watchdog (watchdog.ts): an activity without progress for the
+ * Rollout and update workers run the activity watchdog (activities/watchdog.ts): an activity without progress for the
  * run's watchdog_seconds ends the process (SIGALRM), its attempt fails by heartbeat timeout and is retried.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -21,7 +21,7 @@ import { TASK_QUEUES } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import type { Role } from './roles';
-import { startWatchdog } from './watchdog';
+import { startWatchdog } from '../activities/watchdog';
 import { WATCHDOG_DEFAULT_SECONDS } from '../contract';
 
 /** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */

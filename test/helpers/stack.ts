@@ -2,7 +2,8 @@
  * The whole training stack for an integration test file: real Temporal and S3 servers (servers.ts),
  * the control, rollout and update workers as separate processes, a Temporal client and the object
  * store. `useTrainingStack()` registers node:test before/after hooks; the returned object is filled
- * in by `before` and torn down (workers, client, servers, worker logs) by `after`.
+ * in by `before` and torn down (workers, client, servers, worker logs) by `after`. The workers preload
+ * the test tools (worker_preload.js: the chaos env, the stall fault), and so does this process.
  */
 import { after, before } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +13,11 @@ import { Client, Connection } from '@temporalio/client';
 import { startTestServers, TestServers } from './servers';
 import { spawnWorkers, WorkerProcesses } from '../../src/cli/spawn_workers';
 import { ObjectStore } from '../../src/storage/object_store';
+import './test_tools';
+
+/** Spawned workers (they inherit this process's environment) load the test tools first. */
+const PRELOAD = `--require ${join(__dirname, 'worker_preload.js')}`;
+if (!(process.env.NODE_OPTIONS ?? '').includes(PRELOAD)) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} ${PRELOAD}`.trim();
 
 /** What a test file gets; valid inside tests (after `before` ran). */
 export interface TrainingStack {

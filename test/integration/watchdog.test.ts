@@ -1,6 +1,6 @@
 /**
- * The activity watchdog (issue 7 item 2) through the real Temporal and S3 servers: an update attempt whose JS
- * thread spins forever (the STARPO_TEST_STALL fault, workers/stall_fault.ts) ends its worker process with
+ * The activity watchdog through the real Temporal and S3 servers: an update attempt whose JS
+ * thread spins forever (the STARPO_TEST_STALL fault, test/helpers/stall_fault.ts) ends its worker process with
  * SIGALRM, the spawner starts the worker again, Temporal retries the update, and the run finishes.
  */
 import { test } from 'node:test';
@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { STALL_ENV } from '../../src/workers/stall_fault';
+import { STALL_ENV } from '../helpers/stall_fault';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ALT_GRID_LOOKUP, SOKOBAN_INSTRUCTION, SokobanEnv, parseSokobanConfig, renderSokoban, sokobanInstruction } from '../../../src/envs/sokoban';
 import { loadConfigFile } from '../../../src/preflight/load';
 import { createEnv, validateEnvConfig } from '../../../src/envs/registry';
+import '../../helpers/chaos_env'; // registers env type chaos
 import type { SokobanState } from '../../../src/envs/sokoban_room';
 
 const ans = (a: string): string => `<answer>${a}</answer><|im_end|>`;
@@ -198,6 +199,6 @@ test('the Sokoban variants of configs/config/traj_envs.yaml (ROLL\'s three) reso
 test('config validation resets once: a room too small for its boxes fails at config check', () => {
   assert.throws(() => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 7 }), /no 6x6 room with 7 boxes after 1000 retries for seed 0/);
   assert.doesNotThrow(() => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 1 }));
-  // chaos is only created: its faults are the point
+  // a chaos env made without an env id (as validation makes it) never faults
   assert.doesNotThrow(() => validateEnvConfig('chaos', { inner_env_type: 'frozen_lake', throw_on_reset: true }));
 });

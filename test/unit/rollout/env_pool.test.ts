@@ -10,9 +10,11 @@ import { charTokenizer } from '../../../src/model/tokenizer';
 import { customEnvSchema } from '../../../src/contract';
 import { MAX_GROUP_ATTEMPTS, playEpisodes, runGroups, type PoolOptions } from '../../../src/rollout/manager';
 import { randomActionPolicy } from '../../../src/rollout/demonstrations';
-import { rolloutGroup, type RolloutGroup } from '../../../src/rollout/plan';
+import type { RolloutGroup } from '../../../src/contract';
+import { rolloutGroup } from '../../../src/rollout/plan';
 import type { Policy } from '../../../src/rollout/policy';
 import { deriveSeed } from '../../../src/util/rng';
+import '../../helpers/chaos_env'; // registers env type chaos
 
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };

@@ -5,6 +5,7 @@ import { runEpisodes, EpisodeSpec } from '../../../src/rollout/manager';
 import { randomActionPolicy } from '../../../src/rollout/demonstrations';
 import type { Policy } from '../../../src/rollout/policy';
 import { loadConfigFile } from '../../../src/preflight/load';
+import '../../helpers/chaos_env'; // registers env type chaos
 
 const tokenizer = charTokenizer();
 const { config } = loadConfigFile('configs/frozen_lake.yaml');

@@ -1,19 +1,19 @@
 /**
- * `chaos`: a fault-injection wrapper env, a TESTING TOOL for the env pool (the pool
- * must survive an env that throws or hangs). It plays an inner env unchanged and, in the episodes it
- * picks, throws in reset, throws in a given step, or blocks a given step for a while. Not a ROLL env.
+ * `chaos`: a fault-injection wrapper env for tests of the env pool (the pool must survive an env that
+ * throws or hangs). It plays an inner env unchanged and, in the episodes it picks, throws in reset,
+ * throws in a given step, or blocks a given step. Importing this file registers it as env type `chaos`.
  */
-import { Rng } from '../util/rng';
-import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from './config';
-import { createEnv } from './registry';
-import type { Env, EnvOptions, StepResult } from './env';
+import { Rng } from '../../src/util/rng';
+import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from '../../src/envs/config';
+import { createEnv, ENV_TYPES, registerEnvType } from '../../src/envs/registry';
+import type { Env, EnvOptions, StepResult } from '../../src/envs/env';
 
 /**
  * Validated chaos env_config. `inner_env_type` (required) and `inner_env_config` (default {}) name the
  * env played. Faults (all off by default): `throw_on_reset` (reset throws), `throw_on_step` k (the
  * k-th step, 1-based, throws), `hang_on_step` k (the k-th step blocks the thread for `hang_seconds`,
  * default 1, then returns normally). Which episodes are faulty: those whose env id is in `env_ids`
- * (default: every env id; an env made without an id never matches a list), whose reset seed is in
+ * (default: every env id; an env made without an id, as config validation makes one, never faults), whose reset seed is in
  * `seeds` (default: any seed), and for which Rng("chaos", seed, envId).next() < `probability`
  * (default 1), so faults are seeded and replayable.
  */
@@ -101,7 +101,7 @@ export class ChaosEnv implements Env {
 
   reset(seed: number): { observation: string; info: { env_instruction: string } } {
     const c = this.config;
-    const idMatches = c.env_ids === null || (this.envId !== undefined && c.env_ids.includes(this.envId));
+    const idMatches = this.envId !== undefined && (c.env_ids === null || c.env_ids.includes(this.envId));
     const seedMatches = c.seeds === null || c.seeds.includes(seed);
     this.faulty = idMatches && seedMatches && new Rng('chaos', seed, this.envId ?? -1).next() < c.probability;
     this.steps = 0;
@@ -125,3 +125,5 @@ export class ChaosEnv implements Env {
     return `chaos: injected failure in ${what} (env id ${this.envId ?? 'none'}, seed ${this.seed})`;
   }
 }
+
+if (!ENV_TYPES.includes('chaos')) registerEnvType('chaos', (config, options) => new ChaosEnv(config, options));

@@ -1,8 +1,9 @@
-/** The `chaos` fault-injection env (a testing tool for the env pool, src/envs/chaos.ts). */
+/** The `chaos` fault-injection env of the tests (test/helpers/chaos_env.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createEnv } from '../../src/envs/registry';
-import { Rng } from '../../src/util/rng';
+import '../../helpers/chaos_env';
+import { createEnv } from '../../../src/envs/registry';
+import { Rng } from '../../../src/util/rng';
 
 const LAKE = { inner_env_type: 'frozen_lake', inner_env_config: { is_slippery: false } };
 const chaos = (faults: Record<string, unknown>, envId?: number) => createEnv('chaos', { ...LAKE, ...faults }, envId === undefined ? {} : { envId });

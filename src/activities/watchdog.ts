@@ -1,15 +1,8 @@
 /**
- * The activity watchdog of a worker process: an activity that makes no progress for
- * `watchdog_seconds` ends its worker process, so its attempt fails (heartbeat timeout) and Temporal retries
- * it on a fresh process, instead of the run hanging.
- *
- * A hang can be a synchronous loop in the JS thread (a NaN in sampling, a wasm kernel that never returns),
- * where no timer of that thread fires. So the watch runs in a worker thread: activities bump a progress
- * counter in shared memory (`reportProgress`, called by every activity heartbeat, activities/runtime.ts), and
- * the thread, seeing an activity running with an unchanged counter for the limit, writes one line to stderr
- * and sends the process SIGALRM ("timer expired"; neither Node nor the Temporal SDK handles it, so the default
- * action ends the process even while its JS thread spins). cli/spawn_workers.ts starts a process that died
- * of SIGALRM again; a worker run by other means is restarted by its supervisor.
+ * The activity watchdog of a worker process: an activity that makes no progress for `watchdog_seconds` ends
+ * its process (SIGALRM), so its attempt fails by heartbeat timeout and Temporal retries it on a fresh one.
+ * The watch runs in a worker thread because a hang can be a synchronous loop in the JS thread, where no
+ * timer of that thread fires; activities count progress in shared memory (runtime.ts heartbeat).
  */
 import { Worker } from 'node:worker_threads';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';

@@ -1,17 +1,17 @@
-/** The activity watchdog (workers/watchdog.ts) in a child process, and its config key. */
+/** The activity watchdog (src/activities/watchdog.ts) in a child process, and its config key. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { validateConfig } from '../../src/preflight/load';
-import { ConfigError } from '../../src/config/errors';
-import { WATCHDOG_SIGNAL } from '../../src/workers/watchdog';
+import { validateConfig } from '../../../src/preflight/load';
+import { ConfigError } from '../../../src/config/errors';
+import { WATCHDOG_SIGNAL } from '../../../src/activities/watchdog';
 
 /** A child running one "activity" under the watchdog (limit 1 s, polled every 100 ms) that reports progress `beats` times, then spins or returns. */
 function runChild(spin: boolean) {
   const script = `
-    const { startWatchdog, reportProgress } = require('./src/workers/watchdog');
+    const { startWatchdog, reportProgress } = require('./src/activities/watchdog');
     const intercept = startWatchdog(1, 100)({}).inbound;
     intercept.execute({ args: [], headers: {} }, async () => {
       for (let i = 0; i < 3; i++) { reportProgress(); await new Promise((r) => setTimeout(r, 300)); }
