@@ -43,7 +43,7 @@ export function packBatch(trajectories: readonly PackedTokens[], padId: number):
 /**
  * Splits indices into micro-batches of `size`, after sorting them by trajectory length so each
  * micro-batch pays for little padding (length bucketing). The loss does not depend on the split:
- * every micro-batch aggregates with its minibatch's denominators (minibatch_losses.ts).
+ * every micro-batch aggregates with its minibatch's denominators (update.ts).
  */
 export function lengthBucketedMicroBatches(indices: readonly number[], lengths: readonly number[], size: number): number[][] {
   const sorted = [...indices].sort((a, b) => lengths[a] - lengths[b] || a - b);

@@ -139,7 +139,7 @@ export const customEnvSchema = z
 /** The Trajectory fields (trajectory.ts) holding a scalar: what a trajectory can be grouped by. */
 type ScalarField = { [K in keyof Trajectory]-?: Trajectory[K] extends string | number | boolean ? K : never }[keyof Trajectory];
 
-/** reward_normalization.grouping by a trajectory field (ppo_update.ts groupKeyOf reads it). */
+/** reward_normalization.grouping by a trajectory field (algo/update.ts groupKeyOf reads it). */
 export const TRAJECTORY_GROUP_FIELDS = [
   'trajGroupId', 'trajId', 'tag', 'groupId', 'envId', 'seed', 'split', 'step', 'episodeScore', 'success', 'truncated',
 ] as const satisfies readonly ScalarField[];

@@ -124,7 +124,7 @@ export function warmupPrefix(name: string): string {
 }
 
 /**
- * Name of the per-trajectory scores file (src/algo/trajectory_scores.ts) inside the checkpoint of step
+ * Name of the per-trajectory scores file (src/contract/trajectory_scores.ts) inside the checkpoint of step
  * N+1: what the update of step N's rollouts did with each trajectory (kept by the filter, normalised
  * score, advantage). Written with the checkpoint's other files, listed with its sha256 in its manifest.
  */

@@ -1,20 +1,9 @@
 /**
- * Gradients of the full actor loss of a tiny Qwen2 against central finite differences (issue 3, "Gradients of the
- * loss checked against finite differences on a tiny model"). The loss is SPEC.md §6's
+ * Gradients of the full actor loss of a tiny Qwen2 against central finite differences. The loss is
+ * docs/numerics.md §6's
  *   total = ppoLoss (clip 0.2 + dual clip, some tokens clipped) + 0.5 * klLoss (k3 vs a perturbed reference)
  *           - 0.1 * entropyBonus,      all aggregated with seq-mean-token-mean,
  * computed in float32 on the wasm backend (the training backend).
- *
- * Tolerance, |fd - g| <= 1e-2 |g| + 1.5e-4, with one central difference at eps = 3e-3 on the weight:
- * - rounding: the loss (about -0.25) is float32, so L(w + eps) - L(w - eps) carries a few ulps (~2e-7) of noise
- *   from thousands of accumulated ops; divided by 2 eps that is a few 1e-5 in the difference quotient.
- * - truncation: eps^2/6 * f''' grows with eps; the tied embedding (weights ~0.02, |g| up to 2) is the most curved
- *   coordinate: at eps = 1e-2 it was 2.5% off, at 3e-3 0.4%, while at 1e-3 the rounding noise reached 1e-4.
- * Measured over 20 random inits (seeds 1..20, every weight's largest-|g| coordinate): worst relative error 4.1e-3
- * where |g| >= 1e-2 and worst absolute error 5.6e-5 where |g| < 1e-2 on wasm (2.6e-3 and 5.4e-5 on the pure-JS cpu
- * backend, also float32, so wasm is used). The tolerance leaves 2.5x margin on both; a wrong gradient (a sign, a
- * missing term or factor, a clipped token that still passes gradient) is off by far more on the large-|g|
- * coordinates, of which the test asserts there are at least 12.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +14,16 @@ import { tokenLogProbs } from '../../../src/model/logprobs';
 import { entropyBonus, klLoss, ppoLoss } from '../../../src/algo/loss';
 import { initTestBackend } from '../../helpers/backend';
 
+// Tolerance, |fd - g| <= 1e-2 |g| + 1.5e-4, with one central difference at eps = 3e-3 on the weight:
+// - rounding: the loss (about -0.25) is float32, so L(w + eps) - L(w - eps) carries a few ulps (~2e-7) of noise
+//   from thousands of accumulated ops; divided by 2 eps that is a few 1e-5 in the difference quotient.
+// - truncation: eps^2/6 * f''' grows with eps; the tied embedding (weights ~0.02, |g| up to 2) is the most curved
+//   coordinate: at eps = 1e-2 it was 2.5% off, at 3e-3 0.4%, while at 1e-3 the rounding noise reached 1e-4.
+// Measured over 20 random inits (seeds 1..20, every weight's largest-|g| coordinate): worst relative error 4.1e-3
+// where |g| >= 1e-2 and worst absolute error 5.6e-5 where |g| < 1e-2 on wasm (2.6e-3 and 5.4e-5 on the pure-JS cpu
+// backend, also float32, so wasm is used). The tolerance leaves 2.5x margin on both; a wrong gradient (a sign, a
+// missing term or factor, a clipped token that still passes gradient) is off by far more on the large-|g|
+// coordinates, of which the test asserts there are at least 12.
 const EPS = 3e-3;
 const RTOL = 1e-2;
 const ATOL = 1.5e-4;

@@ -1,7 +1,7 @@
 /**
- * The loss and its gradient do not depend on per_device_train_batch_size (SPEC.md §6; ROLL gives every micro-batch the
- * minibatch's denominators): the actor's and the critic's micro-batch loss builders (minibatch_losses.ts, what ppoUpdate
- * steps with), summed by accumulateGradients, give the loss and gradient of the whole minibatch at once to 1e-6 for
+ * The loss and its gradient do not depend on per_device_train_batch_size (docs/numerics.md §6; ROLL gives every micro-batch the
+ * minibatch's denominators): the actor's and the critic's micro-batch loss builders (update.ts actorLossFns / criticLossFns,
+ * what ppoUpdate steps with), summed by accumulateGradients, give the loss and gradient of the whole minibatch at once to 1e-6 for
  * micro-batches of 1, 3 and 4, in every loss_agg_mode; and a whole ppoUpdate logs the same losses and gradient norm for
  * per_device_train_batch_size x gradient_accumulation_steps = 16 x 1, 4 x 4 and 1 x 16.
  */

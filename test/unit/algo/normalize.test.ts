@@ -52,7 +52,7 @@ test('errors name the field, value and what is allowed', () => {
   assert.throws(() => normalizeScores([NaN], ['a'], byMethod('mean')), /scores\[0\] must be finite, got NaN/);
 });
 
-// The grouping keys below are what ppo_update's groupKeyOf produces for each reward_normalization.grouping.
+// The grouping keys below are what update.ts groupKeyOf produces for each reward_normalization.grouping.
 const G_SCORES = [1, 0, 0, 0.5, 0.5, 2];
 
 test('grouping traj_group_id: one group per "{tag}_{group_id}_{episode}_{seed}"', () => {
