@@ -39,7 +39,7 @@ import { inspectNativeBuild } from '../src/model/native_build';
 import { Qwen2 } from '../src/model/qwen2';
 import { charTokenizer } from '../src/model/tokenizer';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
-import type { Trajectory } from '../src/rollout/types';
+import type { Trajectory } from '../src/contract';
 import {
   type UpdateParts, batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
 } from '../src/algo/throughput';

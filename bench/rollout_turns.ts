@@ -15,7 +15,7 @@ import { Qwen2 } from '../src/model/qwen2';
 import { runEpisodes } from '../src/rollout/manager';
 import { modelPolicy, type Policy } from '../src/rollout/policy';
 import { planShards } from '../src/rollout/plan';
-import type { Trajectory } from '../src/rollout/types';
+import type { Trajectory } from '../src/contract';
 import { deriveSeed } from '../src/util/rng';
 
 async function main(): Promise<void> {

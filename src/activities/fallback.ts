@@ -9,7 +9,7 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { isUnusable, type CorruptObjectError, type ObjectNotFoundError } from '../storage/errors';
 import { readCompleteBefore } from '../storage/manifest';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { CHECKPOINT_CORRUPT_ERROR, type CheckpointFallback, type ObjectRef, type UpdateInput } from '../contract';
 import type { PolicyCheckpoint } from './checkpoint';
 import type { ActivityRuntime } from './runtime';

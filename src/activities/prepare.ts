@@ -26,7 +26,7 @@ import { Qwen2 } from '../model/qwen2';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
 import { warmupDemonstrations } from '../rollout/demonstrations';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { deriveSeed } from '../util/rng';
 import type { ObjectRef, PrepareRunOutput, RunSpec } from '../contract';
 import { saveCheckpoint } from './checkpoint';

@@ -13,7 +13,7 @@ import { sumMetrics } from '../rollout/metrics';
 import { generatingArgsOf } from '../rollout/plan';
 import { runGroups } from '../rollout/manager';
 import { modelPolicy } from '../rollout/policy';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import type { RolloutInput, RolloutOutput } from '../contract';
 import { takePolicy } from './fallback';
 import { ActivityRuntime, heartbeat } from './runtime';

@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
 import { tokenLogProbs } from '../model/logprobs';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { lengthBucketedMicroBatches, packBatch } from './batch';
 import { klFull, klPenalty, type KlPenalty } from './kl';
 

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2 } from '../model/qwen2';
 import { tokenLogProbs } from '../model/logprobs';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { lengthBucketedMicroBatches, packBatch } from './batch';

@@ -3,7 +3,7 @@
  * trajectory lags behind the update that consumes it, the discard of groups older than r allows, and the old
  * log-probs of the PPO ratio for stale trajectories (ROLL roll/distributed/scheduler/rollout_scheduler.py GroupQueue).
  */
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 
 /**
  * Policy versions (pipeline steps) between the policy that sampled `t` and the update of step `step`

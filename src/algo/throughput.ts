@@ -12,7 +12,7 @@ import { generate } from '../model/generate';
 import type { Qwen2 } from '../model/qwen2';
 import { ValueModel } from '../model/value_model';
 import { generatingArgsOf } from '../rollout/plan';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { Rng } from '../util/rng';
 import { AdamW } from './adamw';
 import { klControllerFromConfig } from './kl';

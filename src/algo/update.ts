@@ -9,7 +9,7 @@ import { ConfigError } from '../config/errors';
 import type { RunConfig } from '../contract';
 import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { shiftedArrays } from '../rollout/packing';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';

@@ -4,7 +4,7 @@
  * browser and `starpo trajectories` show. Pure.
  */
 import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
-import type { Trajectory, TurnRecord } from '../rollout/types';
+import type { Trajectory, TurnRecord } from '../contract';
 
 /** One trajectory with what the update made of it (score null: not recorded). */
 export interface ShownTrajectory {

@@ -6,7 +6,7 @@
  */
 import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
 import type { StepCompute } from '../contract';
-import type { Trajectory } from '../rollout/types';
+import type { Trajectory } from '../contract';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
 import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import { readCheckpointFile } from '../storage/manifest';

@@ -3,13 +3,12 @@
  * actions (the answer format, no skill); `solver` episodes play each env's BFS plan (Env.solve;
  * RAGEN's SFT on solver trajectories). Both come from scripted policies whose log-probs are 0.
  */
-import type { RunConfig } from '../contract';
+import type { RolloutGroup, RunConfig, Trajectory } from '../contract';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng, deriveSeed } from '../util/rng';
 import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
 import { runGroups } from './manager';
-import { rolloutGroup, tagOfEnvGroup, type RolloutGroup } from './plan';
-import type { Trajectory } from './types';
+import { rolloutGroup, tagOfEnvGroup } from './plan';
 
 // Scripted policies: they answer "<answer>{action}</answer>" (or "<think></think><answer>{action}</answer>"
 // for a think-pattern tag), then the model's first stop token (<|im_end|> for Qwen2.5 instruct and the

@@ -5,16 +5,15 @@
  * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
  */
 import { ConfigError } from '../config/errors';
-import type { CustomEnvConfig } from '../contract';
+import type { CustomEnvConfig, RolloutGroup, Trajectory, TurnRecord } from '../contract';
 import { parseAction, type Env } from '../envs/env';
 import { createEnv } from '../envs/registry';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
 import { EpisodeChat, fillTemplate, firstUserMessage, formatSuffix, usesThinkPattern } from './chat';
 import { appendTurn, emptyPacked, type PackedTokens } from './packing';
-import { replacementGroup, type RolloutGroup } from './plan';
+import { replacementGroup } from './plan';
 import type { Policy } from './policy';
-import type { Trajectory, TurnRecord } from './types';
 
 /** One env of the batch: where it sits and how it starts. */
 export interface EpisodeSpec {

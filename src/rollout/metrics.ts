@@ -6,7 +6,7 @@
  * score. Totals summed over the shards of a step: the pool's env/failed_episodes,
  * env/replaced_groups, env/dropped_groups. Validation prefixes every name with "val/".
  */
-import type { Trajectory } from './types';
+import type { MetricSums, Trajectory } from '../contract';
 
 /** Mean of per-turn flags of one trajectory (0 when it has no turns). */
 function turnMean(t: Trajectory, pick: (turn: Trajectory['turns'][number]) => boolean): number {
@@ -28,16 +28,6 @@ export function trajectoryMetrics(t: Trajectory): Record<string, number> {
     'env/response_length': t.responseMask.reduce((a, b) => a + b, 0),
     'env/sequence_length': t.inputIds.length,
   };
-}
-
-/**
- * Metrics that can be merged across shards: mean = sums[k] / counts[k] per key; totals are reported
- * as summed (counts of events, e.g. env/failed_episodes).
- */
-export interface MetricSums {
-  sums: Record<string, number>;
-  counts: Record<string, number>;
-  totals: Record<string, number>;
 }
 
 /** What sumMetrics adds besides the per-trajectory metrics. */

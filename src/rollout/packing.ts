@@ -4,7 +4,7 @@
  * arrays are SHIFTED for the loss: index t of a shifted array is about token t+1, whose log-prob the
  * model computes at position t. Trajectories are stored unshifted; the update shifts them (shiftedArrays).
  */
-import type { Trajectory } from './types';
+import type { Trajectory } from '../contract';
 
 /** The token arrays of a trajectory (all of length L, the trajectory's token count). */
 export type PackedTokens = Pick<Trajectory, 'inputIds' | 'responseMask' | 'sampleLogprobs'>;

@@ -2,23 +2,9 @@
  * Which env groups a step plays, with which seeds, on which shard (docs/numerics.md §3). Pure and
  * deterministic, so the workflow calls it directly.
  */
-import type { EnvManagerConfig, GeneratingArgs, RunConfig } from '../contract';
+import type { EnvManagerConfig, GeneratingArgs, RolloutGroup, RunConfig } from '../contract';
 import { ConfigError } from '../config/errors';
 import { deriveSeed } from '../util/rng';
-
-/** One env group of a rollout shard. */
-export interface RolloutGroup {
-  tag: string;
-  groupId: number;
-  /** Index of this group among the step's groups of its env group (g div num_env_groups). */
-  episode: number;
-  /** Reset seed shared by the group's members (uint32). */
-  seed: number;
-  /** "{tag}_{group_id}_{episode}_{seed}" (docs/numerics.md §3). */
-  trajGroupId: string;
-  /** Seed parts of the members' sampling streams; member env id e samples from Rng(...stream, e). */
-  stream: Array<number | string>;
-}
 
 /** Envs per group: group_size + group_size_redundancy (ROLL EnvManagerConfig.final_group_size). */
 export function envsPerGroup(manager: Pick<EnvManagerConfig, 'group_size' | 'group_size_redundancy'>): number {

@@ -8,7 +8,7 @@ import { validateConfig } from '../../src/preflight/load';
 import type { RunConfig } from '../../src/contract';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import { initTestBackend } from './backend';
 
 /** The fixture config with `patch`'s top-level keys replacing the file's. @throws ConfigError on a bad patch. */

@@ -15,7 +15,7 @@ import { checkpointPrefix, metricsKey, rolloutKey, rolloutRecordKey } from '../.
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
 import type { RolloutInput, UpdateInput } from '../../src/contract';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import type { ShardRecord } from '../../src/contract';
 
 const stack = useTrainingStack();

@@ -13,7 +13,7 @@ import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { metricsKey, rolloutKey } from '../../src/storage/keys';
 import { planShards } from '../../src/rollout/plan';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
 

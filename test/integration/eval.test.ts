@@ -25,7 +25,7 @@ import { runDetails, runSummary } from '../../src/cli/run_metadata';
 import { evalResultKey, rolloutKey } from '../../src/storage/keys';
 import type { StarpoRunResult } from '../../src/contract';
 import { EVAL_WORKFLOW_TYPE } from '../../src/contract';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 
 const stack = useTrainingStack();

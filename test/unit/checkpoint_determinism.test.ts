@@ -17,7 +17,7 @@ import { AdamW } from '../../src/algo/adamw';
 import { ppoUpdate } from '../../src/algo/update';
 import { klControllerFromConfig } from '../../src/algo/kl';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import { sha256Hex } from '../../src/storage/object_store';
 import { fixtureConfig } from '../helpers/fixture';
 import { initTestBackend, TEST_BACKEND } from '../helpers/backend';

@@ -7,7 +7,7 @@ import { validateConfig } from '../../src/preflight/load';
 import { ignoredKeysIn } from '../../src/config/schema_walk';
 import { ConfigError } from '../../src/config/errors';
 import { groupKeyOf } from '../../src/algo/update';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
 function minimal(): Record<string, any> {

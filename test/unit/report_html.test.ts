@@ -15,7 +15,7 @@ import { groupStep } from '../../src/report/groups';
 import { spreadSteps } from '../../src/report/build';
 import { integerRanges } from '../../src/report/ranges';
 import type { StepMetrics } from '../../src/report/run_data';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import type { Progress } from '../../src/contract';
 import { fixtureConfig } from '../helpers/fixture';
 

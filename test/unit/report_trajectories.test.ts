@@ -12,7 +12,7 @@ import { runGroups } from '../../src/rollout/manager';
 import { solverPolicy } from '../../src/rollout/demonstrations';
 import { rolloutGroup } from '../../src/rollout/plan';
 import type { Policy } from '../../src/rollout/policy';
-import type { Trajectory } from '../../src/rollout/types';
+import type { Trajectory } from '../../src/contract';
 import { trajectoryScores } from '../../src/algo/update';
 import { groupStep } from '../../src/report/groups';
 import { formatStep } from '../../src/report/text';

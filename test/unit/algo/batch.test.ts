@@ -2,7 +2,7 @@ import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { charTokenizer } from '../../../src/model/tokenizer';
 import { packBatch, lengthBucketedMicroBatches } from '../../../src/algo/batch';
-import type { Trajectory } from '../../../src/rollout/types';
+import type { Trajectory } from '../../../src/contract';
 import { initTestBackend } from '../../helpers/backend';
 
 const tokenizer = charTokenizer();

@@ -21,7 +21,7 @@ import { paddedLength } from '../../../src/algo/batch';
 import { shiftedArrays } from '../../../src/rollout/packing';
 import { actorLossFns, criticLossFns, ppoUpdate } from '../../../src/algo/update';
 import { klControllerFromConfig } from '../../../src/algo/kl';
-import type { Trajectory } from '../../../src/rollout/types';
+import type { Trajectory } from '../../../src/contract';
 import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 import { initTestBackend } from '../../helpers/backend';
 

@@ -16,7 +16,7 @@ import { ppoUpdate } from '../../../src/algo/update';
 import { klControllerFromConfig } from '../../../src/algo/kl';
 import { dropStale, oldLogpRows, stalenessOf } from '../../../src/algo/staleness';
 import type { RunConfig } from '../../../src/contract';
-import type { Trajectory } from '../../../src/rollout/types';
+import type { Trajectory } from '../../../src/contract';
 import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 import { initTestBackend } from '../../helpers/backend';
 

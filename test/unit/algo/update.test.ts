@@ -11,7 +11,7 @@ import { shiftedArrays } from '../../../src/rollout/packing';
 import { AdamW } from '../../../src/algo/adamw';
 import { criticStepsPerUpdate, groupKeyOf, ppoUpdate, needsReference, optimizerStepsPerUpdate } from '../../../src/algo/update';
 import { klControllerFromConfig } from '../../../src/algo/kl';
-import type { Trajectory } from '../../../src/rollout/types';
+import type { Trajectory } from '../../../src/contract';
 import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 import { initTestBackend } from '../../helpers/backend';
 

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { meanMetrics, mergeSums, sumMetrics } from '../../../src/rollout/metrics';
-import type { Trajectory } from '../../../src/rollout/types';
+import type { Trajectory } from '../../../src/contract';
 
 /** A trajectory with only what the metrics read. */
 function traj(tag: string, group: number, score: number, success: boolean): Trajectory {
