@@ -1,5 +1,5 @@
 /**
- * Group planning (SPEC.md §3): seeds are a pure function of (seed, split, step, group); validation
+ * Group planning (docs/numerics.md §3): seeds are a pure function of (seed, split, step, group); validation
  * plays new states every evaluation unless val_env_manager.fixed_states; replacement groups;
  * shards count group_size + group_size_redundancy envs per group.
  */
@@ -32,7 +32,7 @@ test('golden seeds of configs/frozen_lake.yaml (seed 42)', () => {
 
 test('validation: new states at every evaluation, identical across runs, own stream of the run seed', () => {
   const config = fixture();
-  assert.equal(config.val_env_manager.fixed_states, false, 'SPEC.md §3 is the default');
+  assert.equal(config.val_env_manager.fixed_states, false, 'docs/numerics.md §3 is the default');
   const at0 = planShards(config, 'val', 0).flat();
   const at2 = planShards(config, 'val', 2).flat();
   assert.deepEqual(at0.map((g) => g.seed), [...Array(8).keys()].map((g) => deriveSeed(7, 'val', 0, g)));
