@@ -1,8 +1,8 @@
 /**
- * The run's custom search attributes (src/contract/search_attributes.ts) as `temporal server start-dev
+ * The run's custom search attributes (src/contract/workflow.ts) as `temporal server start-dev
  * --search-attribute Name=Type` spells them; registered when the dev server starts.
  */
-import { SEARCH_ATTRIBUTE_KEYS } from '../src/contract/search_attributes';
+import { SEARCH_ATTRIBUTE_KEYS } from '../src/contract/workflow';
 
 /** A Temporal search attribute type as `temporal server start-dev --search-attribute Name=Type` spells it. */
 export type SearchAttributeType = 'Keyword' | 'Int' | 'Double' | 'Text' | 'Bool' | 'Datetime';

@@ -3,7 +3,7 @@
  * object references and scalar metrics cross Temporal, never tensors, trajectories or credentials
  * (DESIGN.md, "The shape"). The workflows proxy StarpoActivities; src/activities implements it.
  */
-import type { ObjectRef } from './refs';
+import type { ObjectRef } from './store';
 import type { RunConfig } from './run_config';
 import type { RunSpec } from './run';
 import type { MetricSums, RolloutGroup } from './trajectory';

@@ -4,14 +4,13 @@
  * carry the config schema.
  */
 export * from './activities';
-export * from './checkpoint';
 export * from './enums';
 export * from './errors';
 export * from './nearest';
-export * from './refs';
 export * from './run';
 export * from './run_config';
 export * from './run_config_blocks';
-export * from './search_attributes';
+export * from './store';
 export * from './trajectory';
+export * from './trajectory_scores';
 export * from './workflow';

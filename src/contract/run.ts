@@ -3,7 +3,7 @@
  * starpoTraining takes, what prepareRun stores as runs/<run>/run.json and what loadRun reads back.
  */
 import { InvalidKeyPartError } from './errors';
-import type { ObjectRef } from './refs';
+import type { ObjectRef } from './store';
 import type { RunConfig } from './run_config';
 
 /** A name that becomes one part of an object key: 1-128 of [A-Za-z0-9._-], starting with a letter or digit. */

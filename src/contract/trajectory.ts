@@ -4,7 +4,7 @@
  * shard's commit record and its metric sums (SPEC.md §3-4).
  */
 import { z } from 'zod';
-import { objectRefSchema } from './refs';
+import { objectRefSchema } from './store';
 
 /** One env group of a step: its members share the reset seed (SPEC.md §3). */
 export interface RolloutGroup {

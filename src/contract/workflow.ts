@@ -1,11 +1,12 @@
 /**
- * Names and shapes shared by the workflows, the workers and the client: task queues, the workflow
- * types, their inputs and results, the `progress` / `config` / `evalProgress` queries and the
- * `pause` / `unpause` / `stop` updates. No I/O; safe in workflow code.
+ * Names and shapes shared by the workflows, the workers, the client and infra: task queues, the
+ * workflow types, their inputs and results, the `progress` / `config` / `evalProgress` queries, the
+ * `pause` / `unpause` / `stop` updates and the run's search attributes. No I/O; safe in workflow code.
  */
+import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { StepCompute } from './activities';
-import type { ObjectRef } from './refs';
+import type { ObjectRef } from './store';
 import type { RunSpec } from './run';
 import type { RunConfig } from './run_config';
 
@@ -22,6 +23,17 @@ export const EVAL_WORKFLOW_TYPE = 'starpoEvaluation';
 export function evalWorkflowId(runId: string, name: string): string {
   return `${runId}-eval-${name}`;
 }
+
+/**
+ * The run's custom search attributes: registered when the dev server starts (infra), upserted by
+ * starpoTraining, set at start and read back by the CLI.
+ */
+export const SEARCH_ATTRIBUTE_KEYS = {
+  runId: defineSearchAttributeKey('StarpoRunId', 'KEYWORD'),
+  config: defineSearchAttributeKey('StarpoConfig', 'KEYWORD'),
+  step: defineSearchAttributeKey('StarpoStep', 'INT'),
+  valSuccess: defineSearchAttributeKey('StarpoValSuccess', 'DOUBLE'),
+};
 
 /** Validation success of one evaluation (val/env/success) at the step it ran. */
 export interface ValidationPoint {

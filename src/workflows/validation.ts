@@ -4,7 +4,7 @@
  * per step, or the fixed held-out states with val_env_manager.fixed_states), one rollout activity per
  * shard on "starpo-rollout", their sums merged in shard order. Workflow code: deterministic, no I/O.
  */
-import type { ObjectRef } from '../contract/refs';
+import type { ObjectRef } from '../contract/store';
 import type { MetricSums, RolloutGroup } from '../contract/trajectory';
 import { mergeSums } from '../rollout/metrics';
 import { rollout } from './proxies';

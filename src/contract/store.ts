@@ -1,10 +1,29 @@
 /**
- * Checkpoint records in the store: the manifest written last (a checkpoint exists once it exists),
- * the latest.json / initial.json pointers, and what an activity hands the workflow when an input it
- * reads is corrupt or missing (the run then replays from an older checkpoint).
+ * What the object store holds, as it crosses processes: object references (readers verify length and
+ * sha256), a checkpoint's manifest written last (a checkpoint exists once it exists), the latest.json /
+ * initial.json pointers, and what an activity hands the workflow when an input it reads is corrupt
+ * or missing (the run then replays from an older checkpoint).
  */
 import { z } from 'zod';
-import { objectRefSchema, SHA256_HEX, type ObjectRef } from './refs';
+
+/** Lower-case hex sha256. */
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Shape of an ObjectRef inside stored JSON (latest.json, shard records). */
+export const objectRefSchema = z.object({
+  bucket: z.string(),
+  key: z.string(),
+  sha256: z.string().regex(SHA256_HEX),
+  bytes: z.number().int().nonnegative(),
+});
+
+/** A stored object: where it is and what its content must be (`bytes`: content length; `sha256`: lower-case hex). */
+export interface ObjectRef {
+  bucket: string;
+  key: string;
+  sha256: string;
+  bytes: number;
+}
 
 /** Shape of a checkpoint's manifest.json: every object's name, key, bytes and sha256, the writer's meta, the time. */
 export const checkpointManifestSchema = z.object({
