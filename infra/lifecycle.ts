@@ -1,16 +1,19 @@
 /**
- * infraUp / infraDown / infraStatus: the three verbs of `starpo infra` (DESIGN.md, "Infra on a
- * developer or CI machine").
+ * Local infrastructure: the Temporal dev server and an S3 server on 127.0.0.1, installed into a cache
+ * outside the repo and started with state under `<repo>/.starpo/infra`, or external servers from
+ * environment variables (docs/operating.md, "The local servers (`starpo infra`)"). infraUp / infraDown /
+ * infraStatus are the three verbs of `starpo infra`; resolveEndpoints is what the other commands use.
  */
 import * as fs from 'node:fs';
 import { endpointsFromEnv } from './env';
-import { resolveCacheDir, resolveStateDir } from './paths';
+import { InfraUnavailableError } from './errors';
+import { resolveCacheDir } from './binaries';
 import { canConnect } from './ports';
 import { isAlive, stopProcess } from './process';
 import { removeWeedSockets } from './s3_server';
 import { ensureS3, s3EndpointOf } from './start_s3';
 import { ensureTemporal, type StartContext } from './start_temporal';
-import { readState, withStateLock, writeState, type InfraState } from './state';
+import { readState, resolveStateDir, withStateLock, writeState, type InfraState } from './state';
 import type { InfraEndpoints, InfraOptions, ProcessRecord } from './types';
 
 /** Endpoints of the servers recorded in `state`, or undefined when either was never started. */
@@ -136,4 +139,19 @@ export async function infraStatus(opts: InfraOptions = {}): Promise<{ running: b
   add(state.s3?.kind ?? 's3', state.s3?.process);
   const running = processes.length === 2 && processes.every((p) => p.alive);
   return { running, endpoints: running ? endpointsOf(state) : undefined, processes };
+}
+
+/**
+ * Where the servers are, for CLI commands: the environment (TEMPORAL_ADDRESS + S3_ENDPOINT, see env.ts),
+ * else the local servers `starpo infra up` records. With `start`, local servers are installed and
+ * started when not running.
+ * @throws InfraUnavailableError when nothing is configured, nothing runs and `start` is false
+ */
+export async function resolveEndpoints(opts: { start: boolean; log?: (line: string) => void }): Promise<InfraEndpoints> {
+  const fromEnv = endpointsFromEnv();
+  if (fromEnv) return fromEnv;
+  if (opts.start) return infraUp({ log: opts.log });
+  const status = await infraStatus();
+  if (status.running && status.endpoints) return status.endpoints;
+  throw new InfraUnavailableError('no servers: the local infra is not running; start it with `starpo infra up`, or point at running servers with TEMPORAL_ADDRESS, S3_ENDPOINT, S3_ACCESS_KEY and S3_SECRET_KEY', { hint: false });
 }

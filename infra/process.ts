@@ -1,9 +1,10 @@
 /**
- * Detached server processes: start them so they outlive the `starpo infra up` command, recognise
- * them again by pid, and stop them by pid (SIGTERM, then SIGKILL). DESIGN.md, "Infra on a developer or CI machine".
+ * Detached server processes: start them so they outlive the `starpo infra up` command, wait until they
+ * are healthy, recognise them again by pid, and stop them by pid (SIGTERM, then SIGKILL).
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import { InfraStartError } from './errors';
 import type { ProcessRecord } from './types';
 
 /** A just-started server process. */
@@ -54,6 +55,33 @@ function procBinary(pid: number): string | null {
     return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
   } catch {
     return '';
+  }
+}
+
+/**
+ * Polls `probe` (null = healthy, else a reason) every 300 ms until healthy.
+ * @param deadlineSeconds seconds before giving up.
+ * @throws InfraStartError when the process exits or the deadline passes; the message names the server,
+ *   the last reason and the tail of its log file.
+ */
+export async function waitHealthy(
+  what: string,
+  rec: ProcessRecord,
+  probe: () => Promise<string | null>,
+  deadlineSeconds = 60,
+): Promise<void> {
+  const deadline = Date.now() + deadlineSeconds * 1000;
+  let reason = 'not probed yet';
+  for (;;) {
+    reason = (await probe()) ?? '';
+    if (reason === '') return;
+    if (!isAlive(rec)) {
+      throw new InfraStartError(`${what} (pid ${rec.pid}) exited before it became healthy (${reason}).\nLast lines of ${rec.logFile}:\n${logTail(rec.logFile)}`);
+    }
+    if (Date.now() > deadline) {
+      throw new InfraStartError(`${what} (pid ${rec.pid}) not healthy after ${deadlineSeconds} s: ${reason}\nLast lines of ${rec.logFile}:\n${logTail(rec.logFile)}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
   }
 }
 

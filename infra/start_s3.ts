@@ -5,10 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { WEED_BINARY } from './binaries';
-import { waitHealthy } from './health';
 import { ensureBinary } from './install';
 import { pickPort } from './ports';
-import { isAlive, spawnDetached } from './process';
+import { isAlive, spawnDetached, waitHealthy } from './process';
 import { findMinio, minioCommand, MINIO_PORT_NAMES, probeS3, weedArgs, WEED_PORT_NAMES, writeWeedS3Config } from './s3_server';
 import type { StartContext } from './start_temporal';
 import type { InfraState } from './state';

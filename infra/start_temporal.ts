@@ -4,10 +4,9 @@
  */
 import * as path from 'node:path';
 import { TEMPORAL_BINARY } from './binaries';
-import { waitHealthy } from './health';
 import { ensureBinary } from './install';
 import { pickPort } from './ports';
-import { isAlive, spawnDetached } from './process';
+import { isAlive, spawnDetached, waitHealthy } from './process';
 import type { InfraState } from './state';
 import { probeTemporal, supportsQuietUi, temporalArgs } from './temporal_server';
 import type { InfraOptions, ProcessRecord } from './types';

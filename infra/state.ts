@@ -1,10 +1,19 @@
 /**
- * `<state>/infra.json`: ports, pids and keys of the servers infraUp started, plus a lock so two
- * `infra up` commands on one state folder do not race (DESIGN.md, "Infra on a developer or CI machine").
+ * The per-project state folder and its `infra.json`: ports, pids and keys of the servers infraUp started,
+ * plus a lock so two `infra up` commands on one state folder do not race.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import type { InfraOptions } from './types';
+
+/** The repository root (infra/ sits at the top level). */
+export const REPO_ROOT = path.resolve(__dirname, '..');
+
+/** State folder: opts.stateDir, else STARPO_STATE_DIR, else `<repo>/.starpo/infra` (gitignored). Absolute path. */
+export function resolveStateDir(opts: InfraOptions = {}): string {
+  return path.resolve(opts.stateDir ?? process.env.STARPO_STATE_DIR ?? path.join(REPO_ROOT, '.starpo', 'infra'));
+}
 
 const processSchema = z.object({
   pid: z.number().int(),

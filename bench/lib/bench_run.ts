@@ -7,7 +7,8 @@ import { temporal } from '@temporalio/proto';
 import { msToTs } from '@temporalio/common/lib/time';
 import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
 import type { InfraEndpoints } from '../../infra/types';
-import { endpointsToEnv, resolveEndpoints } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import { ObjectStore } from '../../src/storage/object_store';
 import { metricsKey } from '../../src/storage/keys';
 

@@ -19,7 +19,7 @@ import { availableParallelism } from 'node:os';
 import { runCommand, tailLines, type CommandResult } from '../../infra/command';
 import { removeStaleTemps, runPip, tempDir } from '../../infra/install';
 import { installProgress } from '../../infra/install_progress';
-import { resolveCacheDir } from '../../infra/paths';
+import { resolveCacheDir } from '../../infra/binaries';
 import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_LIBRARIES, nativeBuildDir, type NativeManifest, type NativeVariant, type WheelPin } from '../model/native_build';
 import type { SmokeResult } from '../model/native_smoke';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';

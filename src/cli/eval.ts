@@ -17,7 +17,7 @@ import { ObjectStore } from '../storage/object_store';
 import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../contract';
 import { formatNumber } from '../workflows/format';
 import type { Role } from '../workers/roles';
-import { resolveEndpoints } from './endpoints';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import { heartbeatDetails } from './attach';
 import { EvalArgs, EvalTarget, parseTarget, resolveEvalTarget } from './eval_target';
 import { evalDetails, evalSummary, valStates } from './run_metadata';

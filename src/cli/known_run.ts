@@ -10,7 +10,7 @@ import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { ObjectNotFoundError } from '../storage/errors';
 import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
-import { s3Url } from './endpoints';
+import { s3Url } from '../../infra/env';
 import { BadInputError, isUnreachable } from './exit_codes';
 
 /**

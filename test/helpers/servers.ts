@@ -9,7 +9,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { endpointsFromEnv, infraDown, infraUp, type InfraEndpoints } from '../../infra';
+import { endpointsFromEnv } from '../../infra/env';
+import { infraDown, infraUp } from '../../infra/lifecycle';
+import type { InfraEndpoints } from '../../infra/types';
 import { freePort } from '../../infra/ports';
 import { killNow } from '../../infra/process';
 import { removeWeedSockets } from '../../infra/s3_server';

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { useTrainingStack } from '../helpers/stack';
 import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput, FAULT_TARGETS } from '../helpers/faults';
 import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
-import { endpointsToEnv } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import { resume } from '../../src/cli/train';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
 import { readCompleteBefore, readLatest } from '../../src/storage/manifest';

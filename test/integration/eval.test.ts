@@ -17,7 +17,7 @@ import type { temporal } from '@temporalio/proto';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { endpointsToEnv } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import { train } from '../../src/cli/train';
 import { evaluate, EvalOutput } from '../../src/cli/eval';

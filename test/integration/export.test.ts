@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { useTrainingStack } from '../helpers/stack';
-import { endpointsToEnv } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { readCheckpoint, readInitial } from '../../src/storage/manifest';
 import { metricsKey } from '../../src/storage/keys';

@@ -13,7 +13,7 @@ import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/clien
 import type { temporal } from '@temporalio/proto';
 import { startTestServers, TestServers } from '../helpers/servers';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { endpointsToEnv } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import type { StarpoActivities as Activities } from '../../src/contract';
 import type { ObjectRef, RunSpec } from '../../src/contract';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { useTrainingStack } from '../helpers/stack';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
-import { endpointsToEnv } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { metricsKey } from '../../src/storage/keys';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';

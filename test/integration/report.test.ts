@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { useTrainingStack } from '../helpers/stack';
-import { endpointsToEnv } from '../../src/cli/endpoints';
+import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
