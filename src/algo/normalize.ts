@@ -4,49 +4,14 @@
  * (roll/pipeline/agentic/agentic_config.py); the deprecated `method` only fills the types left null.
  */
 
-import { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType } from '../contract';
+import {
+  NORM_METHODS, NORM_TYPES, type NormMethod, type NormType, type NormTypes, normTypesOf, resolveNormTypes, type RewardNormKeys,
+} from '../contract';
 
-export { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType };
-
-/** Which mean is subtracted and which std divides (null: none), as in ROLL's config. */
-export interface NormTypes {
-  norm_mean_type: NormType | null;
-  norm_std_type: NormType | null;
-}
-
-/** The reward_normalization keys that decide NormTypes. */
-export interface RewardNormKeys {
-  grouping: string;
-  method: NormMethod;
-  norm_mean_type?: NormType | null;
-  norm_std_type?: NormType | null;
-}
+export { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType, type NormTypes, normTypesOf, resolveNormTypes, type RewardNormKeys };
 
 /** Added to the std in the denominator (§5.1). */
 export const NORM_STD_EPS = 1e-6;
-
-/**
- * The types a deprecated `method` stands for (ROLL's _resolve_reward_norm_defaults): statistics over the
- * batch for grouping `batch`, within groups for any other grouping.
- */
-export function normTypesOf(method: NormMethod, grouping: string): NormTypes {
-  const scope: NormType = grouping === 'batch' ? 'batch' : 'group';
-  if (method === 'mean') return { norm_mean_type: scope, norm_std_type: null };
-  if (method === 'mean_std' || method === 'asym_clip') return { norm_mean_type: scope, norm_std_type: scope };
-  return { norm_mean_type: null, norm_std_type: null };
-}
-
-/**
- * The types in effect (ROLL's RewardNormalizationConfig.__post_init__): a type set explicitly wins, one
- * left null (or absent, as in configs stored before these keys existed) comes from `method`.
- */
-export function resolveNormTypes(keys: RewardNormKeys): NormTypes {
-  const fromMethod = normTypesOf(keys.method, keys.grouping);
-  return {
-    norm_mean_type: keys.norm_mean_type ?? fromMethod.norm_mean_type,
-    norm_std_type: keys.norm_std_type ?? fromMethod.norm_std_type,
-  };
-}
 
 /** Sample mean of a non-empty list. */
 export function mean(xs: readonly number[]): number {

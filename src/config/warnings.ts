@@ -2,8 +2,7 @@
  * Configs that load and run but cannot learn: reported once by `config check` and `train`, without
  * refusing the config (ROLL accepts them too).
  */
-import { resolveNormTypes } from '../algo/normalize';
-import type { RunConfig } from '../contract';
+import { type RunConfig, resolveNormTypes } from '../contract';
 
 /** Groupings whose groups are the env groups (group_size members each). */
 const ENV_GROUP_GROUPINGS = ['traj_group_id', 'trajGroupId'];

@@ -1,6 +1,7 @@
 /**
- * The values the run config accepts for the algorithm's switches (SPEC.md §2). The config validates
- * against these lists and the algorithm (src/algo) branches on them; neither owns them.
+ * The values the run config accepts for the algorithm's switches (SPEC.md §2), and how the deprecated
+ * reward_normalization.method fills the norm types left null. The config validates against these and
+ * the algorithm (src/algo) branches on them; neither owns them.
  */
 
 /** adv_estimator values served by computeAdvantages (SPEC.md §5; grpo is the reinforce path). */
@@ -32,3 +33,40 @@ export type NormMethod = (typeof NORM_METHODS)[number];
 export const NORM_TYPES = ['batch', 'group'] as const;
 /** One of NORM_TYPES. */
 export type NormType = (typeof NORM_TYPES)[number];
+
+/** Which mean is subtracted and which std divides (null: none), as in ROLL's config. */
+export interface NormTypes {
+  norm_mean_type: NormType | null;
+  norm_std_type: NormType | null;
+}
+
+/** The reward_normalization keys that decide NormTypes. */
+export interface RewardNormKeys {
+  grouping: string;
+  method: NormMethod;
+  norm_mean_type?: NormType | null;
+  norm_std_type?: NormType | null;
+}
+
+/**
+ * The types a deprecated `method` stands for (ROLL's _resolve_reward_norm_defaults): statistics over the
+ * batch for grouping `batch`, within groups for any other grouping.
+ */
+export function normTypesOf(method: NormMethod, grouping: string): NormTypes {
+  const scope: NormType = grouping === 'batch' ? 'batch' : 'group';
+  if (method === 'mean') return { norm_mean_type: scope, norm_std_type: null };
+  if (method === 'mean_std' || method === 'asym_clip') return { norm_mean_type: scope, norm_std_type: scope };
+  return { norm_mean_type: null, norm_std_type: null };
+}
+
+/**
+ * The types in effect (ROLL's RewardNormalizationConfig.__post_init__): a type set explicitly wins, one
+ * left null (or absent, as in configs stored before these keys existed) comes from `method`.
+ */
+export function resolveNormTypes(keys: RewardNormKeys): NormTypes {
+  const fromMethod = normTypesOf(keys.method, keys.grouping);
+  return {
+    norm_mean_type: keys.norm_mean_type ?? fromMethod.norm_mean_type,
+    norm_std_type: keys.norm_std_type ?? fromMethod.norm_std_type,
+  };
+}

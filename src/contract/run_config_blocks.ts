@@ -153,7 +153,7 @@ export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY
 /**
  * reward_normalization; SPEC.md §5.1, ROLL's RewardNormalizationConfig. norm_mean_type / norm_std_type
  * (null: no mean subtracted / no std division) win when set; the deprecated `method` fills those left null
- * (preflight/load.ts, algo/normalize.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
+ * (preflight/load.ts with enums.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
  * but never applies them: accepted and ignored.
  */
 /** A norm type, or null (filled from `method`): the error names null as allowed too. */

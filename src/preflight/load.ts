@@ -6,8 +6,7 @@
  * key, the value, what is allowed and the file or command-line argument that set it.
  */
 import { dirname, resolve } from 'node:path';
-import { nearestKey, type RunConfig, runConfigSchema } from '../contract';
-import { resolveNormTypes } from '../algo/normalize';
+import { nearestKey, resolveNormTypes, type RunConfig, runConfigSchema } from '../contract';
 import { ConfigError } from '../config/errors';
 import { composeFile, type Layer } from '../config/hydra';
 import { resolveInterpolations } from '../config/interpolate';
