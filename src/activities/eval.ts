@@ -4,7 +4,7 @@
  * evaluation read their config there), `writeEvalResult` stores its result.json last. Both are
  * idempotent (same input, same objects); neither touches the run's training rollouts or metrics.
  */
-import { ConfigError } from '../config/errors';
+import { ConfigError } from '../contract';
 import { withValEpisodes } from '../rollout/plan';
 import { evalResultKey, evalSpecKey, runKey } from '../storage/keys';
 import type { ActivityRuntime } from './runtime';

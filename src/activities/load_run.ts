@@ -3,7 +3,7 @@
  * workflow run continued as new carries only the run id and its checkpoint, not the config.
  */
 import { runKey } from '../storage/keys';
-import { ConfigError } from '../config/errors';
+import { ConfigError } from '../contract';
 import type { RunSpec } from '../contract';
 import type { ActivityRuntime } from './runtime';
 

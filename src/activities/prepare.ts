@@ -17,7 +17,7 @@ import { runKey, warmupPrefix } from '../storage/keys';
 import { readCheckpoint, writeInitial, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../contract';
-import { ConfigError } from '../config/errors';
+import { ConfigError } from '../contract';
 import { charTokenizer, type ChatTokenizer } from '../model/tokenizer';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/pretrained';

@@ -5,7 +5,7 @@
  * critic worker's loss_func; RAGEN (StarPO-S).
  */
 import * as tf from '@tensorflow/tfjs';
-import { ConfigError } from '../config/errors';
+import { ConfigError } from '../contract';
 import type { RunConfig } from '../contract';
 import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';

@@ -3,8 +3,7 @@
  * first half of `starpo train`.
  */
 import { basename, extname } from 'node:path';
-import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
-import { ConfigError } from '../config/errors';
+import { ConfigError, InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { loadConfigFile, type LoadedConfig } from '../preflight/load';
 
 /** A run id from the config name and the UTC time, e.g. frozen_lake-20261129-201500. */

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { ConfigError } from '../config/errors';
+import { ConfigError } from '../contract';
 import type { InfraEndpoints } from '../../infra/types';
 import { InfraUnavailableError } from '../../infra/errors';
 import type { RunSpec } from '../contract';

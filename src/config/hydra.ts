@@ -11,7 +11,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from './errors';
+import { ConfigError } from '../contract';
 import { deepMerge, displayPath, isMapping, type Mapping } from './tree';
 
 /** One file's own keys (without `defaults`). */

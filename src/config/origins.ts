@@ -3,7 +3,7 @@
  * that set it: an override (the last one whose path covers the value, or that created the mapping the
  * value is in), else the last file of the defaults list that sets it (or its nearest enclosing key).
  */
-import { ConfigError } from './errors';
+import { ConfigError } from '../contract';
 import type { Layer } from './hydra';
 import { COMMAND_LINE, type Override } from './overrides';
 import { valueAt, type Mapping } from './tree';

@@ -6,7 +6,7 @@
  * an empty value is the empty string, as in Hydra.
  */
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from './errors';
+import { ConfigError } from '../contract';
 import { isMapping, type Mapping } from './tree';
 
 /** The source named by errors that only command-line overrides caused. */

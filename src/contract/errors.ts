@@ -4,7 +4,7 @@
  * failure converter reports it under that type.
  */
 
-/** A config that cannot run (config/errors.ts ConfigError). */
+/** A config that cannot run (ConfigError). */
 export const CONFIG_ERROR = 'ConfigError';
 /** Stored bytes that do not match their reference (storage/errors.ts). */
 export const CORRUPT_OBJECT_ERROR = 'CorruptObjectError';
@@ -15,6 +15,20 @@ export const ENV_FAILURE = 'EnvFailure';
 
 /** Failure types an activity is not retried on: the same input would fail the same way. */
 export const NON_RETRYABLE_ERROR_TYPES: readonly string[] = [CONFIG_ERROR, CORRUPT_OBJECT_ERROR, INVALID_KEY_PART_ERROR];
+
+/**
+ * A config that cannot run (bad config files and CLI arguments; the CLI exits 2). `problems` holds one
+ * line per bad key, each naming the key, the value and what is allowed.
+ */
+export class ConfigError extends Error {
+  override name = CONFIG_ERROR;
+  readonly problems: string[];
+
+  constructor(source: string, problems: string[]) {
+    super(`${source}: invalid config\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.problems = problems;
+  }
+}
 
 /** Thrown for a key part outside the allowed characters or range; the message names the value and what is allowed. */
 export class InvalidKeyPartError extends Error {

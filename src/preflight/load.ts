@@ -6,8 +6,7 @@
  * key, the value, what is allowed and the file or command-line argument that set it.
  */
 import { dirname, resolve } from 'node:path';
-import { nearestKey, resolveNormTypes, type RunConfig, runConfigSchema } from '../contract';
-import { ConfigError } from '../config/errors';
+import { ConfigError, nearestKey, resolveNormTypes, type RunConfig, runConfigSchema } from '../contract';
 import { composeFile, type Layer } from '../config/hydra';
 import { resolveInterpolations } from '../config/interpolate';
 import { describeIssues, show } from '../config/issues';

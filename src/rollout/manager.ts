@@ -4,7 +4,7 @@
  * call, and packs every episode into one token-in/token-out trajectory (ids, response mask, sampling
  * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
  */
-import { ConfigError } from '../config/errors';
+import { ConfigError } from '../contract';
 import type { CustomEnvConfig, RolloutGroup, Trajectory, TurnRecord } from '../contract';
 import { parseAction, type Env } from '../envs/env';
 import { createEnv } from '../envs/registry';

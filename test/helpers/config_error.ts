@@ -1,6 +1,6 @@
 /** The ConfigError a config-loading call throws, for tests that read its problems. */
 import assert from 'node:assert/strict';
-import { ConfigError } from '../../src/config/errors';
+import { ConfigError } from '../../src/contract';
 
 /** Runs `fn` and returns the ConfigError it throws; fails the test when it returns or throws anything else. */
 export function configErrorOf(fn: () => unknown): ConfigError {

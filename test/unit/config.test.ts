@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
 import { loadConfigFile, validateConfig } from '../../src/preflight/load';
-import { ConfigError } from '../../src/config/errors';
+import { ConfigError } from '../../src/contract';
 import { planShards } from '../../src/rollout/plan';
 
 const base = () => parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, any>;

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadConfigFile, acceptedNotes } from '../../src/preflight/load';
-import { ConfigError } from '../../src/config/errors';
+import { ConfigError } from '../../src/contract';
 import { parseFrozenLakeConfig } from '../../src/envs/frozen_lake';
 import { parseBanditConfig } from '../../src/envs/bandit';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { composeFile } from '../../src/config/hydra';
 import { resolveInterpolations } from '../../src/config/interpolate';
 import { applyOverrides, parseOverrides } from '../../src/config/overrides';
-import { ConfigError } from '../../src/config/errors';
+import { ConfigError } from '../../src/contract';
 import { originFinder } from '../../src/config/origins';
 
 /** Writes files (relative path -> text) into a fresh temp dir; returns its path. */

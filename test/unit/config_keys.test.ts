@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
 import { validateConfig } from '../../src/preflight/load';
 import { ignoredKeysIn } from '../../src/config/schema_walk';
-import { ConfigError } from '../../src/config/errors';
+import { ConfigError } from '../../src/contract';
 import { groupKeyOf } from '../../src/algo/update';
 import type { Trajectory } from '../../src/contract';
 

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { validateConfig } from '../../../src/preflight/load';
-import { ConfigError } from '../../../src/config/errors';
+import { ConfigError } from '../../../src/contract';
 import { WATCHDOG_SIGNAL } from '../../../src/activities/watchdog';
 
 /** A child running one "activity" under the watchdog (limit 1 s, polled every 100 ms) that reports progress `beats` times, then spins or returns. */
