@@ -5,13 +5,16 @@
  * run from the object store, so they work on running, finished and failed runs alike; the report's
  * summary adds the run's state from Temporal when its server answers.
  */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Progress, RunStatus } from '../contract';
 import { ObjectStore } from '../storage/object_store';
 import type { InfraEndpoints } from '../../infra/types';
 import { resolveEndpoints } from '../../infra/lifecycle';
-import { errorMessage } from './exit_codes';
+import { BadInputError, errorMessage } from './exit_codes';
 import { loadRunSpec, runIdArgument } from './known_run';
-import { checkOutputFile, writeFileAtomically } from './output_file';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
 export const intAtLeast = (min: number) => (value: string): number => {
@@ -26,13 +29,75 @@ function endpoints(): Promise<InfraEndpoints> {
 }
 
 /**
+ * The absolute path of an output file (`-o FILE`), checked before any work, without writing anything.
+ * @param option the option's name for messages, e.g. `-o`
+ * @throws BadInputError (exit 2) naming the option and value when the path is a folder or a parent
+ *   on the way to it is a file
+ */
+export function checkOutputFile(option: string, path: string): string {
+  const file = resolve(path);
+  if (existsSync(file) && statSync(file).isDirectory()) {
+    throw new BadInputError(`${option} ${path}: is a folder; allowed: a file path (missing parent folders are created)`);
+  }
+  let parent = dirname(file);
+  while (!existsSync(parent)) parent = dirname(parent);
+  if (!statSync(parent).isDirectory()) {
+    throw new BadInputError(`${option} ${path}: ${parent} is a file, not a folder; allowed: a file path (missing parent folders are created)`);
+  }
+  return file;
+}
+
+/**
+ * Writes `data` to `file`, creating its missing parent folders, through a temp file in the same folder
+ * renamed over it (the temp file is removed on failure), so the file is either complete or untouched.
+ */
+export function writeFileAtomically(file: string, data: string | Uint8Array): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = join(dirname(file), `.${basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    writeFileSync(tmp, data);
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** What a running workflow is doing in each phase of its `progress` query. */
+const PHASES: Record<Progress['phase'], string> = {
+  preparing: 'in warm-up (preparing the step-0 policy)',
+  rollout: 'rollouts',
+  update: 'update',
+  validation: 'validation',
+  paused: 'paused (see starpo unpause)',
+  done: 'finishing',
+};
+
+/**
+ * The run's state line of the report summary, from `starpo status`'s RunStatus (operate.ts: the
+ * workflow's Temporal status and its `progress` query), e.g. `RUNNING: in warm-up, step 0 of 6`;
+ * `unknown: <why>` when Temporal could not be asked (status null). Pure.
+ */
+export function runStateText(status: RunStatus | null, why = 'the Temporal server was not asked'): string {
+  if (!status) return `unknown: ${why}`;
+  if (status.status === 'RUNNING') {
+    const p = status.progress;
+    if (!p) return `RUNNING, step ${status.step ?? '?'} done${status.note ? ` (${status.note})` : ''}`;
+    return `RUNNING: ${PHASES[p.phase]}, step ${p.step} of ${p.maxSteps} done${p.stopRequested ? `, stopping (${p.stopRequested})` : ''}`;
+  }
+  if (status.status === 'COMPLETED' && status.result) {
+    return `COMPLETED after ${status.result.steps} steps${status.result.stoppedBy ? `, stopped by ${status.result.stoppedBy}` : ''}`;
+  }
+  return `${status.status}${status.failure ? `: ${status.failure}` : ''}`;
+}
+
+/**
  * The run's state line for the report: its Temporal status and `progress` query (`starpo status`),
  * or `unknown: ...` saying why when the Temporal server does not answer or has no such workflow.
  */
 async function runState(e: InfraEndpoints, runId: string): Promise<string> {
   const { connectClient } = require('./train') as typeof import('./train');
   const { runStatus } = require('./operate') as typeof import('./operate');
-  const { runStateText } = require('../report/state') as typeof import('../report/state');
   let client;
   try {
     client = await connectClient(e);

@@ -1,17 +1,15 @@
 /**
  * `starpo trajectories <runId> --step N [--tag T] [--group G] [--split train|val]`: a step's env groups
  * from the object store, the best and worst turn by turn in the terminal (src/report/text.ts), under
- * a legend of the grid symbols (src/report/legend.ts).
+ * a legend of the grid symbols (src/report/groups.ts).
  * A step, tag or group that the run does not have is bad input (exit 2) naming the value and the
  * available ones.
  */
 import { BadInputError } from './exit_codes';
 import type { ObjectStore } from '../storage/object_store';
-import { groupStep } from '../report/groups';
-import { gridLegends } from '../report/legend';
-import { integerRanges } from '../report/ranges';
+import { gridLegends, groupStep } from '../report/groups';
 import { loadScores, loadTrajectories, rolloutIndex } from '../report/run_data';
-import { formatStep } from '../report/text';
+import { formatStep, integerRanges } from '../report/text';
 import { loadRunSpec } from './known_run';
 
 /** What to show. */

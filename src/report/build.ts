@@ -5,8 +5,7 @@
 import type { RunSpec } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
 import { chartsOf } from './charts';
-import { groupStep } from './groups';
-import { gridLegends } from './legend';
+import { gridLegends, groupStep } from './groups';
 import { reportHtml } from './html';
 import { loadMetrics, loadScores, loadTrajectories, rolloutIndex } from './run_data';
 import { chartSvg } from './svg';
@@ -27,7 +26,7 @@ export function spreadSteps(steps: readonly number[], cap: number): number[] {
 /**
  * The report of the run `spec` (its run.json) as one HTML document.
  * @param opts.trajectorySteps at most this many train steps in the trajectory browser (spreadSteps)
- * @param opts.state the run's state line (state.ts runStateText)
+ * @param opts.state the run's state line (cli/report.ts runStateText)
  * @param opts.warn where notes about unusable objects go
  * @throws CorruptObjectError / ObjectNotFoundError for a damaged shard
  */

@@ -1,10 +1,12 @@
 /**
- * A step's trajectories as env groups (trajGroupId: same tag, same start state) joined with the
- * update's per-trajectory scores, ranked by mean episode score: the shape both the HTML trajectory
- * browser and `starpo trajectories` show. Pure.
+ * What both the HTML trajectory browser and `starpo trajectories` show: a step's trajectories as env
+ * groups (trajGroupId: same tag, same start state) joined with the update's per-trajectory scores,
+ * ranked by mean episode score, and the legend of the grid symbols in their observations. Pure.
  */
 import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
-import type { Trajectory, TurnRecord } from '../contract';
+import type { RunConfig, Trajectory, TurnRecord } from '../contract';
+import { LAKE_SYMBOLS } from '../envs/frozen_lake';
+import { parseSokobanConfig } from '../envs/sokoban';
 
 /** One trajectory with what the update made of it (score null: not recorded). */
 export interface ShownTrajectory {
@@ -77,4 +79,31 @@ export function groupStep(step: number, trajectories: readonly Trajectory[], sco
     if (g.meanScore < worst.meanScore || (g.meanScore === worst.meanScore && g.successRate <= worst.successRate)) worst = g;
   }
   return { step, groups, best: best.id, worst: worst.id, skipReason: scores?.skipReason ?? null };
+}
+
+/**
+ * [symbol, meaning] pairs of a tag's grid, from the env's own symbols (envs/frozen_lake.ts LAKE_SYMBOLS,
+ * a Sokoban tag's grid_lookup/grid_vocab), or null when its env draws no grid (bandit, countdown).
+ */
+function symbolsOf(config: RunConfig, tag: string): ReadonlyArray<readonly [string, string]> | null {
+  const env = config.custom_envs[tag];
+  if (env?.env_type === 'frozen_lake') return LAKE_SYMBOLS;
+  if (env?.env_type === 'sokoban') return parseSokobanConfig(env.env_config).grid_vocab;
+  return null;
+}
+
+/**
+ * The legend of the grid observations of `tags`: one line per distinct legend, e.g.
+ * `FrozenLake: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal`
+ * (tags with the same legend share a line: `A, B: ...`).
+ */
+export function gridLegends(config: RunConfig, tags: readonly string[]): string[] {
+  const byLegend = new Map<string, string[]>();
+  for (const tag of new Set(tags)) {
+    const symbols = symbolsOf(config, tag);
+    if (!symbols) continue;
+    const legend = symbols.map(([s, meaning]) => `${s} ${meaning}`).join(', ');
+    byLegend.set(legend, [...(byLegend.get(legend) ?? []), tag]);
+  }
+  return [...byLegend].map(([legend, shared]) => `${shared.join(', ')}: ${legend}`);
 }

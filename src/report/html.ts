@@ -14,8 +14,7 @@ import type { ShownStep } from './groups';
 import type { RunSpec } from '../contract';
 import type { StepMetrics } from './run_data';
 import { describeCompute } from '../workflows/format';
-import { integerRanges } from './ranges';
-import { fmt } from './text';
+import { fmt, integerRanges } from './text';
 
 /** Everything the page shows. */
 export interface ReportContent {
@@ -29,9 +28,9 @@ export interface ReportContent {
   omittedSteps: number[];
   /** ISO time the report was made. */
   generatedAt: string;
-  /** The run's state when the report was made (state.ts runStateText). */
+  /** The run's state when the report was made (cli/report.ts runStateText). */
   state: string;
-  /** Legend lines of the grid observations (legend.ts gridLegends); empty when no env draws a grid. */
+  /** Legend lines of the grid observations (groups.ts gridLegends); empty when no env draws a grid. */
   legends: string[];
 }
 

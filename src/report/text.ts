@@ -2,7 +2,8 @@
  * Terminal rendering of a step's groups for `starpo trajectories`: a table of every group, then the
  * best and worst group turn by turn (each turn's observation, e.g. the FrozenLake grid, the raw
  * response, the parsed action and the reward; per trajectory the episode score, normalised score and
- * advantage), side by side when the terminal is wide enough, else one after the other. Pure.
+ * advantage), side by side when the terminal is wide enough, else one after the other; and the number
+ * formats the HTML report shares. Pure.
  */
 import type { ShownGroup, ShownStep, ShownTrajectory } from './groups';
 
@@ -12,6 +13,21 @@ const GAP = ' │ ';
 
 /** A number with 3 decimals, or "-" for null. */
 export const fmt = (x: number | null | undefined): string => (x === null || x === undefined ? '-' : x.toFixed(3));
+
+/** Sorted, de-duplicated integers as comma-separated runs ("0-3, 5"); "none" when empty. */
+export function integerRanges(values: Iterable<number>): string {
+  const xs = [...new Set(values)].sort((a, b) => a - b);
+  if (xs.length === 0) return 'none';
+  const parts: string[] = [];
+  let start = xs[0];
+  let prev = xs[0];
+  for (const x of [...xs.slice(1), Number.NaN]) {
+    if (x === prev + 1) { prev = x; continue; }
+    parts.push(start === prev ? String(start) : `${start}-${prev}`);
+    start = prev = x;
+  }
+  return parts.join(', ');
+}
 
 /**
  * Wraps a line to `width` characters, at the last space of a piece when it has one in its second half,

@@ -6,18 +6,17 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chartsOf } from '../../src/report/charts';
-import { chartSvg, yExtent } from '../../src/report/svg';
-import { computeSummary, reportHtml } from '../../src/report/html';
-import { gridLegends } from '../../src/report/legend';
-import { runStateText } from '../../src/report/state';
-import { groupStep } from '../../src/report/groups';
-import { spreadSteps } from '../../src/report/build';
-import { integerRanges } from '../../src/report/ranges';
-import type { StepMetrics } from '../../src/report/run_data';
-import type { Trajectory } from '../../src/contract';
-import type { Progress } from '../../src/contract';
-import { fixtureConfig } from '../helpers/fixture';
+import { chartsOf } from '../../../src/report/charts';
+import { chartSvg, yExtent } from '../../../src/report/svg';
+import { computeSummary, reportHtml } from '../../../src/report/html';
+import { gridLegends, groupStep } from '../../../src/report/groups';
+import { runStateText } from '../../../src/cli/report';
+import { spreadSteps } from '../../../src/report/build';
+import { integerRanges } from '../../../src/report/text';
+import type { StepMetrics } from '../../../src/report/run_data';
+import type { Trajectory } from '../../../src/contract';
+import type { Progress } from '../../../src/contract';
+import { fixtureConfig } from '../../helpers/fixture';
 
 const config = fixtureConfig({ collapse_guard: { enabled: true, patience: 1 } });
 

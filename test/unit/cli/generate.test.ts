@@ -13,17 +13,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { initTestBackend, TEST_BACKEND_NAME } from '../helpers/backend';
-import { CHATML_TEMPLATE } from '../../src/model/chatml';
-import { tinyPreset } from '../../src/model/config';
-import { pretrainedProblems } from '../../src/model/pretrained';
-import { Qwen2 } from '../../src/model/qwen2';
-import { charTokenizer, type ChatTokenizer } from '../../src/model/tokenizer';
-import { modelFromFolder } from '../../src/model/weights_io';
-import { deriveSeed } from '../../src/util/rng';
-import type { GenerateOutput } from '../../src/cli/generate';
-import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
-import { writeTinyExport } from '../helpers/tiny_export';
+import { initTestBackend, TEST_BACKEND_NAME } from '../../helpers/backend';
+import { tinyPreset } from '../../../src/model/config';
+import { pretrainedProblems } from '../../../src/model/hf/folder';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { CHATML_TEMPLATE, charTokenizer, type ChatTokenizer } from '../../../src/model/tokenizer';
+import { modelFromFolder } from '../../../src/model/hf/weights';
+import { deriveSeed } from '../../../src/util/rng';
+import type { GenerateOutput } from '../../../src/cli/generate';
+import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
+import { writeTinyExport } from '../../helpers/tiny_export';
 
 /**
  * What loading a native backend prints before generate's own output: TensorFlow's start-up notices (the

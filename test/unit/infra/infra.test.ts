@@ -1,20 +1,24 @@
+/**
+ * infra/ without starting a server: endpoints from and to environment variables, the server command
+ * lines, port picking, process liveness and stop, the state file and its lock, and binary installs.
+ */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { endpointsFromEnv } from '../../infra/env';
-import { InfraConfigError, InfraUnavailableError } from '../../infra/errors';
-import { ensureBinary } from '../../infra/install';
-import { folderBytes, installProgress, parseDownloadLine } from '../../infra/install_progress';
-import { freePort, isPortFree, pickPort } from '../../infra/ports';
-import { isAlive, stopProcess } from '../../infra/process';
-import { weedArgs } from '../../infra/s3_server';
-import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
-import { readState, withStateLock, writeState } from '../../infra/state';
-import { temporalArgs } from '../../infra/temporal_server';
-import type { BinarySpec } from '../../infra/binaries';
+import { endpointsFromEnv, endpointsToEnv } from '../../../infra/env';
+import { InfraConfigError, InfraUnavailableError } from '../../../infra/errors';
+import { ensureBinary } from '../../../infra/install';
+import { folderBytes, installProgress, parseDownloadLine } from '../../../infra/install_progress';
+import { freePort, isPortFree, pickPort } from '../../../infra/ports';
+import { isAlive, stopProcess } from '../../../infra/process';
+import { weedArgs } from '../../../infra/s3_server';
+import { SEARCH_ATTRIBUTES } from '../../../infra/search_attributes';
+import { readState, withStateLock, writeState } from '../../../infra/state';
+import { temporalArgs } from '../../../infra/temporal_server';
+import type { BinarySpec } from '../../../infra/binaries';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-unit-'));
 
@@ -31,6 +35,17 @@ test('endpointsFromEnv: null when unset, parsed when set, defaults applied', () 
   assert.equal(f?.s3.useSSL, false);
   assert.equal(f?.s3.bucket, 'bk');
   assert.equal(f?.temporalNamespace, 'ns');
+});
+
+test('endpointsToEnv: the variables a worker reads give back the same endpoints', () => {
+  const e = {
+    temporalAddress: '127.0.0.1:7233', temporalNamespace: 'ns', temporalUiUrl: 'http://127.0.0.1:8233',
+    s3: { endPoint: '127.0.0.1', port: 9000, useSSL: false, accessKey: 'a', secretKey: 'b', bucket: 'bk', region: 'eu-1' },
+    managed: true,
+  };
+  const env = endpointsToEnv(e);
+  assert.equal(env.S3_ENDPOINT, 'http://127.0.0.1:9000');
+  assert.deepEqual(endpointsFromEnv(env), { ...e, managed: false });
 });
 
 test('endpointsFromEnv: half-configured or malformed env names the variable', () => {

@@ -10,11 +10,11 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { checkOutputFile, writeFileAtomically } from '../../src/cli/output_file';
-import { EXIT, exitCodeOf } from '../../src/cli/exit_codes';
-import { parseTarget } from '../../src/cli/eval_target';
-import { rolloutActivityText } from '../../src/cli/eval';
-import { validateRunId } from '../../src/contract';
+import { checkOutputFile, writeFileAtomically } from '../../../src/cli/report';
+import { EXIT, exitCodeOf } from '../../../src/cli/exit_codes';
+import { parseTarget } from '../../../src/cli/eval_target';
+import { rolloutActivityText } from '../../../src/cli/eval';
+import { validateRunId } from '../../../src/contract';
 
 test('report -o: a folder or a path under a file is bad input naming the option; missing folders are created, no temp file stays', () => {
   const dir = mkdtempSync(join(tmpdir(), 'starpo-out-'));

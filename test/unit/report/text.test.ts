@@ -6,17 +6,17 @@
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { customEnvSchema } from '../../src/contract';
-import { runGroups } from '../../src/rollout/manager';
-import { solverPolicy } from '../../src/rollout/demonstrations';
-import { rolloutGroup } from '../../src/rollout/plan';
-import type { Policy } from '../../src/rollout/policy';
-import type { Trajectory } from '../../src/contract';
-import { trajectoryScores } from '../../src/algo/update';
-import { groupStep } from '../../src/report/groups';
-import { formatStep } from '../../src/report/text';
-import { deriveSeed } from '../../src/util/rng';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { customEnvSchema } from '../../../src/contract';
+import { runGroups } from '../../../src/rollout/manager';
+import { solverPolicy } from '../../../src/rollout/demonstrations';
+import { rolloutGroup } from '../../../src/rollout/plan';
+import type { Policy } from '../../../src/rollout/policy';
+import type { Trajectory } from '../../../src/contract';
+import { trajectoryScores } from '../../../src/algo/update';
+import { groupStep } from '../../../src/report/groups';
+import { formatStep } from '../../../src/report/text';
+import { deriveSeed } from '../../../src/util/rng';
 
 const tokenizer = charTokenizer();
 const customEnvs = {

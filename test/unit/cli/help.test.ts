@@ -11,7 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../infra/ports';
+import { freePort } from '../../../infra/ports';
 
 /** `starpo <args>`: exit code, stdout, stderr. */
 function starpo(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {

@@ -8,8 +8,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { formatBackendCheck, type CheckResult } from '../../src/cli/backend_check';
-import { NATIVE_VARIANTS, inspectNativeBuild, installCommand, nativeBuildDir } from '../../src/model/native_build';
+import { formatBackendCheck, type CheckResult } from '../../../src/cli/backend_check';
+import { NATIVE_VARIANTS, inspectNativeBuild, installCommand, nativeBuildDir } from '../../../src/model/native_build';
 
 const SMALL = ['--layers', '1', '--vocab', '500', '--batch', '2', '--micro-batch', '1', '--length', '12', '--rows', '2', '--prompt', '6', '--new-tokens', '3', '--rounds', '2'];
 

@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnWorkers } from '../../src/cli/spawn_workers';
-import type { BackendName } from '../../src/model/backend_choice';
-import type { InfraEndpoints } from '../../infra/types';
+import { spawnWorkers } from '../../../src/cli/spawn_workers';
+import type { BackendName } from '../../../src/model/backend_choice';
+import type { InfraEndpoints } from '../../../infra/types';
 
 // Unreachable loopback ports: a worker that got as far as connecting would wait, not exit.
 const endpoints: InfraEndpoints = {
