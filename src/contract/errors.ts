@@ -3,6 +3,7 @@
  * workflow reads from a failed activity. An error class sets `name` to one of these, so the worker's
  * failure converter reports it under that type.
  */
+import type { ObjectRef } from './store';
 
 /** A config that cannot run (ConfigError). */
 export const CONFIG_ERROR = 'ConfigError';
@@ -10,6 +11,8 @@ export const CONFIG_ERROR = 'ConfigError';
 export const CORRUPT_OBJECT_ERROR = 'CorruptObjectError';
 /** A key part (run id, step, split, shard, name) outside what the store allows (InvalidKeyPartError). */
 export const INVALID_KEY_PART_ERROR = 'InvalidKeyPartError';
+/** An input in the store is corrupt or missing: the run replays from the CheckpointFallback in details[0]. */
+export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
 /** Every env group of a step failed, replacements included: a broken env, not something a retry fixes. */
 export const ENV_FAILURE = 'EnvFailure';
 
@@ -33,4 +36,21 @@ export class ConfigError extends Error {
 /** Thrown for a key part outside the allowed characters or range; the message names the value and what is allowed. */
 export class InvalidKeyPartError extends Error {
   override name = INVALID_KEY_PART_ERROR;
+}
+
+/**
+ * details[0] of the non-retryable CheckpointCorruptError an activity throws when an input it reads from
+ * the store (its policy checkpoint, a trajectory shard) is corrupt or missing: where the run replays
+ * from, and what was wrong. Steps are deterministic, so the replay rewrites the damaged objects with
+ * identical bytes and ends with the same weights.
+ */
+export interface CheckpointFallback {
+  /** Pipeline step of the newest complete, verified checkpoint to continue from. */
+  step: number;
+  /** Its manifest. */
+  checkpoint: ObjectRef;
+  /** Key of the unusable object. */
+  object: string;
+  /** Why it is unusable (e.g. `object ... is corrupt (sha256 mismatch): ...`). */
+  reason: string;
 }

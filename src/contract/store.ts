@@ -1,8 +1,7 @@
 /**
  * What the object store holds, as it crosses processes: object references (readers verify length and
- * sha256), a checkpoint's manifest written last (a checkpoint exists once it exists), the latest.json /
- * initial.json pointers, and what an activity hands the workflow when an input it reads is corrupt
- * or missing (the run then replays from an older checkpoint).
+ * sha256), a checkpoint's manifest written last (a checkpoint exists once it exists) and the
+ * latest.json / initial.json pointers.
  */
 import { z } from 'zod';
 
@@ -40,23 +39,3 @@ export type CheckpointManifest = z.infer<typeof checkpointManifestSchema>;
 export const latestPointerSchema = z.object({ runId: z.string(), step: z.number().int().nonnegative(), manifest: objectRefSchema });
 /** Contents of runs/<run>/latest.json (or initial.json). */
 export type LatestPointer = z.infer<typeof latestPointerSchema>;
-
-/**
- * Failure type of the non-retryable ApplicationFailure an activity throws when an input it reads from
- * the store (its policy checkpoint, a trajectory shard) is corrupt or missing. The workflow replays the
- * run from `details[0]` (a CheckpointFallback); steps are deterministic, so the replay rewrites the
- * damaged objects with identical bytes and ends with the same weights.
- */
-export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
-
-/** details[0] of a CheckpointCorruptError: where to replay the run from, and what was wrong. */
-export interface CheckpointFallback {
-  /** Pipeline step of the newest complete, verified checkpoint to continue from. */
-  step: number;
-  /** Its manifest. */
-  checkpoint: ObjectRef;
-  /** Key of the unusable object. */
-  object: string;
-  /** Why it is unusable (e.g. `object ... is corrupt (sha256 mismatch): ...`). */
-  reason: string;
-}

@@ -3,7 +3,7 @@
  * deterministic, so the workflow calls it directly.
  */
 import type { EnvManagerConfig, GeneratingArgs, RolloutGroup, RunConfig } from '../contract';
-import { ConfigError } from '../contract';
+import { ConfigError } from '../contract/errors';
 import { deriveSeed } from '../util/rng';
 
 /** Envs per group: group_size + group_size_redundancy (ROLL EnvManagerConfig.final_group_size). */

@@ -4,7 +4,7 @@
  * the run can replay from. Deterministic; workflow code.
  */
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
-import { CHECKPOINT_CORRUPT_ERROR, type CheckpointFallback } from '../contract/store';
+import { CHECKPOINT_CORRUPT_ERROR, type CheckpointFallback } from '../contract/errors';
 
 /** How often the same object may send the run back before the run fails instead of looping. */
 export const MAX_REPLAYS_PER_OBJECT = 3;

@@ -78,10 +78,32 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     return { valMetrics, outs, updated, rolloutWait };
   };
 
-  const firstStep = progress.step;
-  let { collapseStreak } = carried;
   /** Replays caused by each unusable object (a bound, so a damage that replays cannot loop forever). */
   const replays = new Map<string, number>();
+  /** A corrupt or missing input: back to the newest complete checkpoint, to replay deterministically; else rethrows. */
+  const fallBack = (err: unknown, step: number): void => {
+    const fallback = fallbackOf(err);
+    const seen = fallback ? (replays.get(fallback.object) ?? 0) + 1 : 0;
+    if (!fallback || seen > MAX_REPLAYS_PER_OBJECT) throw err;
+    replays.set(fallback.object, seen);
+    log.warn(`step ${step}: ${fallback.reason}; replaying the run from step ${fallback.step} (${fallback.checkpoint.key})`);
+    Object.assign(progress, { step: fallback.step, latestCheckpoint: fallback.checkpoint });
+    policy = fallback.checkpoint;
+    rollouts.reset(fallback.step, policy);
+  };
+  let { collapseStreak } = carried;
+  /** collapse_guard (SPEC.md §7): marks the step's metrics and alerts or stops when the guard fires. */
+  const guardCollapse = (step: number, metrics: Record<string, number>): void => {
+    const verdict = checkCollapse(config.collapse_guard, metrics, collapseStreak);
+    collapseStreak = verdict.streak;
+    if (!verdict.fired) return;
+    metrics['collapse/fired'] = 1;
+    log.warn(`step ${step}: ${verdict.fired}`);
+    upsertMemo({ collapseAlert: `step ${step}: ${verdict.fired}` });
+    if (config.collapse_guard.action === 'stop') control.stop(verdict.fired);
+  };
+
+  const firstStep = progress.step;
   while (progress.step < config.max_steps) {
     await control.waitWhilePaused();
     if (control.stopReason !== null) break;
@@ -92,15 +114,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     try {
       played = await playStep(step);
     } catch (err) {
-      // A corrupt or missing object: replay deterministically from the newest complete checkpoint.
-      const fallback = fallbackOf(err);
-      const seen = fallback ? (replays.get(fallback.object) ?? 0) + 1 : 0;
-      if (!fallback || seen > MAX_REPLAYS_PER_OBJECT) throw err;
-      replays.set(fallback.object, seen);
-      log.warn(`step ${step}: ${fallback.reason}; replaying the run from step ${fallback.step} (${fallback.checkpoint.key})`);
-      Object.assign(progress, { step: fallback.step, latestCheckpoint: fallback.checkpoint });
-      policy = fallback.checkpoint;
-      rollouts.reset(fallback.step, policy);
+      fallBack(err, step);
       control.inStep = false;
       continue;
     }
@@ -112,14 +126,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     const metrics = stepMetrics(played, warmupMetrics, seconds, rollouts.ratio > 0);
     warmupMetrics = {};
     if (metrics['env/failed_episodes'] > 0) log.warn(`step ${step}: ${metrics['env/failed_episodes']} env episodes failed (see the rollout worker log)`);
-    const verdict = checkCollapse(config.collapse_guard, metrics, collapseStreak);
-    collapseStreak = verdict.streak;
-    if (verdict.fired) {
-      metrics['collapse/fired'] = 1;
-      log.warn(`step ${step}: ${verdict.fired}`);
-      upsertMemo({ collapseAlert: `step ${step}: ${verdict.fired}` });
-      if (config.collapse_guard.action === 'stop') control.stop(verdict.fired);
-    }
+    guardCollapse(step, metrics);
     const compute = stepCompute(outs, updated);
     await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics, compute }]);
     recordStep(progress, step, { metrics, checkpoint: policy, seconds, compute });
