@@ -1,22 +1,9 @@
 /**
- * async_generation_ratio 1 vs 0 on the same config (issue 7, Must show): runs the config twice through
- * Temporal exactly as `starpo train` does (local servers, a control worker, one rollout worker per core
- * and an update worker as processes), once synchronous (r = 0) and once with rollouts one step ahead
- * (r = 1), then prints steps per minute for each, their ratio, and both learning curves side by side
- * (train success, validation success, staleness per step), read from the runs' stored metrics.
+ * async_generation_ratio 1 vs 0 on the same config: runs it twice through Temporal exactly as `starpo train`
+ * does, synchronous (r = 0) and with rollouts one step ahead (r = 1), then prints steps per minute for each,
+ * their ratio, and both learning curves side by side (train and validation success, staleness per step).
  *
- *   npx tsx bench/async_rollouts.ts [config.yaml] [key=value ...]
- *   (default: configs/frozen_lake.yaml max_steps=10 eval_steps=5)
- *
- * Both runs have the same settings, so the second reuses the warm-up the first stored (or an earlier run
- * stored) under warmup/<hash>/; steps per minute count only the training loop (the sum of `time/step`,
- * which includes the validations that are due), never the warm-up. "steps without validation" counts
- * only the steps that ran no validation. The load average is printed: other processes on the machine
- * slow both runs.
- *
- * The runs use their own Temporal namespace (`starpo-bench`, registered on the local dev server with the
- * search attributes when missing), so workers of other runs on the same server, which poll the same task
- * queues in `default`, cannot take their activities; the object store (and its warm-up cache) is shared.
+ *   npx tsx bench/async_rollouts.ts [config.yaml] [key=value ...]   (default: configs/frozen_lake.yaml max_steps=10 eval_steps=5)
  */
 import { cpus, loadavg } from 'node:os';
 import { runInputFromFile } from '../src/cli/run_input';
@@ -47,6 +34,17 @@ function summarise(runId: string, m: Array<Record<string, number>>, steps: numbe
   };
 }
 
+/**
+ * Local servers, a control worker, one rollout worker per core and an update worker as processes; the curves
+ * are read from the runs' stored metrics. Both runs have the same settings, so the second reuses the warm-up
+ * the first stored (or an earlier run stored) under warmup/<hash>/; steps per minute count only the training
+ * loop (the sum of `time/step`, which includes the validations that are due), never the warm-up. "steps
+ * without validation" counts only the steps that ran no validation. The load average is printed: other
+ * processes on the machine slow both runs.
+ * The runs use their own Temporal namespace (`starpo-bench`, registered on the local dev server with the
+ * search attributes when missing), so workers of other runs on the same server, which poll the same task
+ * queues in `default`, cannot take their activities; the object store (and its warm-up cache) is shared.
+ */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const config = args[0] && !args[0].includes('=') ? args.shift()! : 'configs/frozen_lake.yaml';

@@ -6,26 +6,6 @@
  *   node --import tsx bench/backend_throughput.ts [--slice-batch 4] [--slice-length 128] [--slice-micro-batch 4]
  *     [--slice-rows 8] [--slice-prompt 128] [--slice-new-tokens 16] [--rounds 2]
  *     [--backends wasm,tensorflow] [--models quickstart,slice] [--jobs update,generation]
- *
- * Every cell (model x job x backend) runs in a child process of its own: tfjs keeps one engine per process,
- * a process's peak RSS only grows (and wasm's memory never shrinks), and a wasm backend that ran out of memory
- * is unusable afterwards. Cells of one model and job run one after the other, so both backends see the same load.
- * The work goes through the workers' code (src/algo/throughput.ts, as `starpo backend check`):
- * - quickstart: the tiny preset that configs/frozen_lake_solver.yaml trains (`npm start`), random init. Update:
- *   one batch of rollout_batch_size of the warm-up's solver episodes (what the policy plays after its warm
- *   start) in groups of group_size, through ppoUpdate with the config's micro-batches. Generation: the first
- *   turn of max_env_num_per_worker episodes (one rollout activity's batch), max_new_tokens each.
- * - slice: Qwen2.5-0.5B's shape with 2 layers (vocabulary 151,936, tied embeddings), random init. Update: the
- *   --slice-batch x --slice-length random-token trajectories in micro-batches of --slice-micro-batch, with the
- *   quickstart config's update settings. Generation: --slice-rows rows of --slice-prompt random tokens.
- * Generation uses the config's train sampling settings and no stop ids (every row decodes all its tokens).
- * Each job runs --rounds times: "first" includes one-off costs, "warm" is the best of the later rounds and gives
- * the rates. Model FLOPs (bench/flops.ts): the real tokens only, causal attention as the lower triangle;
- * an update = 3 x forward x ppo_epochs; generation = prefill (last position's logits) + the cached decode steps.
- * GEMM: an [m, k] x [k, n] float32 matmul (tf.matMul, warm operands) at every linear layer's shape in the job
- * (m = the tokens of a micro-batch in the update; in generation, the prefill's padded tokens and the decode steps'
- * rows), combined by FLOP share (total FLOPs / the sum of each shape's time); the table names the shape with the
- * largest share. Attention's score and value products are in the model FLOPs but not in this GEMM reference.
  */
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -255,6 +235,27 @@ function positive(name: string, value: string): number {
   return n;
 }
 
+/**
+ * Every cell (model x job x backend) runs in a child process of its own: tfjs keeps one engine per process,
+ * a process's peak RSS only grows (and wasm's memory never shrinks), and a wasm backend that ran out of memory
+ * is unusable afterwards. Cells of one model and job run one after the other, so both backends see the same load.
+ * The work goes through the workers' code (src/algo/throughput.ts, as `starpo backend check`):
+ * - quickstart: the tiny preset that configs/frozen_lake_solver.yaml trains (`npm start`), random init. Update:
+ *   one batch of rollout_batch_size of the warm-up's solver episodes (what the policy plays after its warm
+ *   start) in groups of group_size, through ppoUpdate with the config's micro-batches. Generation: the first
+ *   turn of max_env_num_per_worker episodes (one rollout activity's batch), max_new_tokens each.
+ * - slice: Qwen2.5-0.5B's shape with 2 layers (vocabulary 151,936, tied embeddings), random init. Update: the
+ *   --slice-batch x --slice-length random-token trajectories in micro-batches of --slice-micro-batch, with the
+ *   quickstart config's update settings. Generation: --slice-rows rows of --slice-prompt random tokens.
+ * Generation uses the config's train sampling settings and no stop ids (every row decodes all its tokens).
+ * Each job runs --rounds times: "first" includes one-off costs, "warm" is the best of the later rounds and gives
+ * the rates. Model FLOPs (bench/flops.ts): the real tokens only, causal attention as the lower triangle;
+ * an update = 3 x forward x ppo_epochs; generation = prefill (last position's logits) + the cached decode steps.
+ * GEMM: an [m, k] x [k, n] float32 matmul (tf.matMul, warm operands) at every linear layer's shape in the job
+ * (m = the tokens of a micro-batch in the update; in generation, the prefill's padded tokens and the decode steps'
+ * rows), combined by FLOP share (total FLOPs / the sum of each shape's time); the table names the shape with the
+ * largest share. Attention's score and value products are in the model FLOPs but not in this GEMM reference.
+ */
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {

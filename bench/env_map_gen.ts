@@ -1,8 +1,7 @@
 /**
- * Bench (issue 4, "Must show"): FrozenLake maps of seeds 0..N-1 as the env plays them (reset(seed):
- * generateMap, regenerated until solvable, SPEC.md §8) are all solved by the BFS solver (env.solve),
- * and the solver's path replayed reaches the goal. Prints ms per map (reset) and per solve (BFS), and
- * the failures (expected 0). Figures, never assertions.
+ * Bench: FrozenLake maps of seeds 0..N-1 as the env plays them (reset(seed): generateMap, regenerated until
+ * solvable, docs/envs.md) are all solved by the BFS solver (env.solve), and the solver's path replayed reaches
+ * the goal. Prints ms per map (reset) and per solve (BFS), and the failures (expected 0); never asserts.
  * Run: npx tsx bench/env_map_gen.ts [count4=10000] [count8=1000]
  */
 import { FrozenLakeEnv } from '../src/envs/frozen_lake';

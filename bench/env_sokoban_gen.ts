@@ -1,5 +1,5 @@
 /**
- * Bench: Sokoban room generation (SPEC.md §8, gym-sokoban reverse play) and BFS solving, per room.
+ * Bench: Sokoban room generation (docs/envs.md, gym-sokoban reverse play) and BFS solving, per room.
  * SimpleSokoban (6x6, 1 box, search_depth 300) from seeds 0..count-1, then LargerSokoban (10x10,
  * 2 boxes, search_depth 10). Every room must be solvable by the BFS solver; failures are counted.
  * Run: npx tsx bench/env_sokoban_gen.ts [count=1000] [largerCount=100]

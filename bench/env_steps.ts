@@ -1,11 +1,6 @@
 /**
- * Bench: env steps per second of the pure env code (no model), for every registered env type
- * (issue 4, "Must show"). Each env runs with its default env_config for about `seconds` seconds:
- * reset(seed) with seeds 0, 1, 2, ... whenever an episode terminates, and step with a random valid
- * answer "<answer>{action}</answer><|im_end|>" drawn from env.actionNames (seeded, never Math.random).
- * Envs without fixed action names (countdown, whose answer is an expression) answer with their
- * solver's first action (env.solve()). Resets are inside the timed loop (one-turn envs reset every
- * step). Envs that need an env_config (the chaos wrapper) are skipped with a note.
+ * Bench: env steps per second of the pure env code (no model), for every registered env type, each with its
+ * default env_config for about `seconds` seconds.
  * Run: npx tsx bench/env_steps.ts [seconds=2]
  */
 import { ENV_TYPES, createEnv } from '../src/envs/registry';
@@ -42,6 +37,13 @@ function benchEnv(envType: string, seconds: number): void {
     `(${steps} steps, ${resets} resets, ${(steps / resets).toFixed(1)} steps/episode, ${secs.toFixed(2)} s)`);
 }
 
+/**
+ * reset(seed) with seeds 0, 1, 2, ... whenever an episode terminates, and step with a random valid answer
+ * "<answer>{action}</answer><|im_end|>" drawn from env.actionNames (seeded, never Math.random). Envs without
+ * fixed action names (countdown, whose answer is an expression) answer with their solver's first action
+ * (env.solve()). Resets are inside the timed loop (one-turn envs reset every step). Envs that need an
+ * env_config are skipped with a note.
+ */
 function main(): void {
   const seconds = Number(process.argv[2] ?? 2);
   console.log(`env steps per second, default env_config, random valid answers (free-text envs: the solver's), ~${seconds} s per env type`);

@@ -1,15 +1,9 @@
 /**
- * Fault injection (issue 5, Must show): a short FrozenLake run (test/helpers/faults.ts shortRunInput:
- * the test fixture with `--steps` updates, no validation) first undisturbed, then `--trials` times with the same config and
- * seed while the rollout worker, the update worker, the control worker, the Temporal dev server and the
- * S3 server are each SIGKILLed once at a seeded random moment and started again (servers on the same
- * ports with the same state). Each trial's final checkpoint (model.safetensors and optimizer sha256,
- * trainer state without timings) is compared with the undisturbed run's. Prints every kill, then
- * trials, kills survived and equality.
+ * Fault injection: a short FrozenLake run, first undisturbed, then `--trials` times while each worker role and
+ * each server is SIGKILLed once at a seeded random moment and started again; each trial's final checkpoint is
+ * compared with the undisturbed run's. Prints every kill, then trials, kills survived and equality.
  *
  *   node --import tsx bench/fault_injection.ts [--trials 3] [--steps 4] [--seed 1]
- *
- * Starts its own servers on free ports (temp state folder) and worker processes, and stops them at the end.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +18,13 @@ import { metricsKey } from '../src/storage/keys';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
 import type { StarpoRunResult } from '../src/contract';
 
+/**
+ * The run is test/helpers/faults.ts shortRunInput: the test fixture with `--steps` updates, no validation,
+ * the same config and seed in every trial. Killed: the rollout worker, the update worker, the control worker,
+ * the Temporal dev server and the S3 server (servers restart on the same ports with the same state). Compared:
+ * model.safetensors and optimizer sha256, and the trainer state without timings. Starts its own servers on
+ * free ports (temp state folder) and worker processes, and stops them at the end.
+ */
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { trials: { type: 'string', default: '3' }, steps: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } } });
   const [trials, steps, seed] = [Number(values.trials), Number(values.steps), Number(values.seed)];

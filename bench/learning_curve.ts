@@ -1,17 +1,9 @@
 /**
- * Held-out success against wall-clock training time for one config (issue 7, Must show): trains it through
- * Temporal exactly as `starpo train` does (local servers, a control worker, one rollout worker per core and
- * an update worker; namespace starpo-bench, see lib/bench_run.ts), then prints per step the minutes of
- * training so far (the warm-up's `warmup/seconds` plus the sum of `time/step`, validations included), train
- * success and the held-out validation success, and a summary: held-out success after the warm start (the
- * step-0 validation), at the last validation within the budget, and the gain of RL over the warm start.
- * When the budget's wall time has passed since the run started, the bench sends the run `starpo stop`
- * (the workflow's `stop` update): the step in flight finishes and the final validation runs.
+ * Held-out success against wall-clock training time for one config, trained through Temporal exactly as
+ * `starpo train` does; prints per step the minutes so far, train and held-out success, and the gain of RL
+ * over the warm start.
  *
  *   npx tsx bench/learning_curve.ts <config.yaml> [--budget-minutes 30] [key=value ...]
- *
- * A warm-up stored by an earlier run with the same settings (warmup/<hash>/) is reused and its time is
- * not counted; the summary says so. The load average is printed: other processes slow the run.
  */
 import { cpus, loadavg } from 'node:os';
 import { runInputFromFile } from '../src/cli/run_input';
@@ -21,6 +13,16 @@ import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey } from '../src/storage/keys';
 import { stepMetrics, useBenchNamespace } from './lib/bench_run';
 
+/**
+ * Local servers, a control worker, one rollout worker per core and an update worker (namespace starpo-bench,
+ * see lib/bench_run.ts). Minutes of training = the warm-up's `warmup/seconds` plus the sum of `time/step`,
+ * validations included. The summary: held-out success after the warm start (the step-0 validation), at the
+ * last validation within the budget, and the gain of RL over the warm start. When the budget's wall time has
+ * passed since the run started, the bench sends the run `starpo stop` (the workflow's `stop` update): the step
+ * in flight finishes and the final validation runs. A warm-up stored by an earlier run with the same settings
+ * (warmup/<hash>/) is reused and its time is not counted; the summary says so. The load average is printed:
+ * other processes slow the run.
+ */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const budgetAt = args.indexOf('--budget-minutes');

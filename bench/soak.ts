@@ -1,15 +1,8 @@
 /**
- * Soak (issue 7, "Must show"): N consecutive StarPO steps in one process - rollout of the step's groups with
- * the current policy, then the update - checking that nothing hangs, nothing turns NaN and the live tensor
- * count does not grow.
+ * Soak: N consecutive StarPO steps in one process (rollout of the step's groups with the current policy, then
+ * the update), checking that nothing hangs, nothing turns NaN and the live tensor count does not grow.
  *
  *   node --import tsx bench/soak.ts [config.yaml] [steps] [overrides...]   (default test/fixtures/tiny_frozen_lake.yaml, 1000)
- *
- * The steps run in-process after the config's warm-up (no servers: the rollout and update code of the
- * activities without Temporal and the store) under the activity watchdog (activities/watchdog.ts, watchdog_seconds of the config), which ends the
- * process if a step stops making progress. Every step: actor/pg_loss, actor/grad_norm finite and no
- * actor/skipped_nonfinite; every 50 steps: every weight finite, and tf.memory().numTensors printed with its
- * change since step 1 (step 0 creates the optimizer state and the kept weight transposes). Exits 1 on a failure.
  */
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../src/model/backend';
@@ -29,6 +22,14 @@ import { reportProgress, startWatchdog } from '../src/activities/watchdog';
 
 const EVERY = 50;
 
+/**
+ * The steps run after the config's warm-up with no servers (the rollout and update code of the activities,
+ * without Temporal and the store), under the activity watchdog (activities/watchdog.ts, watchdog_seconds of
+ * the config), which ends the process if a step stops making progress. Every step: actor/pg_loss,
+ * actor/grad_norm finite and no actor/skipped_nonfinite; every 50 steps: every weight finite, and
+ * tf.memory().numTensors printed with its change since step 1 (step 0 creates the optimizer state and the kept
+ * weight transposes). Exits 1 on a failure.
+ */
 async function main(): Promise<void> {
   await initBackend();
   const [file = 'test/fixtures/tiny_frozen_lake.yaml', stepsArg = '1000', ...overrides] = process.argv.slice(2);

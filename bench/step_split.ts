@@ -1,20 +1,8 @@
 /**
- * Seconds per step of the quickstart through Temporal + S3, split into rollout / update / orchestration
- * (issue 7 item 3, "Must show"). Runs `starpo train` (src/cli/train.ts: the local servers from `starpo infra up`
- * or the environment, a control, 2 rollout and an update worker process; the warm-up is reused from the store
- * when it is there), then reads each step's metrics and the run's Temporal history.
+ * Seconds per step of the quickstart through Temporal + S3, split into rollout / update / orchestration.
+ * Runs `starpo train` (src/cli/train.ts), then reads each step's metrics and the run's Temporal history.
  *
  *   node --import tsx bench/step_split.ts [config.yaml] [steps]      (default configs/frozen_lake.yaml, 6)
- *
- * Validation is off (eval_steps=0): it is not part of a training step's cost. Per step:
- *  - rollout = time/rollout: the slowest rollout shard activity, measured inside it (policy load, generation,
- *    envs, shard writes);
- *  - update = time/update: the update activity from its start to the end of the StarPO update (trajectory
- *    reads, policy from the worker's cache or the store, the update itself);
- *  - orchestration = time/step - rollout - update: what Temporal and the store add: task dispatch to the
- *    workers, the checkpoint save and latest.json after the update, the workflow's own turns. The history
- *    splits it into dispatch (activity scheduled -> started) and the rest of the activities' time outside
- *    their measured part (for the update: saving its checkpoint).
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { Payload } from '@temporalio/common';
@@ -56,6 +44,19 @@ async function activityTimings(runId: string, e: Awaited<ReturnType<typeof resol
   }
 }
 
+/**
+ * `starpo train` uses the local servers from `starpo infra up` or the environment, a control, 2 rollout and
+ * an update worker process; the warm-up is reused from the store when it is there. Validation is off
+ * (eval_steps=0): it is not part of a training step's cost. Per step:
+ *  - rollout = time/rollout: the slowest rollout shard activity, measured inside it (policy load, generation,
+ *    envs, shard writes);
+ *  - update = time/update: the update activity from its start to the end of the StarPO update (trajectory
+ *    reads, policy from the worker's cache or the store, the update itself);
+ *  - orchestration = time/step - rollout - update: what Temporal and the store add: task dispatch to the
+ *    workers, the checkpoint save and latest.json after the update, the workflow's own turns. The history
+ *    splits it into dispatch (activity scheduled -> started) and the rest of the activities' time outside
+ *    their measured part (for the update: saving its checkpoint).
+ */
 async function main(): Promise<void> {
   const [file = 'configs/frozen_lake.yaml', stepsArg = '6'] = process.argv.slice(2);
   const steps = Number(stepsArg);

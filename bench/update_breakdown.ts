@@ -1,20 +1,9 @@
 /**
- * Compute efficiency of the tiny model on this machine (issue 7 item 3, "Must show"): one StarPO update of a
- * 128-trajectory FrozenLake batch split into prepass / forward / backward / optimizer, and KV-cache generation
- * of 64 rows, each with its model FLOP/s next to this process's 256^3 matmul FLOP/s, and the padding of the
- * length-bucketed micro-batches.
+ * Compute efficiency of the tiny model on this machine: one StarPO update of a 128-trajectory FrozenLake batch
+ * split into prepass / forward / backward / optimizer, and KV-cache generation of 64 rows, each with its model
+ * FLOP/s next to this process's 256^3 matmul FLOP/s, and the padding of the length-bucketed micro-batches.
  *
  *   node --import tsx bench/update_breakdown.ts [config.yaml] [overrides...]
- *
- * The batch is 128 format-demonstration episodes (random valid actions, as the warm-up plays them), in 16
- * groups of 8 with their real episode scores; the policy is a random init (its speed does not depend on its
- * weights). The config (default configs/frozen_lake.yaml, one optimizer step per update) picks the algorithm.
- * Model FLOPs (flops.ts modelFlops) count the real tokens only and causal attention as the lower triangle. The
- * table divides by wall time; the last line by this process's CPU time (tfjs wasm runs on one thread), which
- * stays comparable while other processes load the machine.
- * Generation: 64 contexts cut from the episodes at the start of their third answer (or their last), as a rollout
- * generates one turn of its active episodes (left-padded into one prefill), 24 new tokens each, no stop ids
- * (every row decodes all 24).
  */
 import { initBackend } from '../src/model/backend';
 import { charTokenizer } from '../src/model/tokenizer';
@@ -41,6 +30,17 @@ const GEN_TOKENS = 24;
 /** The turn whose prompt the generation bench continues (rollouts generate one turn of all active episodes at once). */
 const GEN_TURN = 2;
 
+/**
+ * The batch is 128 format-demonstration episodes (random valid actions, as the warm-up plays them), in 16
+ * groups of 8 with their real episode scores; the policy is a random init (its speed does not depend on its
+ * weights). The config (default configs/frozen_lake.yaml, one optimizer step per update) picks the algorithm.
+ * Model FLOPs (flops.ts modelFlops) count the real tokens only and causal attention as the lower triangle. The
+ * table divides by wall time; the last line by this process's CPU time (tfjs wasm runs on one thread), which
+ * stays comparable while other processes load the machine.
+ * Generation: 64 contexts cut from the episodes at the start of their third answer (or their last), as a rollout
+ * generates one turn of its active episodes (left-padded into one prefill), 24 new tokens each, no stop ids
+ * (every row decodes all 24).
+ */
 async function main(): Promise<void> {
   const backend = await initBackend();
   const [file = 'configs/frozen_lake.yaml', ...overrides] = process.argv.slice(2);

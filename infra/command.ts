@@ -1,6 +1,6 @@
 /**
  * Running an install command (pip, go) to completion and keeping the tail of its output for
- * error messages (DESIGN.md, "Infra on a developer or CI machine").
+ * error messages.
  */
 import { spawn } from 'node:child_process';
 

@@ -1,6 +1,6 @@
 /**
- * Errors of the infra module. Messages say what failed and what to do instead
- * (DESIGN.md, "Infra on a developer or CI machine").
+ * Errors of the infra module. Messages say what failed and what to do instead (the CLI maps them to
+ * exit codes, cli/exit_codes.ts).
  */
 
 /** How to use servers that already run instead of local ones; appended to InfraUnavailableError messages. */

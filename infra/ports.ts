@@ -1,5 +1,5 @@
 /**
- * TCP port selection on 127.0.0.1 (DESIGN.md: "free ports are picked for tests so two runs never collide").
+ * TCP port selection on 127.0.0.1: free ports are picked for tests so two runs never collide.
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';

@@ -1,6 +1,6 @@
 /**
  * The local S3 server: MinIO when a `minio` binary is on PATH or MINIO_BINARY names one, else
- * SeaweedFS `weed server -s3`; command lines and the health check (DESIGN.md, "Infra on a developer or CI machine").
+ * SeaweedFS `weed server -s3`; command lines and the health check.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';

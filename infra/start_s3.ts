@@ -1,6 +1,5 @@
 /**
- * Bringing the S3 server (MinIO or SeaweedFS) up, or reusing the one recorded in state
- * (DESIGN.md, "Infra on a developer or CI machine").
+ * Bringing the S3 server (MinIO or SeaweedFS) up, or reusing the one recorded in state.
  */
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';

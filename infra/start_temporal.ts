@@ -1,6 +1,5 @@
 /**
- * Bringing the Temporal dev server up, or reusing the one recorded in state
- * (DESIGN.md, "Infra on a developer or CI machine").
+ * Bringing the Temporal dev server up, or reusing the one recorded in state.
  */
 import * as path from 'node:path';
 import { TEMPORAL_BINARY } from './binaries';

@@ -1,6 +1,6 @@
 /**
- * The Temporal CLI dev server: its command line and its health check (DESIGN.md, "Infra on a
- * developer or CI machine": `temporal server start-dev --db-filename ... --ip 127.0.0.1`, UI on :8233).
+ * The Temporal CLI dev server: its command line (`temporal server start-dev --db-filename ... --ip
+ * 127.0.0.1`, UI on :8233) and its health check.
  */
 import * as path from 'node:path';
 import { runCommand } from './command';

@@ -1,5 +1,5 @@
 /**
- * `starpo backend install|status|check` (DESIGN.md, "Workers and compute"). Wired into the `starpo` command by
+ * `starpo backend install|status|check` (docs/backends.md). Wired into the `starpo` command by
  * main.ts; the install, status and check modules load lazily. Progress goes to stderr, results to stdout.
  */
 import { resolve } from 'node:path';

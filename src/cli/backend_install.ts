@@ -1,16 +1,8 @@
 /**
  * `starpo backend install [--gpu]`: builds a native TensorFlow backend (a variant of native_build.ts: CPU or
- * GPU) into the cache outside the repo (DESIGN.md, "Workers and compute"). tfjs-node's and tfjs-node-gpu's own
- * install scripts download an old libtensorflow from a storage bucket; instead the binding is built here
- * against the C library inside PyPI's TensorFlow wheel:
- * 1. `pip download` the pinned wheels (progress bar as for the server binaries) and check their sha256;
- * 2. unpack only the two shared libraries and the C headers the binding includes, and for the GPU variant the
- *    lib folders of the CUDA wheels, where the libraries' RUNPATH looks for them;
- * 3. `npm pack` the pinned tfjs-node(-gpu) and `npm install` its JS dependencies other than tfjs (the
- *    project's tfjs is used at load time, native_backend.ts);
- * 4. node-gyp with Node's local headers (no header download) into `lib/napi-v8`, where tfjs-node looks;
- * 5. a manifest with the sha256 of the binding and libraries, a smoke test in a child process, and the
- *    rename of the temp folder into place (a crash never leaves half a build; a second run is a cache hit).
+ * GPU) into the cache outside the repo (docs/backends.md, "Installing the native CPU backend"). tfjs-node's and
+ * tfjs-node-gpu's own install scripts download an old libtensorflow from a storage bucket; instead the binding
+ * is built here against the C library inside PyPI's TensorFlow wheel (build, below).
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -177,7 +169,18 @@ async function manifestFiles(v: NativeVariant, dir: string): Promise<NativeManif
   return files;
 }
 
-/** Builds variant `v` into `tmp` (everything but the rename); returns the manifest written. */
+/**
+ * Builds variant `v` into `tmp` (everything but the rename); returns the manifest written:
+ * 1. `pip download` the pinned wheels (progress bar as for the server binaries) and check their sha256;
+ * 2. unpack only the two shared libraries and the C headers the binding includes, and for the GPU variant the
+ *    lib folders of the CUDA wheels, where the libraries' RUNPATH looks for them;
+ * 3. `npm pack` the pinned tfjs-node(-gpu) and `npm install` its JS dependencies other than tfjs (the
+ *    project's tfjs is used at load time, native_backend.ts);
+ * 4. node-gyp with Node's local headers (no header download) into `lib/napi-v8`, where tfjs-node looks;
+ * 5. a manifest with the sha256 of the binding and libraries, and a smoke test in a child process.
+ * installNativeBackend then renames the temp folder into place (a crash never leaves half a build; a second
+ * run is a cache hit).
+ */
 async function build(v: NativeVariant, tmp: string, host: HostFacts & { python: string }, log: (line: string) => void): Promise<NativeManifest> {
   const seconds: Record<string, number> = {};
   const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {

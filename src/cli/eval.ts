@@ -2,9 +2,6 @@
  * `starpo eval <runId|checkpoint> [--step N] [--config FILE] [--episodes N] [--json]`: validation
  * only, for one checkpoint of a run, as workflow starpoEvaluation (task queue "starpo", visible in the
  * Temporal UI) whose rollouts run on the same rollout activities and workers as training validation.
- * Starts the servers when needed and spawns a control worker and the rollout workers (unless
- * `--no-workers`), shows a progress bar (shards done, and the running shards' turn and episodes
- * playing from their heartbeats), prints per-tag success and score (or JSON).
  * The result is stored at runs/<run>/evals/<name>/result.json; the run's training rollouts and
  * metrics are not touched.
  */
@@ -110,7 +107,9 @@ function startEvaluation(client: Client, t: EvalTarget): Promise<WorkflowHandle>
 }
 
 /**
- * Runs an evaluation and returns its result with where it is stored.
+ * Runs an evaluation and returns its result with where it is stored. Starts the servers when needed and
+ * spawns a control worker and the rollout workers (unless `--no-workers`); a progress bar (follow) shows
+ * shards done, and the running shards' turn and episodes playing from their heartbeats.
  * @throws BadInputError / ConfigError (exit 2) for bad arguments (eval_target.ts); WorkflowFailedError
  *   (exit 1) when the evaluation fails; InfraUnavailableError (exit 3) when the servers cannot start
  */

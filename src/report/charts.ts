@@ -1,6 +1,6 @@
 /**
  * The learning curves of `starpo report`, as data: which stored metrics (runs/<run>/metrics/step-N.json,
- * ROLL's names, SPEC.md §6-7) each chart plots, per env tag where the metrics are per tag, plus the
+ * ROLL's names, docs/numerics.md, "Metrics") each chart plots, per env tag where the metrics are per tag, plus the
  * collapse_guard floors and the steps where it fired (`collapse/fired`). Pure; svg.ts draws them.
  */
 import type { RunConfig } from '../contract';

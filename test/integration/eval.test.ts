@@ -1,5 +1,5 @@
 /**
- * `starpo eval` (issue 6 item 3) and the run in the Temporal UI (item 6), through the real Temporal
+ * `starpo eval` and the run in the Temporal UI (summary, details, memo), through the real Temporal
  * dev server and S3 server with the control, rollout and update workers as processes: a 2-step run of
  * the test fixture started by `starpo train`'s code (validation at steps 0 and 2, two val shards),
  * then an evaluation of its final checkpoint that must reproduce the final validation exactly (every

@@ -1,7 +1,7 @@
 /**
- * Operating runs and long runs (issue 5 items 4 and 5), on a real Temporal dev server with the real
- * workflow and STUB activities (DESIGN.md, Testing: stubs where the test is about control flow): the
- * stubs return fixed refs and metrics at once, and `gate()` holds one activity until the test lets it
+ * Operating runs and long runs (pause, stop, continue-as-new), on a real Temporal dev server with the
+ * real workflow and STUB activities, as the test is about control flow: the stubs return fixed refs and
+ * metrics at once, and `gate()` holds one activity until the test lets it
  * go, so pause and stop land at a known step without timing assumptions. The CLI commands run as
  * child processes of bin/starpo.js against the same server.
  */
