@@ -6,7 +6,7 @@
  * Parameters are tf.Variables keyed by HF weight name; state (step, m, v) round-trips through optimizer.safetensors.
  */
 import * as tf from '@tensorflow/tfjs';
-import { decodeSafetensors, encodeSafetensors, SafeTensor } from '../model/safetensors';
+import { decodeSafetensors, encodeSafetensors, SafeTensor } from '../model/hf/safetensors';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {

@@ -12,7 +12,7 @@ import * as tf from '@tensorflow/tfjs';
 import { DEFAULT_BACKEND, requestedBackend, type BackendName } from './backend_choice';
 import { loadNativeBuild, type NativeLoad } from './native_backend';
 import { NativeBackendError, variantOf, type NativeVariant } from './native_build';
-import { installZeroCopyIdentity } from './wasm_identity';
+import { installZeroCopyIdentity } from './kernels';
 
 let initialized: Promise<string> | null = null;
 let initializedFor: BackendName | undefined;

@@ -135,7 +135,7 @@ export function activeSlidingWindow(cfg: Qwen2Config): { window: number; layer: 
  *   divisible by num_attention_heads; head_dim, when given, hidden_size/num_attention_heads and even;
  *   num_attention_heads divisible by num_key_value_heads; hidden_act, when given, 'silu'; layer_types
  *   and the sliding-window keys as layerWindows reads them. Whether a sliding window is shorter than the
- *   sequences is for the caller (pretrained.ts), which knows their length.
+ *   sequences is for the caller (hf/folder.ts), which knows their length.
  */
 export function validateQwen2Config(raw: unknown): Qwen2Config {
   if (!isObject(raw)) throw new Error(`Qwen2Config: expected an object, got ${JSON.stringify(raw)}`);

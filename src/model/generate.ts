@@ -10,9 +10,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
-import { causalMask, disposeMask, type AttentionMask } from './attention';
 import { disposeLayers, type KvRows, type KvSession } from './kv_session';
-import type { LayerKV, Qwen2 } from './qwen2';
+import { causalMask, disposeMask, type AttentionMask, type LayerKV, type Qwen2 } from './qwen2';
 import { SamplingOptions, sampleToken } from './sampling';
 
 /** Options of `generate`. */

@@ -1,17 +1,171 @@
 /**
- * The Qwen2 decoder (DESIGN.md, "Models"; HF transformers `modeling_qwen2.py`): token embedding, N x
- * [RMSNorm -> GQA self-attention with RoPE and q/k/v bias (no o bias) -> residual -> RMSNorm -> SwiGLU MLP
- * -> residual], final RMSNorm, lm_head (optionally tied to the embedding).
- *
- * Weights are tf.Variables keyed by HF names with HF shapes (linear weights [out, in]), so a
- * model.safetensors from HF loads unchanged. All heads are computed in batched matmuls (attention.ts).
+ * The Qwen2 decoder read top to bottom (HF transformers `modeling_qwen2.py`): RMSNorm, RoPE, grouped-query
+ * attention, SwiGLU MLP, the decoder layer, the model. Its config (config.json fields) is config.ts, the
+ * per-token log-probs the losses read logprobs.ts, backend-specific kernels (matmuls, embedding lookup,
+ * rotate_half) kernels.ts. Weights are tf.Variables keyed by HF names and shapes: HF safetensors load as is.
  */
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { Qwen2Config, activeSlidingWindow, headDim, validateQwen2Config, weightShapes } from './config';
-import { causalMask, disposeMask, groupedAttention, type AttentionMask } from './attention';
-import { linear, WeightTransposes } from './matmul';
-import { applyRope, ropeCosSin } from './rope';
+import { bmm, embedLookup, linear, rotateHalf, WeightTransposes } from './kernels';
+
+// ---------------------------------------------------------------------------------------------------------
+// RMSNorm (Zhang & Sennrich 2019; HF Qwen2RMSNorm)
+
+/** w * x / sqrt(mean(x^2, -1) + eps). @param x float32 [..., E]; w float32 [E] -> float32 [..., E] */
+export function rmsNorm<T extends tf.Tensor>(x: T, w: tf.Tensor1D, eps: number): T {
+  return tf.tidy(() => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w) as T);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// RoPE (Su et al. 2021, "RoFormer"; HF `Qwen2RotaryEmbedding`, `apply_rotary_pos_emb`): inv_freq[i] =
+// 1 / theta^(2i/D), angle = pos * inv_freq, emb = cat(angle, angle), x' = x * cos(emb) + rotate_half(x) * sin(emb).
+
+/**
+ * cos/sin tables float32 [B, L, 1, D] (broadcast over heads; the caller disposes them) for row-major [B * L]
+ * positions, computed in float64 on the host. @throws RangeError when positions.length != B * L or D is odd
+ */
+export function ropeCosSin(positions: ArrayLike<number>, B: number, L: number, headDimension: number, theta: number): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
+  if (positions.length !== B * L) throw new RangeError(`ropeCosSin: positions.length = ${positions.length}, expected B*L = ${B * L}`);
+  if (headDimension % 2 !== 0) throw new RangeError(`ropeCosSin: headDimension = ${headDimension} must be even`);
+  const half = headDimension / 2;
+  const inv = new Float64Array(half);
+  // HF computes inv_freq in float32: 1 / theta ** (arange(0, D, 2).float() / D).
+  for (let i = 0; i < half; i++) inv[i] = Math.fround(1 / Math.pow(theta, (2 * i) / headDimension));
+  const cos = new Float32Array(B * L * headDimension);
+  const sin = new Float32Array(B * L * headDimension);
+  for (let r = 0; r < B * L; r++) {
+    const p = positions[r];
+    const o = r * headDimension;
+    for (let i = 0; i < half; i++) {
+      const a = Math.fround(p * inv[i]);
+      const c = Math.cos(a);
+      const s = Math.sin(a);
+      cos[o + i] = c;
+      cos[o + half + i] = c;
+      sin[o + i] = s;
+      sin[o + half + i] = s;
+    }
+  }
+  return { cos: tf.tensor4d(cos, [B, L, 1, headDimension]), sin: tf.tensor4d(sin, [B, L, 1, headDimension]) };
+}
+
+/** Applies RoPE, differentiable w.r.t. x. @param x float32 [B, L, H, D]; cos, sin [B, L, 1, D] -> [B, L, H, D] */
+export function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+  return tf.tidy(() => {
+    const [B, L, H, D] = x.shape;
+    const rot = tf.reshape(rotateHalf(tf.reshape(x, [B * L * H, D]) as tf.Tensor2D), [B, L, H, D]);
+    return tf.add(tf.mul(x, cos), tf.mul(rot, sin)) as tf.Tensor4D;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Grouped-query attention (GQA; Ainslie et al. 2023), all heads in one batched matmul per query chunk. The H query
+// heads are viewed as [KVH, G] (G = H / KVH; HF's `repeat_kv` maps query head h to kv head floor(h / G)); the G
+// heads of a position are stacked along the query axis (row r = position * G + g), so scores =
+// Q[B*KVH, Lq*G, D] @ K[B*KVH, Lk, D]^T needs no repeated K/V.
+// Causal chunking: chunk [q0, q1) of the queries multiplies only the keys it may see, [0, Lk - Lq + q1). The
+// skipped keys are all masked (their softmax weight is exactly 0 in float32), so real rows are unchanged, and the
+// score tensors (whose elementwise passes cost as much as the matmuls at small head sizes) shrink to about
+// (C + 1) / (2C) of the square for C chunks.
+
+/** Additive bias value for masked positions (finite, so a fully masked pad row gives a uniform softmax, not NaN). */
+export const MASK_NEG = -1e9;
+
+/** Query positions per attention chunk (tuned on the tiny model with bench/update_breakdown.ts). */
+export const ATTENTION_CHUNK = 128;
+
+/** Query positions [q0, q1) attending keys [0, k1), with their additive bias float32 [B, 1, (q1 - q0) * G, k1]. */
+export interface AttentionChunk {
+  q0: number;
+  q1: number;
+  k1: number;
+  bias: tf.Tensor4D;
+}
+
+/** The attention mask of one forward (shared by all layers): its query chunks for Lq queries over Lk (cached + new) keys. */
+export interface AttentionMask {
+  Lq: number;
+  Lk: number;
+  chunks: AttentionChunk[];
+}
+
+/**
+ * The chunked causal attention mask over keys with a key mask: query i (of Lq) sits at key index (Lk - Lq + i);
+ * it may attend key j when j <= Lk - Lq + i and keyMask[b, j] = 1.
+ * @param keyMask row-major [B * Lk] of 1 (real token) / 0 (pad)
+ * @param groups G = num_attention_heads / num_key_value_heads (each query row is repeated G times)
+ * @param chunk most query positions per chunk (default ATTENTION_CHUNK; >= Lq gives one chunk over all keys)
+ * @returns the mask; its bias tensors are owned by the caller (`disposeMask`)
+ * @throws RangeError when keyMask.length != B * Lk or Lq > Lk
+ */
+export function causalMask(keyMask: ArrayLike<number>, B: number, Lq: number, Lk: number, groups: number, chunk = ATTENTION_CHUNK): AttentionMask {
+  if (keyMask.length !== B * Lk) throw new RangeError(`causalMask: keyMask.length = ${keyMask.length}, expected B*Lk = ${B * Lk}`);
+  if (Lq > Lk) throw new RangeError(`causalMask: Lq = ${Lq} must be <= Lk = ${Lk}`);
+  const off = Lk - Lq;
+  const chunks: AttentionChunk[] = [];
+  // Equal chunks: a short remainder's small products would run on the slower path of `bmm` (kernels.ts).
+  const n = Math.ceil(Lq / chunk);
+  for (let c = 0; c < n; c++) {
+    const q0 = Math.round((c * Lq) / n);
+    const q1 = Math.round(((c + 1) * Lq) / n);
+    const k1 = off + q1;
+    const rows = (q1 - q0) * groups;
+    const out = new Float32Array(B * rows * k1);
+    for (let b = 0; b < B; b++) {
+      for (let i = q0; i < q1; i++) {
+        const row = (b * rows + (i - q0) * groups) * k1;
+        const lim = off + i;
+        for (let j = 0; j < k1; j++) {
+          if (j > lim || keyMask[b * Lk + j] === 0) out[row + j] = MASK_NEG;
+        }
+        for (let g = 1; g < groups; g++) out.copyWithin(row + g * k1, row, row + k1);
+      }
+    }
+    chunks.push({ q0, q1, k1, bias: tf.tensor4d(out, [B, 1, rows, k1]) });
+  }
+  return { Lq, Lk, chunks };
+}
+
+/** Frees the bias tensors of a mask. */
+export function disposeMask(mask: AttentionMask): void {
+  for (const c of mask.chunks) c.bias.dispose();
+}
+
+/**
+ * Scaled dot-product attention for grouped heads: q float32 [B, Lq, H, D], k and v [B, KVH, Lk, D] (q and k with
+ * RoPE applied; k and v include cached keys), the mask from causalMask for these Lq, Lk.
+ * @returns float32 [B, Lq, H*D] (heads concatenated in HF order h = kvh*G + g)
+ * @throws RangeError when the mask was built for other lengths
+ */
+export function groupedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: AttentionMask): tf.Tensor3D {
+  return tf.tidy(() => {
+    const [B, Lq, H, D] = q.shape;
+    const [, KVH, Lk] = k.shape;
+    if (mask.Lq !== Lq || mask.Lk !== Lk) throw new RangeError(`groupedAttention: mask for Lq=${mask.Lq}, Lk=${mask.Lk}, inputs have Lq=${Lq}, Lk=${Lk}`);
+    const G = H / KVH;
+    const S = B * KVH;
+    // [B, Lq, KVH, G, D] -> [B, KVH, Lq, G, D] -> [B*KVH, Lq*G, D]
+    const qg = tf.reshape(tf.transpose(tf.reshape(tf.mul(q, 1 / Math.sqrt(D)), [B, Lq, KVH, G, D]), [0, 2, 1, 3, 4]), [S, Lq * G, D]) as tf.Tensor3D;
+    const ks = tf.reshape(k, [S, Lk, D]) as tf.Tensor3D;
+    const vs = tf.reshape(v, [S, Lk, D]) as tf.Tensor3D;
+    const one = mask.chunks.length === 1;
+    const outs = mask.chunks.map((c) => {
+      const rows = (c.q1 - c.q0) * G;
+      const qc = one ? qg : tf.slice(qg, [0, c.q0 * G, 0], [S, rows, D]);
+      const kc = c.k1 === Lk ? ks : tf.slice(ks, [0, 0, 0], [S, c.k1, D]);
+      const vc = c.k1 === Lk ? vs : tf.slice(vs, [0, 0, 0], [S, c.k1, D]);
+      const scores = tf.add(tf.reshape(bmm(qc as tf.Tensor3D, tf.transpose(kc, [0, 2, 1])), [B, KVH, rows, c.k1]), c.bias);
+      const probs = tf.reshape(tf.softmax(scores, -1), [S, rows, c.k1]) as tf.Tensor3D;
+      return bmm(probs, vc as tf.Tensor3D); // [B*KVH, rows, D]
+    });
+    const out = one ? outs[0] : tf.concat(outs, 1);
+    return tf.reshape(tf.transpose(tf.reshape(out, [B, KVH, Lq, G, D]), [0, 2, 1, 3, 4]), [B, Lq, H * D]) as tf.Tensor3D;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The model: token embedding, N x decoder layer, final RMSNorm, lm_head (optionally tied to the embedding).
 
 /** Cached keys/values of one layer, after RoPE: float32 [B, KVH, T, D] each. */
 export interface LayerKV {
@@ -25,7 +179,7 @@ export interface RunInputs {
   ids: tf.Tensor2D;
   /** Row-major [B * Lq] position ids (RoPE positions). */
   positions: ArrayLike<number>;
-  /** The causal attention mask (attention.ts `causalMask`) for Lq queries over Lk = cached T + Lq keys. Not disposed by run. */
+  /** The causal attention mask (`causalMask`) for Lq queries over Lk = cached T + Lq keys. Not disposed by run. */
   mask: AttentionMask;
   /** Per-layer cache of the previous T positions, or undefined for none. Not disposed by run. */
   cache?: LayerKV[];
@@ -35,69 +189,12 @@ export interface RunInputs {
   lastOnly?: boolean;
 }
 
-function hasKernel(name: string): boolean {
-  return tf.getKernel(name, tf.getBackend()) !== undefined;
-}
-
-/** Largest one-hot matrix (N x V elements) `embedLookup` builds instead of a gather: 16 MB of float32. */
-const ONE_HOT_MAX = 4 * 1024 * 1024;
-
-/**
- * Embedding lookup W[ids] with a gradient on backends lacking UnsortedSegmentSum (gather's gradient), e.g. wasm.
- * There, a small table (N x V <= ONE_HOT_MAX, e.g. the char tokenizer's 101 ids) is looked up as one-hot(ids) @ W,
- * exact in float32, with the gradient one-hot^T @ dy: two XNNPACK matmuls, where the wasm Gather and a host-side
- * scatter-add took ~10 ms each for 3200 x 64 (bench/update_breakdown.ts). Larger tables use the gather with a
- * host-side scatter-add of dy rows into a [V, E] buffer as the gradient.
- * @param w float32 [V, E]; ids int32 [N] -> float32 [N, E]
- */
-export function embedLookup(w: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
-  if (hasKernel('UnsortedSegmentSum')) return tf.gather(w, ids);
-  const [V, E] = w.shape;
-  if (ids.size * V <= ONE_HOT_MAX) {
-    const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
-      // NB: oneHot with dtype 'float32' returns all zeros on the wasm backend (tfjs 4.22); build int32 and cast.
-      const oneHot = tf.cast(tf.oneHot(ids, V), 'float32') as tf.Tensor2D;
-      (args[1] as tf.GradSaveFunc)([oneHot]);
-      return {
-        value: tf.matMul(oneHot, args[0] as tf.Tensor2D) as tf.Tensor2D,
-        gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => tf.tidy(() => tf.matMul(tf.transpose(saved[0]), dy)),
-      };
-    });
-    return f(w) as tf.Tensor2D;
-  }
-  const idArr = ids.dataSync();
-  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
-    const value = tf.gather(args[0] as tf.Tensor2D, ids);
-    const gradFunc = (dy: tf.Tensor2D): tf.Tensor => {
-      const d = dy.dataSync();
-      const g = new Float32Array(V * E);
-      for (let n = 0; n < idArr.length; n++) {
-        const r = idArr[n] * E;
-        const s = n * E;
-        for (let e = 0; e < E; e++) g[r + e] += d[s + e];
-      }
-      return tf.tensor2d(g, [V, E]);
-    };
-    return { value, gradFunc };
-  });
-  return f(w) as tf.Tensor2D;
-}
-
-/**
- * RMSNorm (Zhang & Sennrich 2019; HF Qwen2RMSNorm): w * x / sqrt(mean(x^2, -1) + eps).
- * @param x float32 [..., E]; w float32 [E] -> float32 [..., E]
- */
-export function rmsNorm<T extends tf.Tensor>(x: T, w: tf.Tensor1D, eps: number): T {
-  return tf.tidy(() => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w) as T);
-}
-
 /** A Qwen2 decoder with tf.Variable weights keyed by HF names. */
 export class Qwen2 {
   readonly config: Qwen2Config;
   private readonly vars: Map<string, tf.Variable>;
   private readonly transposes = new WeightTransposes();
   private disposed = false;
-
   private readonly sliding: { window: number; layer: number } | null;
 
   private constructor(config: Qwen2Config, vars: Map<string, tf.Variable>) {
@@ -106,10 +203,7 @@ export class Qwen2 {
     this.sliding = activeSlidingWindow(config);
   }
 
-  /**
-   * Deterministic random init from the seeded PRNG (util/rng.ts, stream (seed, 'qwen2-init', name)): linear and
-   * embedding weights ~ N(0, 0.02^2) (HF initializer_range), biases 0, norm weights 1.
-   */
+  /** Seeded init (Rng stream (seed, 'qwen2-init', name)): weights ~ N(0, 0.02^2) (HF initializer_range), biases 0, norms 1. */
   static random(config: Qwen2Config, seed: number): Qwen2 {
     const cfg = validateQwen2Config(config);
     const vars = new Map<string, tf.Variable>();
@@ -127,9 +221,8 @@ export class Qwen2 {
   }
 
   /**
-   * Builds a model from named tensors (e.g. decoded model.safetensors). Tensors are copied (cast to float32);
-   * the caller keeps ownership of the map. `lm_head.weight` is ignored when tie_word_embeddings is true.
-   * @throws Error naming a missing weight or a shape mismatch (expected vs got).
+   * A model of named tensors (e.g. decoded model.safetensors), copied and cast to float32 (the caller keeps the
+   * map); `lm_head.weight` is ignored when tie_word_embeddings. @throws Error naming a missing or misshapen weight
    */
   static fromNamedTensors(config: Qwen2Config, tensors: Map<string, tf.Tensor>): Qwen2 {
     const cfg = validateQwen2Config(config);
@@ -169,24 +262,10 @@ export class Qwen2 {
     this.disposed = true;
   }
 
-  /** x @ W^T (+ b) for the linear layer `prefix` (weights `prefix.weight`, `prefix.bias`), with W^T kept while W is unchanged. */
-  private linear(x: tf.Tensor2D, prefix: string, withBias = false): tf.Tensor2D {
-    const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
-    return linear(x, w, withBias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, this.transposes.of(prefix, w));
-  }
-
-  private w(name: string): tf.Variable {
-    const v = this.vars.get(name);
-    if (!v) throw new Error(`Qwen2: weight ${name} is missing${this.disposed ? ' (model disposed)' : ''}`);
-    return v;
-  }
-
   /**
-   * Training forward: causal logits for right-padded rows; position ids 0..L-1 (SPEC.md §4 packing).
-   * Pad keys are masked, so a row's real-token logits do not depend on its padding or on other rows.
-   * Differentiable (use inside tf.variableGrads).
-   * @param ids int32 [B, L]
-   * @param attentionMask [B, L] of 1 (real) / 0 (pad), any numeric dtype
+   * Training forward, differentiable: causal logits for right-padded rows; position ids 0..L-1 (SPEC.md §4
+   * packing). Pad keys are masked, so a row's real-token logits do not depend on its padding or on other rows.
+   * @param ids int32 [B, L]; attentionMask [B, L] of 1 (real) / 0 (pad), any numeric dtype
    * @returns float32 [B, L, V] logits (rows at pad positions are finite but meaningless)
    * @throws RangeError when L > max_position_embeddings or shapes disagree.
    */
@@ -195,9 +274,8 @@ export class Qwen2 {
   }
 
   /**
-   * The final hidden states (after the last RMSNorm) of the training forward, for heads other than
-   * lm_head (the critic's value head, HF Qwen2ForTokenClassification). Same inputs and errors as `forward`.
-   * @returns float32 [B, L, E], E = hidden_size; differentiable
+   * The final hidden states float32 [B, L, E] (after the last RMSNorm) of the training forward, for heads other
+   * than lm_head (the critic's value head, value_model.ts). Same inputs and errors as `forward`; differentiable.
    */
   hiddenStates(ids: tf.Tensor2D, attentionMask: tf.Tensor2D): tf.Tensor3D {
     return this.withTrainingInputs(ids, attentionMask, (inp) => {
@@ -248,10 +326,6 @@ export class Qwen2 {
     return inp.returnCache ? { logits, cache: newCache } : { logits };
   }
 
-  private finalNorm(x: tf.Tensor2D): tf.Tensor2D {
-    return rmsNorm(x, this.w('model.norm.weight') as tf.Tensor1D, this.config.rms_norm_eps);
-  }
-
   /**
    * Embedding and decoder layers (call inside tf.tidy): the residual stream before the final norm,
    * float32 [B * Lq, E], and (with returnCache) the kept per-layer keys/values.
@@ -268,45 +342,64 @@ export class Qwen2 {
         throw new RangeError(`Qwen2: position ${inp.positions[i]} >= sliding_window = ${this.sliding.window} of layer ${this.sliding.layer} (sliding-window attention is not implemented)`);
       }
     }
-    const D = headDim(cfg);
-    const H = cfg.num_attention_heads;
-    const KVH = cfg.num_key_value_heads;
-    const { cos, sin } = ropeCosSin(inp.positions, B, Lq, D, cfg.rope_theta);
+    const rope = ropeCosSin(inp.positions, B, Lq, headDim(cfg), cfg.rope_theta);
     const cache: LayerKV[] = [];
     let x: tf.Tensor2D = embedLookup(this.w('model.embed_tokens.weight') as tf.Tensor2D, tf.reshape(inp.ids, [B * Lq]) as tf.Tensor1D);
-    for (let l = 0; l < cfg.num_hidden_layers; l++) {
-      const p = `model.layers.${l}.`;
-      const hN = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
-      const q = applyRope(
-        tf.reshape(this.linear(hN, `${p}self_attn.q_proj`, true), [B, Lq, H, D]),
-        cos,
-        sin,
-      );
-      const kNew = tf.transpose(
-        applyRope(
-          tf.reshape(this.linear(hN, `${p}self_attn.k_proj`, true), [B, Lq, KVH, D]),
-          cos,
-          sin,
-        ),
-        [0, 2, 1, 3],
-      ) as tf.Tensor4D;
-      const vNew = tf.transpose(
-        tf.reshape(this.linear(hN, `${p}self_attn.v_proj`, true), [B, Lq, KVH, D]),
-        [0, 2, 1, 3],
-      ) as tf.Tensor4D;
-      const past = inp.cache?.[l];
-      const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
-      const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
-      if (inp.returnCache) cache.push({ k: tf.keep(k), v: tf.keep(v) });
-      const attn = groupedAttention(q, k, v, inp.mask);
-      x = tf.add<tf.Tensor2D>(x, this.linear(tf.reshape(attn, [B * Lq, H * D]), `${p}self_attn.o_proj`));
-      const h2 = rmsNorm(x, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, cfg.rms_norm_eps);
-      const gate = this.linear(h2, `${p}mlp.gate_proj`);
-      const up = this.linear(h2, `${p}mlp.up_proj`);
-      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
-      x = tf.add<tf.Tensor2D>(x, this.linear(act, `${p}mlp.down_proj`));
-    }
+    for (let l = 0; l < cfg.num_hidden_layers; l++) x = this.decoderLayer(l, x, rope, inp, cache);
     return { x, cache };
+  }
+
+  /** One decoder layer: x + self-attention(RMSNorm(x)), then + MLP(RMSNorm(.)). x float32 [B * Lq, E]. */
+  private decoderLayer(l: number, x: tf.Tensor2D, rope: { cos: tf.Tensor4D; sin: tf.Tensor4D }, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
+    const p = `model.layers.${l}.`;
+    const eps = this.config.rms_norm_eps;
+    const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps), rope, inp, cache));
+    return tf.add<tf.Tensor2D>(h, this.mlp(p, rmsNorm(h, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, eps)));
+  }
+
+  /**
+   * Self-attention of layer l: q/k/v projections with bias, RoPE on q and k, the layer's cached keys/values
+   * before the new ones (pushed to `cache` with returnCache), grouped attention, o_proj without bias.
+   */
+  private selfAttention(l: number, x: tf.Tensor2D, { cos, sin }: { cos: tf.Tensor4D; sin: tf.Tensor4D }, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
+    const [B, Lq] = inp.ids.shape;
+    const p = `model.layers.${l}.self_attn.`;
+    const D = headDim(this.config);
+    const H = this.config.num_attention_heads;
+    const KVH = this.config.num_key_value_heads;
+    const q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`, true), [B, Lq, H, D]), cos, sin);
+    const kNew = tf.transpose(applyRope(tf.reshape(this.linear(x, `${p}k_proj`, true), [B, Lq, KVH, D]), cos, sin), [0, 2, 1, 3]) as tf.Tensor4D;
+    const vNew = tf.transpose(tf.reshape(this.linear(x, `${p}v_proj`, true), [B, Lq, KVH, D]), [0, 2, 1, 3]) as tf.Tensor4D;
+    const past = inp.cache?.[l];
+    const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
+    const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
+    if (inp.returnCache) cache.push({ k: tf.keep(k), v: tf.keep(v) });
+    const attn = groupedAttention(q, k, v, inp.mask);
+    return this.linear(tf.reshape(attn, [B * Lq, H * D]), `${p}o_proj`);
+  }
+
+  /** The SwiGLU MLP (Shazeer 2020): down(silu(gate(x)) * up(x)), no biases. */
+  private mlp(p: string, x: tf.Tensor2D): tf.Tensor2D {
+    const gate = this.linear(x, `${p}mlp.gate_proj`);
+    const up = this.linear(x, `${p}mlp.up_proj`);
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+    return this.linear(act, `${p}mlp.down_proj`);
+  }
+
+  private finalNorm(x: tf.Tensor2D): tf.Tensor2D {
+    return rmsNorm(x, this.w('model.norm.weight') as tf.Tensor1D, this.config.rms_norm_eps);
+  }
+
+  /** x @ W^T (+ b) for the linear layer `prefix` (weights `prefix.weight`, `prefix.bias`), with W^T kept while W is unchanged. */
+  private linear(x: tf.Tensor2D, prefix: string, withBias = false): tf.Tensor2D {
+    const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
+    return linear(x, w, withBias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, this.transposes.of(prefix, w));
+  }
+
+  private w(name: string): tf.Variable {
+    const v = this.vars.get(name);
+    if (!v) throw new Error(`Qwen2: weight ${name} is missing${this.disposed ? ' (model disposed)' : ''}`);
+    return v;
   }
 }
 
@@ -314,4 +407,3 @@ let uidCounter = 0;
 function uid(): number {
   return ++uidCounter;
 }
-

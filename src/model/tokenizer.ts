@@ -1,15 +1,69 @@
 /**
- * Tokenizers (DESIGN.md, "Models"). The `tiny` preset uses a character tokenizer carrying the Qwen
- * ChatML special tokens and its own ChatML chat template (chatml.ts CHATML_TEMPLATE, no default system
- * prompt). HF tokenizer.json files (`pretrain: DIR`, exported models) load through hf_tokenizer.ts; with
- * the folder's tokenizer_config.json / chat_template.jinja / generation_config.json they make a
- * ChatTokenizer: prompts rendered with the folder's own chat template, stop ids from its generation config.
+ * Tokenizers and chat formats (DESIGN.md, "Models"): the Tokenizer and ChatTokenizer interfaces, a chat
+ * template rendered as transformers renders it, the Qwen ChatML conventions, and the `tiny` preset's
+ * character tokenizer with its own ChatML template (no default system prompt). HF folders' tokenizer files
+ * (tokenizer.json, tokenizer_config.json, chat_template.jinja, generation_config.json) are read in hf/tokenizer.ts.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, EOS_TOKENS, PAD_TOKEN } from './chatml';
-import { CHAT_FILES, ChatTemplate, ChatTemplateError, chatTemplateSource, checkAppendOnly, namedSpecialTokens, stopTokenIds } from './chat_template';
-import { hfTokenizer, isHfTokenizerJSON } from './hf_tokenizer';
+import { Template } from '@huggingface/jinja';
+
+/** ChatML special tokens in the char tokenizer's id order (0: pad, 1, 2, 3: unknown character). */
+export const CHATML_SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<unk>'] as const;
+
+/** Padding token of Qwen models (HF tokenizer_config pad_token). */
+export const PAD_TOKEN = '<|endoftext|>';
+
+/** Tokens that end a response of the tiny preset, in order (SPEC.md §4.3). */
+export const EOS_TOKENS = ['<|im_end|>', '<|endoftext|>'] as const;
+
+/** Tokens a tokenizer must have for starpo's prompts: the ChatML markers and the pad token. */
+export const REQUIRED_TOKENS = ['<|im_start|>', '<|im_end|>', '<|endoftext|>'] as const;
+
+/**
+ * The tiny preset's Jinja chat template: ChatML ("<|im_start|>{role}\n{content}<|im_end|>\n" per message,
+ * "<|im_start|>assistant\n" to prompt a reply) without a default system message (Qwen2.5's adds one).
+ */
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/** One chat message as a template sees it. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/**
+ * A compiled chat template with the special-token variables it is rendered with, run by @huggingface/jinja with
+ * the variables transformers' `apply_chat_template` passes (transformers 5 utils/chat_template_utils.py
+ * render_jinja_template): `messages`, `add_generation_prompt`, `tools` and `documents` (None), and the named
+ * special tokens (bos_token, eos_token, ... as strings, unset ones absent).
+ */
+export class ChatTemplate {
+  private readonly compiled: Template;
+
+  /**
+   * @param source the Jinja source
+   * @param specialTokens the named special tokens (bos_token, eos_token, ...) passed to the template
+   * @throws Error from the Jinja parser when the source is not a template it can read
+   */
+  constructor(readonly source: string, readonly specialTokens: Readonly<Record<string, string>>) {
+    this.compiled = new Template(source);
+  }
+
+  /**
+   * The text of `messages` (apply_chat_template(messages, tokenize=False, add_generation_prompt=...)).
+   * @throws Error when the template raises (raise_exception) or fails on these messages
+   */
+  render(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+    return this.compiled.render({
+      ...this.specialTokens,
+      messages: messages.map((m) => ({ ...m })),
+      tools: null,
+      documents: null,
+      add_generation_prompt: addGenerationPrompt,
+    });
+  }
+}
 
 /** A text <-> token id mapping. Ids are integers in [0, vocabSize). */
 export interface Tokenizer {
@@ -67,7 +121,8 @@ function defaultChars(): string[] {
   return chars;
 }
 
-class CharTokenizer implements Tokenizer {
+/** The character tokenizer (see charTokenizer); hf/tokenizer.ts rebuilds one from its toJSON(). */
+export class CharTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly padId: number;
   readonly eosIds: readonly number[];
@@ -151,7 +206,7 @@ export function charTokenizer(): ChatTokenizer {
 }
 
 /** `base` with a chat format: its text methods, `eosIds` replaced by the stop ids. */
-function withChat(base: Tokenizer, chat: ChatTemplate, eosIds: readonly number[], chatFiles: Record<string, Uint8Array>): ChatTokenizer {
+export function withChat(base: Tokenizer, chat: ChatTemplate, eosIds: readonly number[], chatFiles: Record<string, Uint8Array>): ChatTokenizer {
   return {
     vocabSize: base.vocabSize, padId: base.padId, specialTokens: base.specialTokens, eosIds, chat, chatFiles,
     encode: (text) => base.encode(text),
@@ -161,105 +216,7 @@ function withChat(base: Tokenizer, chat: ChatTemplate, eosIds: readonly number[]
 }
 
 /** A char tokenizer with the tiny preset's chat format: CHATML_TEMPLATE and its own eos tokens. */
-function charChatTokenizer(base: CharTokenizer): ChatTokenizer {
+export function charChatTokenizer(base: CharTokenizer): ChatTokenizer {
   const named = { eos_token: EOS_TOKENS[0], pad_token: PAD_TOKEN, unk_token: '<unk>' };
   return withChat(base, new ChatTemplate(CHATML_TEMPLATE, named), base.eosIds, {});
-}
-
-/** The file names tokenizerFromFiles reads: tokenizer.json and the chat files. */
-export const TOKENIZER_FILE_NAMES = ['tokenizer.json', CHAT_FILES.tokenizerConfig, CHAT_FILES.template, CHAT_FILES.generationConfig] as const;
-
-/** The tokenizer files of a model folder that exist, by name (bytes as stored). */
-export function readTokenizerFiles(dir: string): Record<string, Uint8Array> {
-  const files: Record<string, Uint8Array> = {};
-  for (const name of TOKENIZER_FILE_NAMES) if (existsSync(join(dir, name))) files[name] = readFileSync(join(dir, name));
-  return files;
-}
-
-const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-
-function parseJSONFile(files: Record<string, Uint8Array>, name: string, where: (file: string) => string): Record<string, unknown> | null {
-  const bytes = files[name];
-  if (!bytes) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(text(bytes));
-  } catch (err) {
-    throw new ChatTemplateError(`${where(name)} is not valid JSON (${(err as Error).message})`);
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ChatTemplateError(`${where(name)} is not a JSON object`);
-  return value as Record<string, unknown>;
-}
-
-/**
- * The ChatTokenizer of a model folder's or checkpoint's files (by name): tokenizer.json (required);
- * for an HF tokenizer.json the chat template (chat_template.jinja, else tokenizer_config.json
- * chat_template), its special-token variables (tokenizer_config.json) and the stop ids
- * (generation_config.json eos_token_id, else tokenizer_config.json eos_token). starpo's char tokenizer
- * has the tiny preset's format (CHATML_TEMPLATE, its eos list) and ignores the other files.
- * @param where the path shown for a file name in errors (default: the name)
- * @throws Error naming the file and key: tokenizer.json missing or invalid, no chat template, a template
- *   the Jinja parser rejects or that renders earlier turns differently once a turn is added, bad eos ids
- */
-export function tokenizerFromFiles(files: Record<string, Uint8Array>, where: (file: string) => string = (f) => f): ChatTokenizer {
-  const tokFile = where('tokenizer.json');
-  if (!files['tokenizer.json']) throw new ChatTemplateError(`${tokFile} does not exist`);
-  let json: unknown;
-  try {
-    json = JSON.parse(text(files['tokenizer.json']));
-  } catch (err) {
-    throw new ChatTemplateError(`${tokFile} is not valid JSON (${(err as Error).message})`);
-  }
-  let base: Tokenizer;
-  try {
-    base = tokenizerFromJSON(json);
-  } catch (err) {
-    throw new ChatTemplateError(`${tokFile}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
-  }
-  if (base instanceof CharTokenizer) return charChatTokenizer(base);
-  const config = parseJSONFile(files, CHAT_FILES.tokenizerConfig, where) ?? {};
-  const jinja = files[CHAT_FILES.template] ? text(files[CHAT_FILES.template] as Uint8Array) : null;
-  const source = chatTemplateSource(config, jinja, where);
-  const templateFile = where(jinja === null ? `${CHAT_FILES.tokenizerConfig} chat_template` : CHAT_FILES.template);
-  let chat: ChatTemplate;
-  try {
-    chat = new ChatTemplate(source, namedSpecialTokens(config));
-  } catch (err) {
-    throw new ChatTemplateError(`${templateFile}: the Jinja template does not parse (${(err as Error).message})`);
-  }
-  checkAppendOnly(chat, templateFile);
-  const vocab = new Map(Object.entries(base.specialTokens));
-  const idOf = (token: string) => vocab.get(token) ?? singleId(base, token);
-  const eosIds = stopTokenIds(parseJSONFile(files, CHAT_FILES.generationConfig, where), config, base.vocabSize, idOf, where);
-  const chatFiles = Object.fromEntries(Object.values(CHAT_FILES).filter((n) => files[n]).map((n) => [n, files[n] as Uint8Array]));
-  return withChat(base, chat, eosIds, chatFiles);
-}
-
-/** The id of a token string that encodes to exactly one id, else undefined. */
-function singleId(tokenizer: Tokenizer, token: string): number | undefined {
-  const ids = tokenizer.encode(token);
-  return ids.length === 1 ? ids[0] : undefined;
-}
-
-/**
- * Rebuilds a tokenizer from a parsed tokenizer.json: starpo's char tokenizer (`toJSON()` output, type
- * 'starpo-char') or an HF tokenizer.json (an object with `model` and `added_tokens`, hf_tokenizer.ts).
- * @throws Error when it is neither, or the description is inconsistent (duplicate chars, eos/pad/unk not
- *   among the special tokens; for HF files see hfTokenizer).
- */
-export function tokenizerFromJSON(json: unknown): Tokenizer {
-  if (isHfTokenizerJSON(json)) return hfTokenizer(json);
-  const j = json as Partial<CharTokenizerJSON> | null;
-  if (!j || typeof j !== 'object' || j.type !== 'starpo-char') {
-    throw new Error(
-      `tokenizerFromJSON: type = ${JSON.stringify(j && (j as { type?: unknown }).type)} is not supported; allowed: 'starpo-char' or an HF tokenizer.json (with model and added_tokens)`,
-    );
-  }
-  for (const k of ['special', 'chars', 'eos'] as const) {
-    if (!Array.isArray(j[k])) throw new Error(`tokenizerFromJSON: field ${k} must be an array of strings`);
-  }
-  for (const k of ['unk', 'pad'] as const) {
-    if (typeof j[k] !== 'string') throw new Error(`tokenizerFromJSON: field ${k} must be a string`);
-  }
-  return new CharTokenizer(j as CharTokenizerJSON);
 }

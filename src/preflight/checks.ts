@@ -6,7 +6,7 @@
  */
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
-import { pretrainedProblems } from '../model/pretrained';
+import { pretrainedProblems } from '../model/hf/folder';
 import { charTokenizer } from '../model/tokenizer';
 import type { EnvManagerConfig, RunConfig } from '../contract';
 import { show } from '../config/issues';
@@ -75,7 +75,7 @@ function solverProblems(cfg: RunConfig): string[] {
 
 /**
  * `pretrain`: the tiny preset's max_position_embeddings against sequence_length, or every problem of the
- * HF folder (model/pretrained.ts: config.json, tokenizer.json, weight shapes, sequence_length).
+ * HF folder (model/hf/folder.ts: config.json, tokenizer.json, weight shapes, sequence_length).
  */
 function pretrainProblems(cfg: RunConfig): string[] {
   if (cfg.pretrain !== TINY_PRESET) return pretrainedProblems(cfg.pretrain, cfg.sequence_length).map((p) => `\`pretrain\`: ${p}`);

@@ -4,7 +4,7 @@
  * prompt_0 + response_0 + ... + prompt_t tokenizes as apply_chat_template(messages up to turn t,
  * add_generation_prompt=True) with each reply as sampled.
  */
-import type { ChatMessage } from '../model/chat_template';
+import type { ChatMessage } from '../model/tokenizer';
 import type { ChatTokenizer } from '../model/tokenizer';
 
 /**

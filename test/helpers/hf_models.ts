@@ -11,7 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdir
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateQwen2Config, weightShapes } from '../../src/model/config';
-import { encodeSafetensors, type SafeDtype, type SafeTensor } from '../../src/model/safetensors';
+import { encodeSafetensors, type SafeDtype, type SafeTensor } from '../../src/model/hf/safetensors';
 
 /** Where the variants live (one folder each). */
 export const HF_MODELS_DIR = 'test/fixtures/hf/models';

@@ -9,10 +9,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tinyPreset, weightShapes } from '../../src/model/config';
-import { hfFolderFiles } from '../../src/model/hf_folder';
-import { encodeSafetensors, type SafeTensor } from '../../src/model/safetensors';
+import { hfFolderFiles } from '../../src/model/hf/folder';
+import { encodeSafetensors, type SafeTensor } from '../../src/model/hf/safetensors';
 import { charTokenizer } from '../../src/model/tokenizer';
-import { configToJSONBytes } from '../../src/model/weights_io';
+import { configToJSONBytes } from '../../src/model/hf/weights';
 import { fixtureWeights } from './hf_models';
 
 /** The fixture's weight seed (fixtureWeights). */

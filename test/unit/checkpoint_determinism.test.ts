@@ -12,7 +12,7 @@ import { initBackend } from '../../src/model/backend';
 import { charTokenizer } from '../../src/model/tokenizer';
 import { tinyPreset } from '../../src/model/config';
 import { Qwen2 } from '../../src/model/qwen2';
-import { modelFromSafetensors, modelToSafetensors } from '../../src/model/weights_io';
+import { modelFromSafetensors, modelToSafetensors } from '../../src/model/hf/weights';
 import { AdamW } from '../../src/algo/adamw';
 import { ppoUpdate } from '../../src/algo/update';
 import { klControllerFromConfig } from '../../src/algo/kl';

@@ -1,12 +1,12 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { tinyPreset } from '../../src/model/config';
-import { Qwen2 } from '../../src/model/qwen2';
-import { generate, type GenerateOptions } from '../../src/model/generate';
-import { KvSession } from '../../src/model/kv_session';
-import { Rng } from '../../src/util/rng';
-import { initTestBackend } from '../helpers/backend';
+import { tinyPreset } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { generate, type GenerateOptions } from '../../../src/model/generate';
+import { KvSession } from '../../../src/model/kv_session';
+import { Rng } from '../../../src/util/rng';
+import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {
   await initTestBackend();

@@ -1,14 +1,15 @@
 /**
- * Qwen2 model <-> HF checkpoint files (model.safetensors with HF weight names, config.json), and the
- * model of an HF folder (`pretrain: DIR`, pretrained.ts).
+ * A Qwen2 model as files with HF names: model.safetensors (F32, [out, in] linear weights) and config.json, as
+ * checkpoints write and read them, and the model of an HF folder (folder.ts). Apart from folder.ts because it
+ * needs tfjs, which config-time checks of a folder do not load.
  */
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
-import { Qwen2Config, validateQwen2Config } from './config';
-import { Qwen2 } from './qwen2';
-import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './pretrained';
+import { Qwen2Config, validateQwen2Config } from '../config';
+import { Qwen2 } from '../qwen2';
+import type { ChatTokenizer } from '../tokenizer';
+import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './folder';
 import { SafeTensor, decodeSafetensors, encodeSafetensors, toFloat32 } from './safetensors';
-import type { ChatTokenizer } from './tokenizer';
 
 /**
  * Serializes the model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does).
@@ -56,7 +57,7 @@ export function configFromJSONBytes(bytes: Uint8Array): Qwen2Config {
 }
 
 /**
- * Loads the model (weights converted to float32) and tokenizer of an HF Qwen2 folder (pretrained.ts layout).
+ * Loads the model (weights converted to float32) and tokenizer of an HF Qwen2 folder (folder.ts).
  * @throws PretrainedFolderError for a missing or invalid file; Error from modelFromTensors (missing weight,
  *   shape mismatch) or decodeSafetensors (corrupt file)
  */

@@ -10,12 +10,12 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { layerWindows, ropeOf, validateQwen2Config } from '../../src/model/config';
-import { hfTokenizer } from '../../src/model/hf_tokenizer';
-import { pretrainedProblems } from '../../src/model/pretrained';
-import { Qwen2 } from '../../src/model/qwen2';
-import { HF_MODELS_DIR, QWEN_TOKENIZER_DIR, materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
-import { initTestBackend } from '../helpers/backend';
+import { layerWindows, ropeOf, validateQwen2Config } from '../../../src/model/config';
+import { hfTokenizer } from '../../../src/model/hf/tokenizer';
+import { pretrainedProblems } from '../../../src/model/hf/folder';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { HF_MODELS_DIR, QWEN_TOKENIZER_DIR, materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
+import { initTestBackend } from '../../helpers/backend';
 
 interface SemanticsCase {
   case: string;

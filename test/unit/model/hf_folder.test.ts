@@ -1,5 +1,5 @@
 /**
- * HF model folders (model/hf_folder.ts, hf_char_tokenizer.ts, pretrained.ts): the char tokenizer as an
+ * HF model folders (model/hf/folder.ts, hf/tokenizer.ts): the char tokenizer as an
  * HF tokenizer.json encodes and decodes its alphabet exactly as starpo's; a checkpoint's files written
  * as an HF folder hold only starpo's config keys and load back (pretrain: DIR) with identical tensors;
  * an HF tokenizer's own files travel unchanged; bad folders are reported naming the file and key.
@@ -10,20 +10,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { charTokenizer, tokenizerFromJSON, type CharTokenizerJSON } from '../../src/model/tokenizer';
-import { hfTokenizer } from '../../src/model/hf_tokenizer';
-import { charTokenizerHfJSON } from '../../src/model/hf_char_tokenizer';
-import { hfFolderFiles } from '../../src/model/hf_folder';
-import { pretrainedIdentity, pretrainedProblems } from '../../src/model/pretrained';
-import { generateReply } from '../../src/cli/generate';
-import type { ChatMessage } from '../../src/model/chat_template';
-import { CHATML_TEMPLATE } from '../../src/model/chatml';
-import { tinyPreset } from '../../src/model/config';
-import { Qwen2 } from '../../src/model/qwen2';
-import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../src/model/weights_io';
-import { decodeSafetensors, encodeSafetensors } from '../../src/model/safetensors';
-import { tinyExportFiles } from '../helpers/tiny_export';
-import { initTestBackend } from '../helpers/backend';
+import { CHATML_TEMPLATE, charTokenizer, type CharTokenizerJSON, type ChatMessage } from '../../../src/model/tokenizer';
+import { charTokenizerHfJSON, hfTokenizer, tokenizerFromJSON } from '../../../src/model/hf/tokenizer';
+import { hfFolderFiles, pretrainedIdentity, pretrainedProblems } from '../../../src/model/hf/folder';
+import { generateReply } from '../../../src/cli/generate';
+import { tinyPreset } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../../src/model/hf/weights';
+import { decodeSafetensors, encodeSafetensors } from '../../../src/model/hf/safetensors';
+import { tinyExportFiles } from '../../helpers/tiny_export';
+import { initTestBackend } from '../../helpers/backend';
 
 const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',

@@ -4,13 +4,13 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { canonicalBackend, requestedBackend, UnknownBackendError } from '../../src/model/backend_choice';
-import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_GPU, NATIVE_LIBRARIES, NATIVE_VARIANTS, nativeBuildDir, nativeBuildName, requireInstalled, variantOf, type NativeManifest, type NativeVariant } from '../../src/model/native_build';
-import { ensureShim } from '../../src/model/native_backend';
-import { nodeGypArgs, pipDownloadArgs, unpackRules } from '../../src/cli/backend_install';
-import { noGpuLine } from '../../src/model/backend';
-import { missingPrerequisites, versionAtLeast, type HostFacts } from '../../src/cli/native_host';
-import { exitCodeOf } from '../../src/cli/exit_codes';
+import { canonicalBackend, requestedBackend, UnknownBackendError } from '../../../src/model/backend_choice';
+import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_GPU, NATIVE_LIBRARIES, NATIVE_VARIANTS, nativeBuildDir, nativeBuildName, requireInstalled, variantOf, type NativeManifest, type NativeVariant } from '../../../src/model/native_build';
+import { ensureShim } from '../../../src/model/native_backend';
+import { nodeGypArgs, pipDownloadArgs, unpackRules } from '../../../src/cli/backend_install';
+import { noGpuLine } from '../../../src/model/backend';
+import { missingPrerequisites, versionAtLeast, type HostFacts } from '../../../src/cli/native_host';
+import { exitCodeOf } from '../../../src/cli/exit_codes';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-native-'));
 

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer, tokenizerFromJSON } from '../../src/model/tokenizer';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { tokenizerFromJSON } from '../../../src/model/hf/tokenizer';
 
 test('char tokenizer layout: specials first, 101 ids, eos = [im_end, endoftext]', () => {
   const tok = charTokenizer();

@@ -9,13 +9,13 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { generate } from '../../src/model/generate';
-import { pretrainedProblems } from '../../src/model/pretrained';
-import type { Qwen2 } from '../../src/model/qwen2';
-import { logSumExp } from '../../src/model/sampling';
-import { modelFromFolder } from '../../src/model/weights_io';
-import { hfExpected, hfVariants, materializeHfVariant, removeHfFolder, type HfExpected } from '../helpers/hf_models';
-import { initTestBackend } from '../helpers/backend';
+import { generate } from '../../../src/model/generate';
+import { pretrainedProblems } from '../../../src/model/hf/folder';
+import type { Qwen2 } from '../../../src/model/qwen2';
+import { logSumExp } from '../../../src/model/sampling';
+import { modelFromFolder } from '../../../src/model/hf/weights';
+import { hfExpected, hfVariants, materializeHfVariant, removeHfFolder, type HfExpected } from '../../helpers/hf_models';
+import { initTestBackend } from '../../helpers/backend';
 
 const TOL = 1e-4;
 

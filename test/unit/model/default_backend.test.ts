@@ -5,11 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultBackend, requestedBackend, WASM_ROLLOUT_MAX_PARAMS, type HostBackends } from '../../src/model/backend_choice';
-import { roleBackends } from '../../src/cli/train';
-import { countParams, tinyPreset } from '../../src/model/config';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { fixtureConfig } from '../helpers/fixture';
+import { defaultBackend, requestedBackend, WASM_ROLLOUT_MAX_PARAMS, type HostBackends } from '../../../src/model/backend_choice';
+import { roleBackends } from '../../../src/cli/train';
+import { countParams, tinyPreset } from '../../../src/model/config';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { fixtureConfig } from '../../helpers/fixture';
 
 const host = (tensorflow: boolean, tensorflowGpu: boolean, nvidiaDriver: boolean): HostBackends => ({ tensorflow, tensorflowGpu, nvidiaDriver });
 

@@ -1,9 +1,9 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { causalMask, disposeMask, groupedAttention } from '../../src/model/attention';
-import { embedLookup } from '../../src/model/qwen2';
-import { initTestBackend } from '../helpers/backend';
+import { causalMask, disposeMask, groupedAttention } from '../../../src/model/qwen2';
+import { embedLookup } from '../../../src/model/kernels';
+import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {
   await initTestBackend();

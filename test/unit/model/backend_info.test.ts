@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { backendInfo, initBackend } from '../../src/model/backend';
-import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, nativeBuildDir } from '../../src/model/native_build';
+import { backendInfo, initBackend } from '../../../src/model/backend';
+import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, nativeBuildDir } from '../../../src/model/native_build';
 
 test('backendInfo: refuses before initBackend, then names the active backend; wasm and cpu compute on the CPU', async () => {
   delete process.env.STARPO_BACKEND; // this file checks the backends it asks for itself

@@ -1,13 +1,12 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import { countParams, tinyPreset, validateQwen2Config } from '../../src/model/config';
-import { Qwen2, rmsNorm } from '../../src/model/qwen2';
-import { applyRope, ropeCosSin } from '../../src/model/rope';
-import { bmm, linear } from '../../src/model/matmul';
-import { tokenLogProbs } from '../../src/model/logprobs';
-import { modelFromSafetensors, modelToSafetensors } from '../../src/model/weights_io';
-import { initTestBackend } from '../helpers/backend';
+import { countParams, tinyPreset, validateQwen2Config } from '../../../src/model/config';
+import { applyRope, Qwen2, rmsNorm, ropeCosSin } from '../../../src/model/qwen2';
+import { bmm, linear } from '../../../src/model/kernels';
+import { tokenLogProbs } from '../../../src/model/logprobs';
+import { modelFromSafetensors, modelToSafetensors } from '../../../src/model/hf/weights';
+import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {
   await initTestBackend();
@@ -144,8 +143,8 @@ test('safetensors model round trip gives identical logits; random init is determ
 });
 
 test('overfit: a few AdamW steps on one fixed string drive the loss down', async () => {
-  const { AdamW } = await import('../../src/algo/adamw');
-  const { charTokenizer } = await import('../../src/model/tokenizer');
+  const { AdamW } = await import('../../../src/algo/adamw');
+  const { charTokenizer } = await import('../../../src/model/tokenizer');
   const tok = charTokenizer();
   const m = Qwen2.random(tinyPreset(tok.vocabSize), 12);
   const vars = m.trainableVariables();

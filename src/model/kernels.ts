@@ -1,22 +1,19 @@
 /**
- * Fast matmuls for the wasm backend, with their own gradients.
- *
- * tfjs-backend-wasm 4.22 (src/cc/batch_mat_mul_impl.cc) sends a BatchMatMul to XNNPACK only when it is a single
- * (batch 1) product with transposeA = transposeB = false; every other case (batched, or a transpose flag, which
- * tfjs's own matMul gradient uses) runs a naive loop, an order of magnitude slower than an explicit transpose plus
- * a plain matmul, and a batched product several times slower than its slices as plain products. Slicing a batch
- * apart is no way out either: the wasm Slice/SplitV/Gather kernels copy the WHOLE input per output (readSync),
- * O(S^2) for S slices.
- *
- * So:
- *  - `linear` issues plain 2-D matmuls with explicit tf.transpose, forward and backward (tf.customGrad);
- *  - `bmm` runs the kernel `StarpoBmm`, registered here for wasm: for each batch slice it registers zero-copy
- *    views (tensor ids pointing into the inputs' and output's wasm heap memory) and calls the backend's own
- *    BatchMatMul entry point on them, which takes the XNNPACK path; its gradient is two more `bmm`s.
- * On other backends (tfjs-node, cpu) both fall back to the ordinary tf.matMul.
+ * Backend-specific kernels the model calls (qwen2.ts): matmuls, the embedding lookup and rotate_half, each
+ * with its own gradient, and a zero-copy Identity. They exist because of tfjs-backend-wasm 4.22's kernels
+ * (the reasons are on each function); on the other backends (tensorflow, cpu) they are the plain tf ops.
  */
 import * as tf from '@tensorflow/tfjs';
 
+/*
+ * Matmuls. tfjs-backend-wasm (src/cc/batch_mat_mul_impl.cc) sends a BatchMatMul to XNNPACK only when it is a
+ * single (batch 1) product with transposeA = transposeB = false; every other case (batched, or a transpose flag,
+ * which tfjs's own matMul gradient uses) runs a naive loop, much slower than an explicit transpose plus a plain
+ * matmul. Slicing a batch apart is no way out: the wasm Slice/SplitV/Gather kernels copy the WHOLE input per
+ * output (readSync). So `linear` issues plain 2-D matmuls with explicit transposes, forward and backward; `bmm`
+ * runs the kernel `StarpoBmm`, which for each batch slice registers zero-copy views (tensor ids pointing into
+ * the inputs' and output's wasm heap memory) and calls the backend's own BatchMatMul on them (the XNNPACK path).
+ */
 const BMM = 'StarpoBmm';
 
 /* Minimal view of tfjs-backend-wasm's BackendWasm internals used by the kernel (4.x). */
@@ -94,8 +91,7 @@ function ensureRegistered(): void {
       return {
         a: () => bmm(d, tf.transpose(b, [0, 2, 1])),
         // db = a^T @ dy. When dy is the larger operand (attention scores: dy [G*Lq, Lk] vs a [G*Lq, D]), XNNPACK
-        // is slow at a^T @ dy (few output rows, a large right operand); (dy^T @ a)^T costs one transpose of dy
-        // and is several times faster.
+        // is slow at a^T @ dy (few output rows, a large right operand); (dy^T @ a)^T costs one transpose of dy.
         b: () => (d.size > a.size ? tf.transpose(bmm(tf.transpose(d, [0, 2, 1]), a), [0, 2, 1]) : bmm(tf.transpose(a, [0, 2, 1]), d)),
       };
     },
@@ -108,8 +104,7 @@ const BMM_MIN_ROWS = 8;
 /**
  * Batched matmul a @ b over a leading batch axis, differentiable (da = dy @ b^T, db = a^T @ dy).
  * On wasm, slices with at least BMM_MIN_ROWS rows run through XNNPACK (StarpoBmm); fewer (e.g. the G query rows
- * of a generation step) use the built-in batched kernel, which is cheaper for them (measured: 64 x [2,16]@[16,500]
- * 3.7 ms built-in vs 7.0 ms XNNPACK; 16 x [100,200]@[200,16] 7.9 ms vs 1.3 ms).
+ * of a generation step) use the built-in batched kernel, which is cheaper for them.
  * @param a float32 [S, M, K]; b float32 [S, K, N] -> float32 [S, M, N]
  */
 export function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
@@ -139,8 +134,7 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT?: tf.
       const gradFunc = (dy: tf.Tensor2D, saved: tf.Tensor[]): tf.Tensor[] => {
         const [xs, ws] = saved as tf.Tensor2D[];
         // dW [out, in] = dy^T @ x, or (x^T @ dy)^T when dy [N, out] is the smaller right operand: XNNPACK repacks
-        // its right operand on every call (measured, N = 3200: out 64, in 192: 8.2 ms vs 11.1 ms; out 192, in 64:
-        // dy^T @ x 7.6 ms vs 10.9 ms).
+        // its right operand on every call.
         const [out, inDim] = ws.shape;
         const dW = tf.tidy(() => (out < inDim ? tf.transpose(tf.matMul(tf.transpose(xs), dy)) : tf.matMul(tf.transpose(dy), xs)));
         return [tf.matMul(dy, ws), dW];
@@ -181,4 +175,112 @@ export class WeightTransposes {
     for (const { wT } of this.cache.values()) wT.dispose();
     this.cache.clear();
   }
+}
+
+function hasKernel(name: string): boolean {
+  return tf.getKernel(name, tf.getBackend()) !== undefined;
+}
+
+/** Largest one-hot matrix (N x V elements) `embedLookup` builds instead of a gather: 16 MB of float32. */
+const ONE_HOT_MAX = 4 * 1024 * 1024;
+
+/**
+ * Embedding lookup W[ids] with a gradient on backends lacking UnsortedSegmentSum (gather's gradient), e.g. wasm.
+ * There, a small table (N x V <= ONE_HOT_MAX, e.g. the char tokenizer's 101 ids) is looked up as one-hot(ids) @ W,
+ * exact in float32, with the gradient one-hot^T @ dy: two XNNPACK matmuls, cheaper than the wasm Gather and a
+ * host-side scatter-add. Larger tables use the gather with a host-side scatter-add of dy rows into a [V, E]
+ * buffer as the gradient.
+ * @param w float32 [V, E]; ids int32 [N] -> float32 [N, E]
+ */
+export function embedLookup(w: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
+  if (hasKernel('UnsortedSegmentSum')) return tf.gather(w, ids);
+  const [V, E] = w.shape;
+  if (ids.size * V <= ONE_HOT_MAX) {
+    const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+      // NB: oneHot with dtype 'float32' returns all zeros on the wasm backend (tfjs 4.22); build int32 and cast.
+      const oneHot = tf.cast(tf.oneHot(ids, V), 'float32') as tf.Tensor2D;
+      (args[1] as tf.GradSaveFunc)([oneHot]);
+      return {
+        value: tf.matMul(oneHot, args[0] as tf.Tensor2D) as tf.Tensor2D,
+        gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => tf.tidy(() => tf.matMul(tf.transpose(saved[0]), dy)),
+      };
+    });
+    return f(w) as tf.Tensor2D;
+  }
+  const idArr = ids.dataSync();
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const value = tf.gather(args[0] as tf.Tensor2D, ids);
+    const gradFunc = (dy: tf.Tensor2D): tf.Tensor => {
+      const d = dy.dataSync();
+      const g = new Float32Array(V * E);
+      for (let n = 0; n < idArr.length; n++) {
+        const r = idArr[n] * E;
+        const s = n * E;
+        for (let e = 0; e < E; e++) g[r + e] += d[s + e];
+      }
+      return tf.tensor2d(g, [V, E]);
+    };
+    return { value, gradFunc };
+  });
+  return f(w) as tf.Tensor2D;
+}
+
+const rotCache = new Map<number, { r: tf.Tensor2D; rT: tf.Tensor2D }>();
+
+/**
+ * rotate_half as a matrix and its transpose: rotate_half(x) = x @ R with R[i + D/2, i] = -1 and R[i - D/2, i] = 1.
+ * Kept (not disposed) per head dimension, so XNNPACK also keeps their packed forms.
+ */
+function rotateHalfMatrices(D: number): { r: tf.Tensor2D; rT: tf.Tensor2D } {
+  let m = rotCache.get(D);
+  if (!m) {
+    const half = D / 2;
+    const r = new Float32Array(D * D); // r[row, col] = R[row, col]
+    for (let i = 0; i < half; i++) r[(i + half) * D + i] = -1;
+    for (let i = half; i < D; i++) r[(i - half) * D + i] = 1;
+    const rTensor = tf.keep(tf.tensor2d(r, [D, D]));
+    m = { r: rTensor, rT: tf.keep(tf.transpose(rTensor)) };
+    rotCache.set(D, m);
+  }
+  return m;
+}
+
+/**
+ * RoPE's rotate_half(x) = cat(-x[D/2:], x[:D/2]) = x @ R for x float32 [N, D], differentiable w.r.t. x only
+ * (dx = dy @ R^T): plain matmuls with a constant right operand (on wasm fast XNNPACK products, where split/concat
+ * on the last axis copy the whole tensor per piece).
+ */
+export function rotateHalf(x: tf.Tensor2D): tf.Tensor2D {
+  const { r, rT } = rotateHalfMatrices(x.shape[1]);
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => ({
+    value: tf.matMul(args[0] as tf.Tensor2D, r) as tf.Tensor2D,
+    gradFunc: (dy: tf.Tensor2D) => tf.matMul(dy, rT),
+  }));
+  return f(x) as tf.Tensor2D;
+}
+
+interface RefCountingBackend {
+  incRef(dataId: tf.DataId): void;
+}
+
+function identity(args: { inputs: tf.NamedTensorInfoMap; backend: unknown }): tf.TensorInfo {
+  const x = args.inputs.x as tf.TensorInfo;
+  (args.backend as RefCountingBackend).incRef(x.dataId);
+  return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+}
+
+let identityInstalled = false;
+
+/**
+ * Replaces the wasm backend's Identity kernel by a zero-copy one (idempotent; call after the backend is
+ * registered). tfjs-core's engine clones (kernel `Identity`) every tensor it saves for the backward pass, and the
+ * wasm Identity copies the whole buffer, so autodiff copied every attention score tensor a few times per layer.
+ * Tensors are immutable in tfjs (a Variable's assign swaps its dataId, no kernel writes into its inputs), so the
+ * clone can share the input's memory with a reference count, as the wasm Reshape and the cpu Identity already do.
+ */
+export function installZeroCopyIdentity(): void {
+  if (identityInstalled) return;
+  identityInstalled = true;
+  tf.unregisterKernel('Identity', 'wasm');
+  tf.registerKernel({ kernelName: 'Identity', backendName: 'wasm', kernelFunc: identity as unknown as tf.KernelFunc });
 }
