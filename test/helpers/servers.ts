@@ -14,7 +14,7 @@ import { infraDown, infraUp } from '../../infra/lifecycle';
 import type { InfraEndpoints } from '../../infra/types';
 import { freePort } from '../../infra/ports';
 import { killNow } from '../../infra/process';
-import { removeWeedSockets } from '../../infra/s3_server';
+import { removeWeedSockets } from '../../infra/s3';
 import { readState } from '../../infra/state';
 
 /** Running test servers. `stop` is idempotent and never throws. */

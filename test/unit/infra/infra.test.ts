@@ -14,10 +14,10 @@ import { ensureBinary } from '../../../infra/install';
 import { folderBytes, installProgress, parseDownloadLine } from '../../../infra/install_progress';
 import { freePort, isPortFree, pickPort } from '../../../infra/ports';
 import { isAlive, stopProcess } from '../../../infra/process';
-import { weedArgs } from '../../../infra/s3_server';
+import { weedArgs } from '../../../infra/s3';
 import { SEARCH_ATTRIBUTES } from '../../../infra/search_attributes';
 import { readState, withStateLock, writeState } from '../../../infra/state';
-import { temporalArgs } from '../../../infra/temporal_server';
+import { temporalArgs } from '../../../infra/temporal';
 import type { BinarySpec } from '../../../infra/binaries';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-unit-'));
