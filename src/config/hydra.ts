@@ -1,12 +1,6 @@
 /**
  * Hydra-style config files (Hydra docs, "The Defaults List"), as ROLL's example configs use them:
  * a top-level `defaults:` list pulls in other YAML files and merges them into the root.
- *
- * Entries: `- ../config/traj_envs@_here_` (a path relative to the directory of the file holding the
- * list, `.yaml` appended when missing, `@_here_` = merge into the root), the same without `@_here_`
- * (also merged into the root), and `_self_` (where the file's own keys go). Without `_self_` the
- * file's own keys come last and override the included ones (Hydra 1.1+). Included files may have
- * their own defaults (recursively); a cycle is an error. Merging follows OmegaConf (tree.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -47,7 +41,13 @@ function readYamlMapping(file: string): Mapping {
   return raw;
 }
 
-/** The files of a defaults list in merge order, with 'self' where the file's own keys go. */
+/**
+ * The files of a defaults list in merge order, with 'self' where the file's own keys go. Entries:
+ * `- ../config/traj_envs@_here_` (a path relative to the directory of the file holding the list,
+ * `.yaml` appended when missing, `@_here_` = merge into the root), the same without `@_here_` (also
+ * merged into the root), and `_self_`. Without `_self_` the file's own keys come last and override
+ * the included ones (Hydra 1.1+).
+ */
 function defaultsOrder(file: string, list: unknown): Array<string | 'self'> {
   const shown = displayPath(file);
   if (list === undefined) return ['self'];
@@ -85,7 +85,8 @@ function compose(file: string, stack: readonly string[]): ComposedConfig {
 }
 
 /**
- * Reads a config file and its defaults list (see the file comment) into one merged tree.
+ * Reads a config file and its defaults list into one merged tree. Included files may have their own
+ * defaults (recursively); a cycle is an error. Merging follows OmegaConf (tree.ts).
  * @returns the tree (without `defaults`) and each file's own keys in merge order
  * @throws ConfigError naming the file and key: unreadable or non-YAML file, a defaults entry that is
  *         not a file (with the resolved path when missing) or has another package, a defaults cycle

@@ -1,15 +1,7 @@
 /**
  * OmegaConf-style interpolation for config trees (OmegaConf docs, "Variable interpolation"), as ROLL's
- * Hydra configs use it: `${key}` and `${a.b.c}` are absolute paths into the merged root. A string that
- * is exactly one interpolation takes the referenced value with its type (number, bool, a whole
- * mapping); interpolations inside a longer string are substituted as text. References may chain
- * (`a: ${b}`, `b: ${c}`), go through other references (`${alias.key}`) and nest (`${a.${b}}`);
- * `\${` is a literal `${`. Resolvers (`${oc.env:HOME}`) and relative paths are not supported.
- * The `hydra:` block is left as written (Hydra resolves it with its own resolvers; starpo ignores it).
- *
- * No npm package implements OmegaConf's semantics (typed single references, whole-mapping values,
- * cycle errors); `interpolate-json` evaluates `${= js =}` expressions and resolves against a separate
- * values object, so this is a small resolver of our own.
+ * Hydra configs use it. A small resolver of our own: no npm package implements OmegaConf's semantics
+ * (typed single references, whole-mapping values, cycle errors).
  */
 import { nearestKey } from '../contract';
 import { fromNote, problemsError, type OriginOf } from './origins';
@@ -145,7 +137,12 @@ class Resolver {
 }
 
 /**
- * Resolves every interpolation of a config tree (see the file comment); the input is not modified.
+ * Resolves every interpolation of a config tree; the input is not modified. `${key}` and `${a.b.c}` are
+ * absolute paths into the merged root. A string that is exactly one interpolation takes the referenced
+ * value with its type (number, bool, a whole mapping); interpolations inside a longer string are
+ * substituted as text. References may chain (`a: ${b}`, `b: ${c}`), go through other references
+ * (`${alias.key}`) and nest (`${a.${b}}`); `\${` is a literal `${`. Resolvers (`${oc.env:HOME}`) and
+ * relative paths are not supported. The `hydra:` block is left as written (starpo ignores it).
  * @returns the resolved tree and the top-level keys referred to (preflight/load.ts keeps those as variables)
  * @throws ConfigError naming the key that holds a bad interpolation: an unresolved path (with the
  *         nearest existing key), a cycle, a resolver, an unterminated `${`, or a mapping inside text

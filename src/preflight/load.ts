@@ -1,9 +1,8 @@
 /**
- * A config file -> validated RunConfig (SPEC.md §2): compose the file with its Hydra `defaults:`
- * list, apply command-line overrides, resolve OmegaConf interpolations, drop the interpolation
- * variables, then validate with the zod schema (defaults applied) and the cross-key rules that need
- * the envs and the model (checks.ts). Every problem is reported at once as a ConfigError naming the
- * key, the value, what is allowed and the file or command-line argument that set it.
+ * A config file -> validated RunConfig (SPEC.md §2): Hydra defaults, command-line overrides, OmegaConf
+ * interpolations, then the zod schema (defaults applied) and the cross-key rules that need the envs and
+ * the model (checks.ts). Every problem is reported at once, naming the key, the value, what is allowed
+ * and the file or command-line argument that set it.
  */
 import { dirname, resolve } from 'node:path';
 import { ConfigError, nearestKey, resolveNormTypes, type RunConfig, runConfigSchema } from '../contract';

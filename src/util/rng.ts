@@ -1,16 +1,14 @@
 /**
- * Seeded pseudo-random numbers. Every random draw in starpo comes from here, never Math.random,
- * so a step can be replayed bit for bit (DESIGN.md, Determinism and resume).
- *
- * The generator is sfc32 (Chris Doty-Humphrey's Small Fast Counter, 128-bit state); seeds are
- * derived from a list of parts (run seed, step, split, group id, turn, ...) with a 32-bit FNV-1a
- * hash mixed through splitmix32, so two different part lists give unrelated streams.
- *
- * Streams are derived statelessly from their parts and used within one step, so a checkpoint carries
- * no generator state: a resumed step re-derives the very streams the interrupted one used.
+ * Seeded pseudo-random numbers. Every random draw in starpo comes from here, never Math.random, so a
+ * step can be replayed bit for bit. Streams are derived statelessly from their parts and used within
+ * one step, so a checkpoint carries no generator state: a resumed step re-derives the same streams.
  */
 
-/** Hashes a list of seed parts (numbers or strings) into four 32-bit words (unsigned). */
+/**
+ * Hashes a list of seed parts (run seed, step, split, group id, turn, ...; numbers or strings) into four
+ * unsigned 32-bit words: 32-bit FNV-1a mixed through splitmix32, so two different part lists give
+ * unrelated streams.
+ */
 function seedWords(parts: ReadonlyArray<number | string>): [number, number, number, number] {
   let h = 0x811c9dc5;
   const text = parts.map(String).join('\u0000');
@@ -30,7 +28,7 @@ function seedWords(parts: ReadonlyArray<number | string>): [number, number, numb
   return out as [number, number, number, number];
 }
 
-/** A seeded random stream. State is four uint32 words and can be saved and restored. */
+/** A seeded random stream: sfc32 (Chris Doty-Humphrey's Small Fast Counter, 128-bit state). State is four uint32 words and can be saved and restored. */
 export class Rng {
   private a: number;
   private b: number;

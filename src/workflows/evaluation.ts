@@ -1,12 +1,7 @@
 /**
- * Workflow `starpoEvaluation` (task queue "starpo"; `starpo eval`): validation only, for one
- * checkpoint of a run. prepareEval writes runs/<run>/evals/<name>/eval.json (the run's config, or the
- * request's, with its episodes), the validation groups are played by the same rollout activities as
- * the training workflow's validation (validation.ts; the shards go to the evaluation's folder) and
- * writeEvalResult stores result.json. Every activity runs on "starpo-rollout", so rollout workers and a
- * control worker suffice. The checkpoint's step picks the val seeds as in training, so the evaluation
- * of a run's final checkpoint plays the states of its final validation (with fixed_states, of every
- * validation). Deterministic, no I/O.
+ * Workflow `starpoEvaluation` (task queue "starpo"; `starpo eval`): validation only, for one checkpoint
+ * of a run, played by the same rollout activities as the training's validation. Every activity runs on
+ * "starpo-rollout", so rollout workers and a control worker suffice. Deterministic, no I/O.
  */
 import { setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { EvalRequest, EvalResult, EvalSpec } from '../contract/activities';
@@ -35,7 +30,12 @@ function detailsLine(p: EvalProgress): string {
   return [`eval of step ${p.step}`, p.phase, `${p.shardsDone}/${p.shards} shards`, `${p.episodes} episodes`].join(' · ');
 }
 
-/** Validation of one checkpoint; see the file comment. @throws the activities' failures (ConfigError for bad episodes or a missing run.json) */
+/**
+ * Validation of one checkpoint: prepareEval writes runs/<run>/evals/<name>/eval.json (the run's config,
+ * or the request's, with its episodes), the val shards go to the evaluation's folder, writeEvalResult
+ * stores result.json. The checkpoint's step picks the val seeds as in training, so evaluating a run's
+ * final checkpoint plays the states of its final validation (with fixed_states, of every validation).
+ * @throws the activities' failures (ConfigError for bad episodes or a missing run.json) */
 export async function starpoEvaluation(request: EvalRequest): Promise<EvalResult> {
   const progress: EvalProgress = { runId: request.runId, name: request.name, step: request.step, phase: 'preparing', shards: 0, shardsDone: 0, episodes: 0 };
   setHandler(evalProgressQuery, () => progress);

@@ -1,13 +1,7 @@
 /**
- * The train rollouts of starpoTraining, synchronous or asynchronous (async_generation_ratio r). With
- * r = 0 the rollouts of step k are launched when step k needs them, with the step's own checkpoint.
- * With r > 0 the rollouts of steps k+1..k+r run on "starpo-rollout" while step k's update runs on
- * "starpo-update", with the newest checkpoint there is, so an uninterrupted run plays step s with the
- * checkpoint of step max(s - r, 0).
- *
- * Follows ROLL's agentic_pipeline.py (with async_generation_ratio > 0 the train rollout scheduler is
- * not suspended during the update) and rollout_scheduler.py (GroupQueue.advance_step: r extra batches
- * at the first step with the step-0 weights; groups older than r steps are dropped by the update).
+ * The train rollouts of starpoTraining, synchronous or asynchronous (async_generation_ratio r): with
+ * r > 0 the rollouts of steps k+1..k+r run on "starpo-rollout" while step k's update runs on
+ * "starpo-update", so an uninterrupted run plays step s with the checkpoint of step max(s - r, 0).
  * Workflow code: deterministic, no I/O; only object references cross.
  */
 import type { RolloutOutput } from '../contract/activities';
@@ -23,7 +17,13 @@ interface Launched {
   outs: Promise<RolloutOutput[]>;
 }
 
-/** The train rollouts of one workflow run; see the file comment. */
+/**
+ * The train rollouts of one workflow run. With r = 0 the rollouts of step k are launched when step k
+ * needs them, with the step's own checkpoint; with r > 0 ahead of time, with the newest checkpoint there
+ * is. Follows ROLL's agentic_pipeline.py (with async_generation_ratio > 0 the train rollout scheduler is
+ * not suspended during the update) and rollout_scheduler.py (GroupQueue.advance_step: r extra batches
+ * at the first step with the step-0 weights; groups older than r steps are dropped by the update).
+ */
 export class TrainRollouts {
   /** async_generation_ratio: steps the rollouts may run ahead of the update (0: synchronous). */
   readonly ratio: number;

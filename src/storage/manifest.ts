@@ -1,0 +1,209 @@
+/**
+ * Checkpoints as a set of objects plus `manifest.json` written LAST (every object's key, bytes, sha256),
+ * `latest.json` pointing at the newest complete manifest and `initial.json` at the step-0 one. A
+ * checkpoint exists only once its manifest exists; readers verify sha256 and fall back to the newest
+ * older checkpoint that verifies, logging what they skip and why (DESIGN.md, "Object store layout").
+ */
+import {
+  type CheckpointManifest, checkpointManifestSchema, type LatestPointer, latestPointerSchema, type ObjectRef, validateRunId,
+} from '../contract';
+import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
+import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep } from './keys';
+import type { ObjectStore } from './object_store';
+
+const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** A checkpoint read back and verified: its manifest reference, manifest and file contents by name. */
+export interface LoadedCheckpoint {
+  ref: ObjectRef;
+  manifest: CheckpointManifest;
+  files: Record<string, Uint8Array>;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/**
+ * Writes every file under `prefix` (e.g. checkpointPrefix(runId, step)), THEN `<prefix>manifest.json`
+ * with each object's key, bytes and sha256, `meta` and `createdAt`. Idempotent: when a manifest with the
+ * same objects and meta already exists (a retried activity), it is kept and its reference returned.
+ * @throws Error when prefix does not end with `/` or a file name is not [A-Za-z0-9._-] (or is manifest.json).
+ */
+export async function writeCheckpoint(store: ObjectStore, prefix: string, files: Record<string, Uint8Array>, meta: Record<string, unknown>): Promise<ObjectRef> {
+  if (!prefix.endsWith('/')) throw new Error(`checkpoint prefix ${JSON.stringify(prefix)} must end with "/"`);
+  const names = Object.keys(files).sort();
+  for (const name of names) {
+    if (!FILE_NAME.test(name) || name === MANIFEST_NAME) {
+      throw new Error(`checkpoint file name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ - (not ${MANIFEST_NAME})`);
+    }
+  }
+  const refs = await mapLimit(names, 4, (name) => store.put(`${prefix}${name}`, files[name] as Uint8Array));
+  const objects = refs.map((r, i) => ({ name: names[i] as string, key: r.key, bytes: r.bytes, sha256: r.sha256 }));
+  const manifestKey = `${prefix}${MANIFEST_NAME}`;
+  const existing = await readManifestIfSame(store, manifestKey, objects, meta);
+  if (existing) return existing;
+  const manifest: CheckpointManifest = { format: 'starpo-checkpoint/1', prefix, objects, meta, createdAt: new Date().toISOString() };
+  return store.putJson(manifestKey, manifest);
+}
+
+/** The reference of an existing manifest at `key` that lists exactly `objects` and `meta`, else null. */
+async function readManifestIfSame(store: ObjectStore, key: string, objects: CheckpointManifest['objects'], meta: Record<string, unknown>): Promise<ObjectRef | null> {
+  if (!(await store.exists(key))) return null;
+  const ref = await store.refOf(key);
+  const parsed = checkpointManifestSchema.safeParse(await store.getJson(ref).catch(() => null));
+  if (!parsed.success) return null;
+  const same = JSON.stringify(parsed.data.objects) === JSON.stringify(objects) && JSON.stringify(parsed.data.meta) === JSON.stringify(meta);
+  return same ? ref : null;
+}
+
+/**
+ * Reads a checkpoint by manifest reference (manifest verified too) or manifest key (manifest unverified),
+ * then reads and verifies every object it lists.
+ * @throws CorruptObjectError (bad bytes or malformed manifest, names the key), ObjectNotFoundError (missing object).
+ */
+export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | string): Promise<LoadedCheckpoint> {
+  const ref = typeof manifest === 'string' ? await store.refOf(manifest) : manifest;
+  const raw = await store.getJson(ref);
+  const parsed = checkpointManifestSchema.safeParse(raw);
+  if (!parsed.success) throw new CorruptObjectError(ref.key, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
+  const files: Record<string, Uint8Array> = {};
+  await mapLimit(parsed.data.objects, 4, async (o) => {
+    files[o.name] = await store.get({ bucket: ref.bucket, key: o.key, sha256: o.sha256, bytes: o.bytes });
+  });
+  return { ref, manifest: parsed.data, files };
+}
+
+/**
+ * One file of a checkpoint, verified against its manifest (read by key, like readCompleteBefore does).
+ * @returns the bytes, or null when the manifest lists no file of that name (e.g. an older checkpoint)
+ * @throws ObjectNotFoundError when the manifest or the object is missing, CorruptObjectError when either is damaged
+ */
+export async function readCheckpointFile(store: ObjectStore, manifestKey: string, name: string): Promise<Uint8Array | null> {
+  const raw = await store.getJson(manifestKey);
+  const parsed = checkpointManifestSchema.safeParse(raw);
+  if (!parsed.success) throw new CorruptObjectError(manifestKey, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
+  const entry = parsed.data.objects.find((o) => o.name === name);
+  return entry ? store.get({ bucket: store.bucket, key: entry.key, sha256: entry.sha256, bytes: entry.bytes }) : null;
+}
+
+/** Points `runs/<runId>/latest.json` at `manifestRef` for `step`. Same inputs write the same bytes. */
+export async function writeLatest(store: ObjectStore, runId: string, manifestRef: ObjectRef, step: number): Promise<ObjectRef> {
+  return store.putJson(latestKey(runId), pointer(runId, manifestRef, step));
+}
+
+/**
+ * Points `runs/<runId>/initial.json` at the run's step-0 checkpoint (the warm-up, which lives under
+ * `warmup/`, outside the run's checkpoints/): the last resort of readCompleteBefore. Idempotent.
+ */
+export async function writeInitial(store: ObjectStore, runId: string, manifestRef: ObjectRef): Promise<ObjectRef> {
+  return store.putJson(initialKey(runId), pointer(runId, manifestRef, 0));
+}
+
+/** The contents of a pointer object (latest.json, initial.json). */
+function pointer(runId: string, manifest: ObjectRef, step: number): LatestPointer {
+  return { runId: validateRunId(runId), step, manifest };
+}
+
+/**
+ * Reads `runs/<runId>/latest.json`; null when it does not exist.
+ * @throws CorruptObjectError when it exists but is not a valid pointer.
+ */
+export async function readLatest(store: ObjectStore, runId: string): Promise<LatestPointer | null> {
+  return readPointer(store, latestKey(runId));
+}
+
+/**
+ * Reads `runs/<runId>/initial.json` (the run's step-0 checkpoint); null when it does not exist.
+ * @throws CorruptObjectError when it exists but is not a valid pointer.
+ */
+export async function readInitial(store: ObjectStore, runId: string): Promise<LatestPointer | null> {
+  return readPointer(store, initialKey(runId));
+}
+
+/** Reads a pointer object (latest.json, initial.json); null when missing. @throws CorruptObjectError for a bad shape. */
+async function readPointer(store: ObjectStore, key: string): Promise<LatestPointer | null> {
+  let raw: unknown;
+  try {
+    raw = await store.getJson(key);
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError) return null;
+    throw err;
+  }
+  const parsed = latestPointerSchema.safeParse(raw);
+  if (!parsed.success) throw new CorruptObjectError(key, 'a pointer {runId, step, manifest}', `invalid JSON shape (${parsed.error.issues[0]?.message})`, 'invalid pointer');
+  return parsed.data;
+}
+
+/** A verified checkpoint with the pipeline step it holds. */
+export type CompleteCheckpoint = LoadedCheckpoint & { step: number };
+
+/**
+ * The newest complete checkpoint of a run, verified: the one latest.json points to, or, when that pointer
+ * or its checkpoint is missing or corrupt, readCompleteBefore that step. `starpo resume` uses it.
+ * Logs each reason for falling back through `log` (naming the object and why). Null when none is usable.
+ * @throws errors other than corruption/missing objects (e.g. the S3 server is unreachable).
+ */
+export async function readLatestComplete(store: ObjectStore, runId: string, log: (line: string) => void = () => undefined): Promise<CompleteCheckpoint | null> {
+  let latest: LatestPointer | null = null;
+  try {
+    latest = await readLatest(store, runId);
+    if (!latest) log(`run ${runId}: no ${latestKey(runId)}; looking for complete checkpoints`);
+  } catch (err) {
+    if (!isUnusable(err)) throw err;
+    log(`run ${runId}: ${err.message}; looking for complete checkpoints`);
+  }
+  if (!latest) return readCompleteBefore(store, runId, Number.POSITIVE_INFINITY, log);
+  try {
+    return { ...(await readCheckpoint(store, latest.manifest)), step: latest.step };
+  } catch (err) {
+    if (!isUnusable(err)) throw err;
+    log(`run ${runId}: latest checkpoint (step ${latest.step}, ${latest.manifest.key}) is not usable: ${err.message}; falling back to an earlier one`);
+    return readCompleteBefore(store, runId, latest.step, log);
+  }
+}
+
+/**
+ * The newest checkpoint of a run older than step `below` whose manifest and objects verify: the
+ * manifests under `runs/<runId>/checkpoints/`, newest step first, then the step-0 checkpoint of
+ * initial.json. Logs every checkpoint it skips and why, and the one it uses. Null when none is usable.
+ * @throws errors other than corruption/missing objects (e.g. the S3 server is unreachable).
+ */
+export async function readCompleteBefore(store: ObjectStore, runId: string, below: number, log: (line: string) => void = () => undefined): Promise<CompleteCheckpoint | null> {
+  const candidates: Array<{ step: number; manifest: ObjectRef | string }> = (await store.list(checkpointsPrefix(runId)))
+    .filter((o) => o.key.endsWith(`/${MANIFEST_NAME}`))
+    .map((o) => ({ manifest: o.key, step: parseStep(o.key) }))
+    .filter((o): o is { manifest: string; step: number } => o.step !== null && o.step < below)
+    .sort((a, b) => b.step - a.step);
+  if (below > 0) {
+    try {
+      const initial = await readPointer(store, initialKey(runId));
+      if (initial) candidates.push({ step: 0, manifest: initial.manifest });
+    } catch (err) {
+      if (!isUnusable(err)) throw err;
+      log(`run ${runId}: ${err.message}`);
+    }
+  }
+  for (const c of candidates) {
+    try {
+      const loaded = await readCheckpoint(store, c.manifest);
+      log(`run ${runId}: using checkpoint step ${c.step} (${loaded.ref.key})`);
+      return { ...loaded, step: c.step };
+    } catch (err) {
+      if (!isUnusable(err)) throw err;
+      log(`run ${runId}: checkpoint step ${c.step} is not usable: ${err.message}`);
+    }
+  }
+  log(`run ${runId}: no complete checkpoint${Number.isFinite(below) ? ` before step ${below}` : ''}`);
+  return null;
+}
