@@ -13,7 +13,7 @@ import { removeStaleTemps, runPip, tempDir } from '../../infra/install';
 import { installProgress } from '../../infra/install_progress';
 import { resolveCacheDir } from '../../infra/binaries';
 import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_LIBRARIES, nativeBuildDir, type NativeManifest, type NativeVariant, type WheelPin } from '../model/native_build';
-import type { SmokeResult } from '../model/native_smoke';
+import type { SmokeResult } from '../model/native_backend';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
 
 /** Thrown when the build cannot be made: a missing prerequisite, or a step that failed (with its output). */
@@ -45,7 +45,7 @@ export function unpackRules(v: NativeVariant, out: string): Map<string, UnpackRu
 }
 
 /**
- * Unpacks the members a list of rules (JSON, UnpackRule[]) names, streaming (the C++ library alone is ~1 GB).
+ * Unpacks the members a list of rules (JSON, UnpackRule[]) names, streaming (the C++ library alone is too large to hold in memory at once).
  * Python's zipfile, because pip already needs Python. Prints the file count.
  */
 const UNPACK_PY = `
@@ -135,9 +135,9 @@ async function fetchTfjsNode(v: NativeVariant, buildDir: string): Promise<Record
   return Object.fromEntries(deps.map(([name]) => [name, (JSON.parse(fs.readFileSync(path.join(buildDir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version]));
 }
 
-/** Runs the smoke test (native_smoke.ts) of variant `v` on `buildDir` in a child process. */
+/** Runs the smoke test (model/native_backend.ts run as a script) of variant `v` on `buildDir` in a child process. */
 export async function smokeTest(v: NativeVariant, buildDir: string): Promise<SmokeResult> {
-  const script = path.resolve(__dirname, '..', 'model', 'native_smoke.ts');
+  const script = path.resolve(__dirname, '..', 'model', 'native_backend.ts');
   const repo = path.resolve(__dirname, '..', '..'); // where `--import tsx` resolves from
   const res = await runCommand(process.execPath, ['--import', 'tsx', script, v.variant, buildDir], { cwd: repo, timeoutSeconds: 300 });
   const line = res.tail.split('\n').filter((l) => l.startsWith('{')).pop();

@@ -1,12 +1,8 @@
 /**
- * TensorFlow.js backend selection (DESIGN.md, "Workers and compute").
- *
- * Which backend a process asks for is backend_choice.ts's business (STARPO_BACKEND, `--backend`, or the
- * caller's `prefer`, e.g. a worker role's default); without one it is `wasm`, then the pure-JS `cpu` backend
- * if wasm cannot start. `tensorflow` loads the CPU build `starpo backend install` keeps in the cache,
- * `tensorflow-gpu` the GPU build of `starpo backend install --gpu` (native_backend.ts; never a tfjs-node or
- * tfjs-node-gpu in node_modules, whose install scripts fetch an old libtensorflow). The two builds
- * hold libraries of the same names, so a process that loaded one refuses the other.
+ * Starts the tfjs backend a process asks for (backend_choice.ts: STARPO_BACKEND, `--backend` or the caller's
+ * `prefer`, e.g. a worker role's default); without one `wasm`, then the pure-JS `cpu` if wasm cannot start.
+ * `tensorflow` and `tensorflow-gpu` load the builds `starpo backend install [--gpu]` keeps in the cache
+ * (native_backend.ts), never a tfjs-node in node_modules, whose install scripts fetch an old libtensorflow.
  */
 import * as tf from '@tensorflow/tfjs';
 import { DEFAULT_BACKEND, requestedBackend, type BackendName } from './backend_choice';
@@ -29,7 +25,7 @@ export function noGpuLine(load: Pick<NativeLoad, 'tfVersion' | 'cudaDriver'>, en
   return `tensorflow-gpu: TensorFlow ${load.tfVersion} sees no GPU (${why}); computing on CPU`;
 }
 
-/** Loads one native build (registering the 'tensorflow' backend), refusing the other one. */
+/** Loads one native build (registering the 'tensorflow' backend), refusing the other one (same library names). */
 function loadNative(v: NativeVariant): void {
   if (nativeLoaded === v) return;
   if (nativeLoaded) throw new NativeBackendError(`${nativeLoaded.tfjsNode.name} is loaded in this process; ${v.tfjsNode.name} cannot be loaded beside it (same library names)`);

@@ -1,12 +1,7 @@
 /**
- * Batched autoregressive generation with a KV cache (DESIGN.md "Models"; SPEC.md §4.3).
- *
- * Contexts of different lengths are LEFT-padded into one prefill; each row's position ids start at 0 at its
- * first real token and pad keys are masked, so a row's logits equal those of an unpadded forward. Each step
- * feeds one token per active row; finished rows are dropped from the batch (their cache rows are gathered out),
- * so they stop costing compute. Sampling happens on the host (sampling.ts) from each row's own Rng.
- * With a KvSession, finished rows' caches are kept for the next turn instead of dropped, and the next
- * call feeds each row only its new tokens (kv_session.ts).
+ * Batched autoregressive generation with a KV cache (SPEC.md §4.3): one prefill of the left-padded contexts,
+ * then one token per active row per step; tokens are sampled on the host (sampling.ts) from each row's own Rng.
+ * A KvSession (kv_session.ts) keeps finished rows' caches for the next turn of their episodes.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
@@ -55,7 +50,11 @@ function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, mask: At
 }
 
 /**
- * Generates continuations for a batch of token-id contexts.
+ * Generates continuations for a batch of token-id contexts. Contexts of different lengths are LEFT-padded into
+ * one prefill; each row's position ids start at 0 at its first real token and pad keys are masked, so a row's
+ * logits equal those of an unpadded forward. Finished rows leave the batch (their cache rows are gathered out),
+ * so they stop costing compute; with a session they are kept for the next call, which feeds each row only its
+ * new tokens.
  * @param contexts one non-empty int array per row (ids in [0, vocab_size))
  * @returns tokens[i] (<= maxNewTokens[i] ids, ending with a stop id if one was emitted) and logprobs[i] (same length),
  *   where logprobs[i][j] = log p(tokens[i][j] | context, tokens[i][<j]) under the raw model distribution; equal to

@@ -3,10 +3,6 @@
  * only what turn t's cache lacks (the last sampled token and the new observation) instead of the whole
  * chat again. ROLL gets the same from vLLM's prefix caching; here the rollout manager (manager.ts) names
  * each episode by a row id that stays fixed across its turns.
- *
- * Layout: one batch cache (per layer float32 [R, KVH, T, D]) with, per row, a 0/1 key mask over the T
- * slots (1 = a real token; 0 = left padding of a prefill, or right padding of a row that finished its
- * reply before the longest one) and the token ids fed so far (the row's RoPE positions are 0..fed-1).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { LayerKV } from './qwen2';
@@ -50,7 +46,12 @@ function padTo(block: KvRows, T: number): KvRows {
   return { ...block, cache, keyMask: block.keyMask.map((m) => [...m, ...new Array<number>(T - t).fill(0)]) };
 }
 
-/** Per-row KV caches of the episodes of one rollout batch (see the file comment). Not thread-safe. */
+/**
+ * Per-row KV caches of the episodes of one rollout batch. Not thread-safe. Layout: one batch cache (per layer
+ * float32 [R, KVH, T, D]) with, per row, a 0/1 key mask over the T slots (1 = a real token; 0 = left padding of
+ * a prefill, or right padding of a row that finished its reply before the longest one) and the token ids fed so
+ * far (the row's RoPE positions are 0..fed-1).
+ */
 export class KvSession {
   private rows: KvRows | null = null;
 

@@ -1,23 +1,13 @@
 /**
  * Loads a native TensorFlow build (CPU or GPU) from the cache, where `starpo backend install [--gpu]` keeps it
- * (native_build.ts), so that it registers with this project's own tfjs engine.
- *
- * Why a shim folder: tfjs-node's JS requires `@tensorflow/tfjs` (and through it tfjs-core), and Node resolves
- * that by walking up from the requiring file. From the cache it would never reach this project's
- * node_modules, and a second tfjs-core would be a second engine that the model never sees. So the small JS
- * part (package.json and dist/*.js, about 1 MB) is copied into `<node_modules>/.cache/starpo-native/<id>/`,
- * inside the very node_modules folder that holds this project's `@tensorflow/tfjs`: walking up from there
- * reaches it. Beside the copy, symlinks lead to the cache for the rest: `lib` (the binding; Node loads it by
- * its real path, so its RUNPATH `$ORIGIN/../../deps/lib` finds the libraries in the cache), `deps` and
- * `node_modules` (tfjs-node's other JS dependencies, found before the walk goes further up; @tensorflow
- * packages are not among them). tfjs-node's files run unmodified. `npm ci` removes the copy with
- * node_modules; the next load writes it again (tmp folder + rename, so concurrent workers are safe).
+ * (native_build.ts), through a shim folder in node_modules (ensureShim) so that it registers with this
+ * project's own tfjs engine. Run as a script, this file is the smoke test of a build (`smokeTest`).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { BINDING_FILE, installCommand, NativeBackendError, nativeBuildDir, NATIVE_CPU, requireInstalled, type NativeManifest, type NativeVariant } from './native_build';
+import { BINDING_FILE, installCommand, NativeBackendError, nativeBuildDir, NATIVE_CPU, NATIVE_VARIANTS, requireInstalled, type NativeManifest, type NativeVariant } from './native_build';
 
 /** The node_modules folder holding the `@tensorflow/tfjs` this project resolves. */
 function projectNodeModules(): string {
@@ -46,8 +36,17 @@ function removeOrphanShims(parent: string): void {
 }
 
 /**
- * The shim folder for `buildDir`, written when missing. Its name hashes the build's real path and manifest,
- * so a rebuilt or moved build gets a fresh shim and a stale one is never reused.
+ * The shim folder for `buildDir`, written when missing. Why a shim: tfjs-node's JS requires `@tensorflow/tfjs`
+ * (and through it tfjs-core), and Node resolves that by walking up from the requiring file. From the cache it
+ * would never reach this project's node_modules, and a second tfjs-core would be a second engine that the model
+ * never sees. So the small JS part (package.json and dist/*.js) is copied into
+ * `<node_modules>/.cache/starpo-native/<id>/`, inside the node_modules folder that holds this project's
+ * `@tensorflow/tfjs`: walking up from there reaches it. Beside the copy, symlinks lead to the cache for the
+ * rest: `lib` (the binding; Node loads it by its real path, so its RUNPATH `$ORIGIN/../../deps/lib` finds the
+ * libraries in the cache), `deps` and `node_modules` (tfjs-node's other JS dependencies, found before the walk
+ * goes further up; @tensorflow packages are not among them). tfjs-node's files run unmodified. `npm ci` removes
+ * the copy with node_modules; the next load writes it again (tmp folder + rename, so concurrent workers are
+ * safe). Its name hashes the build's real path and manifest, so a rebuilt or moved build gets a fresh shim.
  * @throws NativeBackendError when the folder cannot be written (node_modules read-only)
  */
 export function ensureShim(buildDir: string, manifest: NativeManifest): string {
@@ -136,4 +135,47 @@ function cudaDriverMapped(): boolean {
   } catch {
     return false;
   }
+}
+
+/** What the smoke test printed. */
+export interface SmokeResult {
+  tfVersion: string;
+  /** The shim folder it loaded through (the caller removes it for a temporary build). */
+  shim: string;
+  /** max |native - cpu| over a 64x48 @ 48x32 matmul. */
+  maxAbsDiff: number;
+  /** The device the binding computes on: 'GPU' or 'CPU'. */
+  device: 'GPU' | 'CPU';
+  /** The process mapped the host's CUDA driver (libcuda.so.1); false for the CPU build. */
+  cudaDriver: boolean;
+}
+
+/** The matmul both backends compute (seeded, so both see the same operands). */
+function product(): Float32Array {
+  return tf.tidy(() => tf.matMul(tf.randomNormal([64, 48], 0, 1, 'float32', 1), tf.randomNormal([48, 32], 0, 1, 'float32', 2)).dataSync() as Float32Array);
+}
+
+/**
+ * Smoke test of a native build, run in a child process (`node --import tsx native_backend.ts <cpu|gpu> <buildDir>`)
+ * so the caller never loads TensorFlow itself: loads the build, checks that it registered with this project's
+ * tfjs engine, and compares a seeded matmul with the pure-JS cpu backend. Prints one JSON line (SmokeResult).
+ */
+async function smokeTest(variant: string, buildDir: string): Promise<void> {
+  const v = NATIVE_VARIANTS.find((x) => x.variant === variant);
+  if (!v) throw new Error(`native smoke test: variant "${variant}" is not one of ${NATIVE_VARIANTS.map((x) => x.variant).join(', ')}`);
+  const load = loadNativeBuild(v, buildDir);
+  await tf.setBackend('tensorflow');
+  const native = product();
+  await tf.setBackend('cpu');
+  const cpu = product();
+  const maxAbsDiff = native.reduce((m, v, i) => Math.max(m, Math.abs(v - (cpu[i] as number))), 0);
+  const result: SmokeResult = { tfVersion: load.tfVersion, shim: load.shim, maxAbsDiff, device: load.gpu ? 'GPU' : 'CPU', cudaDriver: load.cudaDriver };
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+if (require.main === module) {
+  smokeTest(process.argv[2] as string, process.argv[3] as string).catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
 }

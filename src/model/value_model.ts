@@ -1,8 +1,7 @@
 /**
- * The critic of adv_estimator `gae` (SPEC.md §5.3, §7): a Qwen2 trunk with a scalar value head, as
- * ROLL's critic role builds it (AutoModelForTokenClassification with num_labels = 1; HF
- * Qwen2ForTokenClassification names the head `score.weight`, shape [1, E], no bias). ROLL starts the
- * critic from the policy's pretrained weights; so do we (`fromPolicy`), with a zero value head so the
+ * The critic of adv_estimator `gae` (SPEC.md §5.3, §7): a Qwen2 trunk with a scalar value head, as ROLL's critic
+ * role builds it (AutoModelForTokenClassification, num_labels = 1: HF names the head `score.weight`, [1, E], no
+ * bias). ROLL starts the critic from the policy's weights; so do we (`fromPolicy`), with a zero value head so the
  * first values are 0 and deterministic.
  */
 import * as tf from '@tensorflow/tfjs';

@@ -1,10 +1,8 @@
 /**
- * The tokenizer files of an HF model folder (or a checkpoint) as a ChatTokenizer: tokenizer.json (the
- * `tokenizers` library's format, loaded with @huggingface/tokenizers, or starpo's char tokenizer), the chat
- * template (chat_template.jinja, else tokenizer_config.json `chat_template`, rendered as transformers'
- * `apply_chat_template` renders it) and the stop ids (generation_config.json). Also the char tokenizer written
- * as an HF tokenizer.json. Source: transformers 5 tokenization_utils_base.py (from_pretrained,
- * get_chat_template, apply_chat_template).
+ * The tokenizer files of an HF model folder (or a checkpoint) as a ChatTokenizer: tokenizer.json (loaded with
+ * @huggingface/tokenizers, or starpo's char tokenizer), the chat template (chat_template.jinja, else
+ * tokenizer_config.json `chat_template`) and the stop ids (generation_config.json), as transformers 5 reads them
+ * (tokenization_utils_base.py from_pretrained, get_chat_template). Also the char tokenizer as a tokenizer.json.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
