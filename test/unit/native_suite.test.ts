@@ -20,7 +20,7 @@ const files = (fs.readdirSync(DIR, { recursive: true }) as string[])
   .sort();
 
 test('the files run on both backends include the model, attention, gradient, loss and update tests', () => {
-  for (const f of ['model', 'attention', 'algo/grad_fd', 'algo/loss', 'algo/kl', 'algo/update', 'checkpoint_determinism', 'hf_fidelity']) {
+  for (const f of ['model/model', 'model/attention', 'algo/grad_fd', 'algo/loss', 'algo/kl', 'algo/update', 'checkpoint_determinism', 'model/hf_fidelity']) {
     assert.ok(files.includes(`${f}.test.ts`), `${f}.test.ts imports test/helpers/backend.ts`);
   }
 });
