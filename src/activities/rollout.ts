@@ -8,7 +8,7 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { rolloutKey, rolloutRecordKey } from '../storage/keys';
 import { CorruptObjectError, isUnusable } from '../storage/errors';
-import { shardRecordSchema, type ShardRecord } from '../contract';
+import { CONFIG_ERROR, shardRecordSchema, type ShardRecord } from '../contract';
 import { sumMetrics } from '../rollout/metrics';
 import { generatingArgsOf } from '../rollout/plan';
 import { runGroups } from '../rollout/manager';
@@ -74,7 +74,7 @@ export function rolloutActivity(rt: ActivityRuntime) {
     const generating = generatingArgsOf(config, input.split);
     const staleness = input.policyStep === undefined ? null : input.step - input.policyStep;
     if (staleness !== null && (!Number.isInteger(staleness) || staleness < 0)) {
-      throw ApplicationFailure.nonRetryable(`rollout step ${input.step}: policyStep ${input.policyStep} must be an integer in 0..${input.step}`, 'ConfigError');
+      throw ApplicationFailure.nonRetryable(`rollout step ${input.step}: policyStep ${input.policyStep} must be an integer in 0..${input.step}`, CONFIG_ERROR);
     }
     const checkpoint = await takePolicy(rt, input.runId, input.policyStep ?? input.step, input.policy);
     try {

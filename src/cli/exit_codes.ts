@@ -2,6 +2,7 @@
  * Exit codes of the `starpo` command (docs/operating.md, "Exit codes and errors") and the CLI's own errors. Errors are told
  * apart by class name, so this file loads no SDK (every CLI start imports it).
  */
+import { CONFIG_ERROR, INVALID_KEY_PART_ERROR } from '../contract/errors';
 
 /** 0 ok, 1 run failed, 2 bad input, 3 infra unavailable. */
 export const EXIT = { ok: 0, runFailed: 1, badInput: 2, infraUnavailable: 3 } as const;
@@ -28,9 +29,9 @@ export function isUnreachable(err: unknown): boolean {
 /** Maps an error to its exit code by its class name (errors come from several modules). */
 export function exitCodeOf(err: unknown): number {
   const name = err instanceof Error ? err.name : '';
-  if (name === 'ConfigError' || name === 'InfraConfigError' || name === 'CommanderError' || name === 'BadInputError') return EXIT.badInput;
+  if (name === CONFIG_ERROR || name === 'InfraConfigError' || name === 'CommanderError' || name === 'BadInputError') return EXIT.badInput;
   if (name === 'UnknownBackendError') return EXIT.badInput; // STARPO_BACKEND names no backend (model/backend_choice.ts)
-  if (name === 'InvalidKeyPartError') return EXIT.badInput; // a run id, step or name outside the allowed key characters (storage/keys.ts)
+  if (name === INVALID_KEY_PART_ERROR) return EXIT.badInput; // a run id, step or name outside the allowed key characters (contract/run.ts)
   if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)
   if (name === 'InfraUnavailableError' || name === 'InfraStartError' || name === 'NoControlWorkerError') return EXIT.infraUnavailable;
   if (name === 'NativeInstallError' || name === 'NativeBackendError') return EXIT.infraUnavailable; // the host lacks a tool or the native build
