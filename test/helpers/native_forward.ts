@@ -1,5 +1,5 @@
 /**
- * Run as a child process by test/unit/native_backend.test.ts: the logits of a tiny random Qwen2 on wasm, then
+ * Run as a child process by test/unit/model/native_backend.test.ts: the logits of a tiny random Qwen2 on wasm, then
  * on the native 'tensorflow' backend loaded from the cache. Prints one JSON line: the backends the project's
  * engine ran on, TensorFlow's version, max |native - wasm|, and the error asking for tfjs-node-gpu afterwards gives.
  */

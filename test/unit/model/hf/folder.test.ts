@@ -10,16 +10,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHATML_TEMPLATE, charTokenizer, type CharTokenizerJSON, type ChatMessage } from '../../../src/model/tokenizer';
-import { charTokenizerHfJSON, hfTokenizer, tokenizerFromJSON } from '../../../src/model/hf/tokenizer';
-import { hfFolderFiles, pretrainedIdentity, pretrainedProblems } from '../../../src/model/hf/folder';
-import { generateReply } from '../../../src/cli/generate';
-import { tinyPreset } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../../src/model/hf/weights';
-import { decodeSafetensors, encodeSafetensors } from '../../../src/model/hf/safetensors';
-import { tinyExportFiles } from '../../helpers/tiny_export';
-import { initTestBackend } from '../../helpers/backend';
+import { CHATML_TEMPLATE, charTokenizer, type CharTokenizerJSON, type ChatMessage } from '../../../../src/model/tokenizer';
+import { charTokenizerHfJSON, hfTokenizer, tokenizerFromJSON } from '../../../../src/model/hf/tokenizer';
+import { hfFolderFiles, pretrainedIdentity, pretrainedProblems } from '../../../../src/model/hf/folder';
+import { generateReply } from '../../../../src/cli/generate';
+import { tinyPreset } from '../../../../src/model/config';
+import { Qwen2 } from '../../../../src/model/qwen2';
+import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../../../src/model/hf/weights';
+import { decodeSafetensors, encodeSafetensors } from '../../../../src/model/hf/safetensors';
+import { tinyExportFiles } from '../../../helpers/tiny_export';
+import { initTestBackend } from '../../../helpers/backend';
 
 const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',
