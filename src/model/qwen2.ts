@@ -21,11 +21,14 @@ export function rmsNorm<T extends tf.Tensor>(x: T, w: tf.Tensor1D, eps: number):
 // RoPE (Su et al. 2021, "RoFormer"; HF `Qwen2RotaryEmbedding`, `apply_rotary_pos_emb`): inv_freq[i] =
 // 1 / theta^(2i/D), angle = pos * inv_freq, emb = cat(angle, angle), x' = x * cos(emb) + rotate_half(x) * sin(emb).
 
+/** RoPE's cos and sin tables for the positions of one forward. */
+export type RopeTables = { cos: tf.Tensor4D; sin: tf.Tensor4D };
+
 /**
  * cos/sin tables float32 [B, L, 1, D] (broadcast over heads; the caller disposes them) for row-major [B * L]
  * positions, computed in float64 on the host. @throws RangeError when positions.length != B * L or D is odd
  */
-export function ropeCosSin(positions: ArrayLike<number>, B: number, L: number, headDimension: number, theta: number): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
+export function ropeCosSin(positions: ArrayLike<number>, B: number, L: number, headDimension: number, theta: number): RopeTables {
   if (positions.length !== B * L) throw new RangeError(`ropeCosSin: positions.length = ${positions.length}, expected B*L = ${B * L}`);
   if (headDimension % 2 !== 0) throw new RangeError(`ropeCosSin: headDimension = ${headDimension} must be even`);
   const half = headDimension / 2;
@@ -350,10 +353,11 @@ export class Qwen2 {
   }
 
   /** One decoder layer: x + self-attention(RMSNorm(x)), then + MLP(RMSNorm(.)). x float32 [B * Lq, E]. */
-  private decoderLayer(l: number, x: tf.Tensor2D, rope: { cos: tf.Tensor4D; sin: tf.Tensor4D }, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
+  private decoderLayer(l: number, x: tf.Tensor2D, rope: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const p = `model.layers.${l}.`;
     const eps = this.config.rms_norm_eps;
-    const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps), rope, inp, cache));
+    const attnIn = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps);
+    const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, attnIn, rope, inp, cache));
     return tf.add<tf.Tensor2D>(h, this.mlp(p, rmsNorm(h, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, eps)));
   }
 
@@ -361,14 +365,15 @@ export class Qwen2 {
    * Self-attention of layer l: q/k/v projections with bias, RoPE on q and k, the layer's cached keys/values
    * before the new ones (pushed to `cache` with returnCache), grouped attention, o_proj without bias.
    */
-  private selfAttention(l: number, x: tf.Tensor2D, { cos, sin }: { cos: tf.Tensor4D; sin: tf.Tensor4D }, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
+  private selfAttention(l: number, x: tf.Tensor2D, { cos, sin }: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const [B, Lq] = inp.ids.shape;
     const p = `model.layers.${l}.self_attn.`;
     const D = headDim(this.config);
     const H = this.config.num_attention_heads;
     const KVH = this.config.num_key_value_heads;
     const q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`, true), [B, Lq, H, D]), cos, sin);
-    const kNew = tf.transpose(applyRope(tf.reshape(this.linear(x, `${p}k_proj`, true), [B, Lq, KVH, D]), cos, sin), [0, 2, 1, 3]) as tf.Tensor4D;
+    const kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`, true), [B, Lq, KVH, D]), cos, sin);
+    const kNew = tf.transpose(kRope, [0, 2, 1, 3]) as tf.Tensor4D;
     const vNew = tf.transpose(tf.reshape(this.linear(x, `${p}v_proj`, true), [B, Lq, KVH, D]), [0, 2, 1, 3]) as tf.Tensor4D;
     const past = inp.cache?.[l];
     const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
