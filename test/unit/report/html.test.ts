@@ -1,8 +1,8 @@
 /**
  * The `starpo report` page pieces without servers: which metrics each chart plots (per tag, floors,
  * collapse marks, coinciding series merged), the Vega SVG, the page's stable hooks and its
- * self-containment (nothing external, trajectory text cannot close the script element), the run's
- * state line and a run with no step yet, the grid legends, and the step spreading of the browser.
+ * self-containment (nothing external, trajectory text cannot close the script element), a run with
+ * no step yet, the grid legends, and the step spreading of the browser.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,12 +10,10 @@ import { chartsOf } from '../../../src/report/charts';
 import { chartSvg, yExtent } from '../../../src/report/svg';
 import { computeSummary, reportHtml } from '../../../src/report/html';
 import { gridLegends, groupStep } from '../../../src/report/groups';
-import { runStateText } from '../../../src/cli/report';
 import { spreadSteps } from '../../../src/report/build';
 import { integerRanges } from '../../../src/report/text';
 import type { StepMetrics } from '../../../src/report/run_data';
 import type { Trajectory } from '../../../src/contract';
-import type { Progress } from '../../../src/contract';
 import { fixtureConfig } from '../../helpers/fixture';
 
 const config = fixtureConfig({ collapse_guard: { enabled: true, patience: 1 } });
@@ -90,16 +88,6 @@ test('a run with no step yet: the summary says its state, empty sections say no 
   for (const section of ['charts', 'validation', 'collapse']) {
     assert.match(html, new RegExp(`data-section="${section}">.*?<p class="empty">no step completed yet</p>`), section);
   }
-});
-
-test('the state line: running phases, closed runs, and unknown when Temporal was not asked', () => {
-  const progress: Progress = { runId: 'r', step: 3, maxSteps: 6, phase: 'update', paused: false, stopRequested: null, lastMetrics: {}, lastValidation: null, validationCurve: [], latestCheckpoint: null, secondsPerStep: 4, compute: null };
-  const base = { runId: 'r', config: 'tiny', step: 3, valSuccess: null };
-  assert.equal(runStateText({ ...base, status: 'RUNNING', progress: { ...progress, step: 0, phase: 'preparing' } }), 'RUNNING: in warm-up (preparing the step-0 policy), step 0 of 6 done');
-  assert.equal(runStateText({ ...base, status: 'RUNNING', progress }), 'RUNNING: update, step 3 of 6 done');
-  assert.equal(runStateText({ ...base, status: 'RUNNING', note: 'no control worker answered within 5 s' }), 'RUNNING, step 3 done (no control worker answered within 5 s)');
-  assert.equal(runStateText({ ...base, status: 'FAILED', failure: 'boom' }), 'FAILED: boom');
-  assert.equal(runStateText(null, 'cannot reach the Temporal server at 127.0.0.1:1'), 'unknown: cannot reach the Temporal server at 127.0.0.1:1');
 });
 
 test('chart series with identical points are drawn once, under both names', () => {
