@@ -5,11 +5,9 @@
 import type { StarpoActivities } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
 import { ActivityRuntime } from './runtime';
-import { prepareRunActivity } from './prepare';
+import { loadRunActivity, prepareRunActivity, writeMetricsActivity } from './prepare';
 import { rolloutActivity } from './rollout';
 import { updateActivity } from './update';
-import { writeMetricsActivity } from './metrics';
-import { loadRunActivity } from './load_run';
 import { prepareEvalActivity, writeEvalResultActivity } from './eval';
 
 /** All activities, keyed by their Temporal activity type names. */

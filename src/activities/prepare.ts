@@ -1,35 +1,26 @@
 /**
- * Activity `prepareRun` (task queue "starpo-update"): stores run.json and provides the step-0
- * policy. A random-init model never answers in the <answer>...</answer> format, so the run starts,
- * as ROLL does from an instruct model, from a supervised warm-up: SFT on demonstration episodes,
- * `format` = uniformly random valid actions (format only, no skill), `solver` = the
- * env solver's shortest plans for warmup.solver_fraction of them. The warm-up
- * episodes and checkpoint live under warmup/<sha256 of everything they depend on>/ and are reused
- * by every later run with the same settings (after verifying them). The metrics name the warm start:
- * warmup/type_<type> = 1. The run's initial.json and latest.json point at the step-0 checkpoint.
- * The warm-up starts from the `pretrain` policy: the tiny preset's seeded random init, or the weights
- * and tokenizer of an HF folder (`pretrain: DIR`, read here, so on the update worker's host); with
- * `warmup: {type: none}` the step-0 policy is that folder's weights exactly.
+ * The run's records on task queue "starpo-update": `prepareRun` stores run.json and provides the step-0
+ * policy (the warm-up), `loadRun` reads run.json back (a run continued as new carries only its id and
+ * checkpoint), `writeMetrics` stores a step's scalars at runs/<run>/metrics/step-N.json.
  */
 import { createHash } from 'node:crypto';
 import { log } from '@temporalio/activity';
-import { runKey, warmupPrefix } from '../storage/keys';
-import { readCheckpoint, writeInitial, writeLatest } from '../storage/manifest';
+import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
+import { readCheckpoint, saveCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../contract';
 import { ConfigError } from '../contract';
 import { charTokenizer, type ChatTokenizer } from '../model/tokenizer';
 import { TINY_PRESET, tinyPreset } from '../model/config';
-import { PretrainedFolderError, pretrainedIdentity } from '../model/pretrained';
-import { modelFromFolder } from '../model/weights_io';
+import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
+import { modelFromFolder } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
 import { warmupDemonstrations } from '../rollout/demonstrations';
 import type { Trajectory } from '../contract';
 import { deriveSeed } from '../util/rng';
-import type { ObjectRef, PrepareRunOutput, RunSpec } from '../contract';
-import { saveCheckpoint } from './checkpoint';
+import type { ObjectRef, PrepareRunOutput, RunSpec, WriteMetricsInput } from '../contract';
 import { ActivityRuntime, heartbeat } from './runtime';
 
 /** Bump when the warm-up recipe changes, so old artifacts are not reused. */
@@ -125,7 +116,17 @@ async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Prom
   await writeLatest(rt.store, runId, ref, 0);
 }
 
-/** Builds the prepareRun activity over a runtime. */
+/**
+ * Builds the prepareRun activity over a runtime. A random-init model never answers in the
+ * <answer>...</answer> format, so the run starts, as ROLL does from an instruct model, from a supervised
+ * warm-up: SFT on demonstration episodes (`format`: uniformly random valid actions; `solver`: the env
+ * solver's shortest plans for warmup.solver_fraction of them), from the `pretrain` policy (the tiny
+ * preset's seeded random init, or an HF folder's weights read on this worker's host; with `warmup: {type:
+ * none}` the step-0 policy is that folder's weights exactly). The warm-up episodes and checkpoint live
+ * under warmup/<sha256 of everything they depend on>/ and are reused, after verifying them, by every later
+ * run with the same settings. The metrics name the warm start (warmup/type_<type> = 1); the run's
+ * initial.json and latest.json point at the step-0 checkpoint.
+ */
 export function prepareRunActivity(rt: ActivityRuntime) {
   return async function prepareRun(input: RunSpec): Promise<PrepareRunOutput> {
     const { runId, configName, config } = input;
@@ -148,5 +149,20 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     } finally {
       model.dispose();
     }
+  };
+}
+
+/** Builds the loadRun activity over a runtime. @throws ConfigError (non-retryable) when run.json is missing */
+export function loadRunActivity(rt: ActivityRuntime) {
+  return async function loadRun(runId: string): Promise<RunSpec> {
+    if (!(await rt.store.exists(runKey(runId)))) throw new ConfigError(runKey(runId), ['missing: the run was never prepared or its folder was deleted']);
+    return rt.run(runId);
+  };
+}
+
+/** Builds the writeMetrics activity over a runtime. */
+export function writeMetricsActivity(rt: ActivityRuntime) {
+  return async function writeMetrics(input: WriteMetricsInput): Promise<void> {
+    await rt.store.putJson(metricsKey(input.runId, input.step), { step: input.step, metrics: input.metrics, ...(input.compute ? { compute: input.compute } : {}) });
   };
 }

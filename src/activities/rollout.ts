@@ -15,7 +15,7 @@ import { runGroups } from '../rollout/manager';
 import { modelPolicy } from '../rollout/policy';
 import type { Trajectory } from '../contract';
 import type { RolloutInput, RolloutOutput } from '../contract';
-import { takePolicy } from './fallback';
+import { takePolicy } from '../workflows/fallback';
 import { ActivityRuntime, heartbeat } from './runtime';
 import { backendInfo } from '../model/backend';
 import { readEvalSpec } from './eval';

@@ -2,19 +2,20 @@
  * Per-process state of the activity workers: the object store, the run configs read from
  * runs/<run>/run.json, and a one-entry cache of the last checkpoint used (so consecutive steps on
  * the same worker do not reload weights). Everything can be rebuilt from the store, so a restarted
- * worker continues where a dead one stopped.
+ * worker continues where a dead one stopped. Also the heartbeat every activity sends.
  */
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { backendInfo } from '../model/backend';
 import type { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
-import type { ObjectRef, RunSpec } from '../contract';
-import { disposeCheckpoint, loadCheckpoint, PolicyCheckpoint } from './checkpoint';
+import type { ObjectRef, RunSpec, Trajectory } from '../contract';
+import { attachOptimizer, disposeCheckpoint, loadCheckpoint, readCompleteBefore, type PolicyCheckpoint } from '../storage/checkpoint';
+import type { ReplaySource } from '../workflows/fallback';
 import type { Qwen2 } from '../model/qwen2';
 import { reportProgress, setWatchdogLimit } from './watchdog';
 
 /** Activity dependencies and caches of one worker process. */
-export class ActivityRuntime {
+export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
   private readonly runs = new Map<string, RunSpec>();
   private cached: { key: string; checkpoint: PolicyCheckpoint } | null = null;
   private referenceCache: { key: string; checkpoint: PolicyCheckpoint } | null = null;
@@ -39,17 +40,39 @@ export class ActivityRuntime {
   }
 
   /**
-   * The checkpoint behind a manifest ref, from the cache or the store. Taking it out of the cache
-   * hands ownership to the caller, who must `keep` it again (or dispose it).
+   * The checkpoint behind a manifest ref, from the cache or the store, with its optimizer state when
+   * `withOptimizer` (an update). Taking it out of the cache hands ownership to the caller, who must `keep`
+   * it again (or dispose it).
+   * @throws CorruptObjectError / ObjectNotFoundError when the checkpoint (or the optimizer state asked for) is unusable
    */
-  async take(manifest: ObjectRef): Promise<PolicyCheckpoint> {
+  async take(manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
     const key = `${manifest.key}@${manifest.sha256}`;
-    if (this.cached?.key === key) {
-      const hit = this.cached.checkpoint;
-      this.cached = null;
-      return hit;
+    if (this.cached?.key !== key) return loadCheckpoint(this.store, manifest, withOptimizer);
+    const hit = this.cached.checkpoint;
+    this.cached = null;
+    if (withOptimizer) {
+      try {
+        await attachOptimizer(this.store, manifest, hit); // cached by a rollout of the same process
+      } catch (err) {
+        disposeCheckpoint(hit);
+        throw err;
+      }
     }
-    return loadCheckpoint(this.store, manifest);
+    return hit;
+  }
+
+  /** The newest checkpoint before `step` an update can continue from (ReplaySource), logging what it skips. */
+  async trainableBefore(runId: string, step: number): Promise<{ step: number; ref: ObjectRef } | null> {
+    return readCompleteBefore(this.store, runId, step, (line) => log.warn(line), true);
+  }
+
+  /** A shard's trajectories, verified (ReplaySource). */
+  trajectories(shard: ObjectRef): Promise<Trajectory[]> {
+    return this.store.getJsonlGz<Trajectory>(shard);
+  }
+
+  warn(line: string): void {
+    log.warn(line);
   }
 
   /** Caches a checkpoint under its manifest ref, disposing the previous one. */

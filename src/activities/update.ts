@@ -5,7 +5,6 @@
  */
 import { log } from '@temporalio/activity';
 import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
-import { readCheckpoint, writeLatest } from '../storage/manifest';
 import { isUnusable } from '../storage/errors';
 import type { RunConfig } from '../contract';
 import { AdamW, lrAt } from '../algo/adamw';
@@ -13,10 +12,10 @@ import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdat
 import { klControllerFromConfig } from '../algo/kl';
 import { ValueModel } from '../model/value_model';
 import type { UpdateInput, UpdateOutput } from '../contract';
-import { disposeCheckpoint, saveCheckpoint, trainerStateOf } from './checkpoint';
+import { disposeCheckpoint, dropOldOptimizerStates, readCheckpoint, readOptimizerFiles, saveCheckpoint, trainerStateOf, writeLatest } from '../storage/checkpoint';
 import { ActivityRuntime, heartbeat } from './runtime';
 import { backendInfo } from '../model/backend';
-import { readTrajectories, takePolicy } from './fallback';
+import { readTrajectories, takePolicy } from '../workflows/fallback';
 
 type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys (actor_train's training_args has them too)
 
@@ -34,6 +33,7 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
     const checkpoint = await rt.existing(manifestKey);
     if (!checkpoint) return null;
     const state = trainerStateOf((await readCheckpoint(rt.store, checkpoint)).files);
+    await readOptimizerFiles(rt.store, manifestKey); // what the next update continues from
     return { checkpoint, metrics: state.metrics, skipReason: state.skipReason ?? null, ...(state.compute ? { compute: state.compute } : {}) };
   } catch (err) {
     if (!isUnusable(err)) throw err;
@@ -46,7 +46,7 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
  * Builds the update activity over a runtime. A retried or replayed attempt whose checkpoint has a manifest whose
  * objects verify returns it (and points latest.json at it); a damaged one is trained again, rewriting identical
  * objects (the update is deterministic). A corrupt policy checkpoint or trajectory shard ends the attempt with a
- * CheckpointCorruptError naming where the run continues from (fallback.ts). When the StarPO-S filter keeps nothing
+ * CheckpointCorruptError naming where the run continues from (workflows/fallback.ts). When the StarPO-S filter keeps nothing
  * (docs/numerics.md §7), the new checkpoint holds the unchanged weights and the reason. trajectory_scores.json is
  * written with the other files before the manifest, so a reused checkpoint carries it too.
  */
@@ -58,13 +58,14 @@ export function updateActivity(rt: ActivityRuntime) {
     const done = await completedUpdate(rt, `${prefix}manifest.json`);
     if (done) {
       await writeLatest(rt.store, input.runId, done.checkpoint, input.step + 1);
+      await dropOldOptimizerStates(rt.store, input.runId, input.step + 1, config, (line) => log.info(line));
       return done;
     }
     const trajectories = await readTrajectories(rt, input);
     const actorArgs = config.actor_train.training_args;
     const criticArgs = config.critic.training_args;
     const gae = config.adv_estimator === 'gae';
-    const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy);
+    const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy, true);
     // The step-0 checkpoint carries no reference: it is the reference.
     const reference = checkpoint.state.reference ?? input.policy;
     let ref;
@@ -98,6 +99,7 @@ export function updateActivity(rt: ActivityRuntime) {
     }
     await writeLatest(rt.store, input.runId, ref, input.step + 1);
     rt.keep(ref, checkpoint);
+    await dropOldOptimizerStates(rt.store, input.runId, input.step + 1, config, (line) => log.info(line));
     return { checkpoint: ref, metrics: result.metrics, skipReason: result.skipReason, compute: checkpoint.state.compute };
   };
 }

@@ -1,5 +1,5 @@
 /**
- * `starpo export <runId> [--step N] --to DIR`: an HF-format model folder (model/hf_folder.ts) from a
+ * `starpo export <runId> [--step N] --to DIR`: an HF-format model folder (model/hf/folder.ts) from a
  * checkpoint of a run, read and sha256-verified from the object store (default: the newest complete
  * checkpoint, falling back as `resume` does). The files go to a temp folder next to DIR that is then
  * renamed to DIR, so DIR is either complete or absent. `pretrain: DIR` loads the folder again.
@@ -7,9 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { hfFolderFiles } from '../model/hf_folder';
+import { hfFolderFiles } from '../model/hf/folder';
 import { checkpointPrefix, checkpointsPrefix, MANIFEST_NAME, parseStep } from '../storage/keys';
-import { readCheckpoint, readInitial, readLatestComplete, type LoadedCheckpoint } from '../storage/manifest';
+import { readCheckpoint, readInitial, readLatestComplete, type LoadedCheckpoint } from '../storage/checkpoint';
 import type { ObjectStore } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';

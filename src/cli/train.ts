@@ -14,7 +14,7 @@ import type { RunSpec } from '../contract';
 import type { RunConfig } from '../contract';
 import { ObjectStore } from '../storage/object_store';
 import { runKey } from '../storage/keys';
-import { readLatestComplete } from '../storage/manifest';
+import { readLatestComplete } from '../storage/checkpoint';
 import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../contract';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
@@ -27,7 +27,7 @@ import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/na
 import type { Role } from '../workers/roles';
 import { defaultBackend, hostBackends, type BackendName, type HostBackends } from '../model/backend_choice';
 import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
-import { readPretrainedConfig } from '../model/pretrained';
+import { readPretrainedConfig } from '../model/hf/folder';
 import { charTokenizer } from '../model/tokenizer';
 
 /** Options shared by train and resume. */

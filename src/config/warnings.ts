@@ -1,6 +1,7 @@
 /**
- * Configs that load and run but cannot learn: reported once by `config check` and `train`, without
- * refusing the config (ROLL accepts them too).
+ * Settings that load but do not do what they say: configs that run but cannot learn, and ROLL keys starpo
+ * accepts and does not use. Reported once by `config check` and `train`, without refusing the config
+ * (ROLL accepts them too).
  */
 import { type RunConfig, resolveNormTypes } from '../contract';
 
@@ -34,7 +35,23 @@ function singletonGroupWarning(cfg: RunConfig): string[] {
     + '(reward_normalization.method identity, or method mean with norm_mean_type batch)'];
 }
 
-/** One line per problem that lets the config load but keeps the run from learning (empty when none). */
+/**
+ * ROLL keys that are accepted (a ROLL config loads unchanged) but change nothing here, when set to anything
+ * but the value that matches what starpo does: `exp_name` (a run is named by its run id) and `logging_steps`
+ * (every step's metrics are written and logged).
+ */
+function unusedKeyWarnings(cfg: RunConfig): string[] {
+  const out: string[] = [];
+  if (cfg.exp_name !== 'starpo') {
+    out.push(`\`exp_name\` (${JSON.stringify(cfg.exp_name)}) is ignored: a run is named by its run id (\`--run-id\`, default <config name>-<time>)`);
+  }
+  if (cfg.logging_steps !== 1) {
+    out.push(`\`logging_steps\` (${cfg.logging_steps}) is ignored: every step's metrics are written (runs/<run>/metrics/step-N.json) and logged`);
+  }
+  return out;
+}
+
+/** One line per setting that loads but keeps the run from learning, or that is ignored (empty when none). */
 export function configWarnings(cfg: RunConfig): string[] {
-  return singletonGroupWarning(cfg);
+  return [...singletonGroupWarning(cfg), ...unusedKeyWarnings(cfg)];
 }

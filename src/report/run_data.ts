@@ -9,7 +9,7 @@ import type { StepCompute } from '../contract';
 import type { Trajectory } from '../contract';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
 import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
-import { readCheckpointFile } from '../storage/manifest';
+import { readCheckpointFile } from '../storage/checkpoint';
 import type { ObjectStore } from '../storage/object_store';
 import { shardRecordSchema } from '../contract';
 

@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
-import { readCheckpoint } from '../../src/storage/manifest';
-import { trainerStateOf } from '../../src/activities/checkpoint';
+import { readCheckpoint, readOptimizerFiles, trainerStateOf } from '../../src/storage/checkpoint';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
 
@@ -61,7 +60,8 @@ test('a StarPO-S config (gae critic, filter 0.25, clip-higher, no KL) trains and
     assert.equal(m['critic/optimizer_steps'], 1);
   }
   const { files } = await readCheckpoint(stack.store, await stack.store.refOf(`${checkpointPrefix(runId, 2)}manifest.json`));
-  assert.ok(files['critic.safetensors'] && files['critic_optimizer.safetensors'], 'critic and its optimizer are checkpointed');
+  const optimizer = await readOptimizerFiles(stack.store, `${checkpointPrefix(runId, 2)}manifest.json`);
+  assert.ok(files['critic.safetensors'] && optimizer['critic_optimizer.safetensors'], 'critic and its optimizer are checkpointed');
 });
 
 test('a GRPO config with a k3 KL loss trains against the step-0 policy as reference', async () => {

@@ -11,10 +11,9 @@ import { join } from 'node:path';
 import { startTestServers, type TestServers } from '../helpers/servers';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
-import { readCheckpoint } from '../../src/storage/manifest';
-import { loadCheckpoint, saveCheckpoint, disposeCheckpoint } from '../../src/activities/checkpoint';
-import { modelFromFolder } from '../../src/model/weights_io';
-import { tokenizerFromFiles } from '../../src/model/tokenizer';
+import { disposeCheckpoint, loadCheckpoint, readCheckpoint, saveCheckpoint } from '../../src/storage/checkpoint';
+import { modelFromFolder } from '../../src/model/hf/weights';
+import { tokenizerFromFiles } from '../../src/model/hf/tokenizer';
 
 let servers: TestServers;
 let store: ObjectStore;

@@ -13,7 +13,7 @@ import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
 import { endpointsToEnv } from '../../infra/env';
 import { resume } from '../../src/cli/train';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
-import { readCompleteBefore, readLatest } from '../../src/storage/manifest';
+import { readCompleteBefore, readLatest } from '../../src/storage/checkpoint';
 import { sha256Hex } from '../../src/storage/object_store';
 import { TASK_QUEUES, WORKFLOW_TYPE, pauseUpdate, progressQuery, unpauseUpdate, type Progress } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';

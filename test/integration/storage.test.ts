@@ -8,7 +8,7 @@ import { startTestServers, type TestServers } from '../helpers/servers';
 import { checkpointPrefix, latestKey, rolloutKey } from '../../src/storage/keys';
 import { CorruptObjectError, ObjectNotFoundError } from '../../src/storage/errors';
 import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
-import { readCheckpoint, readLatest, readLatestComplete, writeCheckpoint, writeLatest } from '../../src/storage/manifest';
+import { readCheckpoint, readLatest, readLatestComplete, writeCheckpoint, writeLatest } from '../../src/storage/checkpoint';
 import { Rng } from '../../src/util/rng';
 
 let servers: TestServers;

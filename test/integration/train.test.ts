@@ -11,7 +11,7 @@ import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { refuseExistingRun } from '../../src/cli/train';
 import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
-import { loadCheckpoint } from '../../src/activities/checkpoint';
+import { disposeCheckpoint, loadCheckpoint } from '../../src/storage/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
 import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
@@ -67,10 +67,10 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
 
   const latest = (await stack.store.getJson(latestKey(input.runId))) as { step: number };
   assert.equal(latest.step, 2);
-  const loaded = await loadCheckpoint(stack.store, result.finalCheckpoint);
+  const loaded = await loadCheckpoint(stack.store, result.finalCheckpoint, true);
   assert.equal(loaded.state.step, 2);
   assert.ok(loaded.optimizer, 'the checkpoint carries optimizer state');
-  loaded.model.dispose();
+  disposeCheckpoint(loaded);
 
   const progress = await handle.query(progressQuery);
   assert.equal(progress.phase, 'done');

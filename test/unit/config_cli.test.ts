@@ -11,9 +11,10 @@ test('config check prints ok, the ignored keys and the interpolation variables o
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines[0], 'configs/examples/agent_val_frozen_lake.yaml: ok');
-  assert.match(lines[1], /^ignored \(accepted for ROLL compatibility, not used\): track_with, /);
-  assert.match(lines[2], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, /);
-  assert.equal(lines.length, 3);
+  assert.match(lines[1], /^warning: `exp_name` \("agentic_pipeline"\) is ignored: a run is named by its run id/);
+  assert.match(lines[2], /^ignored \(accepted for ROLL compatibility, not used\): track_with, /);
+  assert.match(lines[3], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, /);
+  assert.equal(lines.length, 4);
 });
 
 test('config print applies defaults, interpolation and overrides', () => {
@@ -26,9 +27,10 @@ test('config print applies defaults, interpolation and overrides', () => {
   assert.equal(printed.init_kl_coef, 0);
   assert.equal(printed.actor_infer.training_args, undefined, 'blocks a role does not use are not filled in');
   const notes = r.stderr.trim().split('\n');
-  assert.match(notes[0], /^ignored \(accepted for ROLL compatibility, not used\): track_with, /);
-  assert.match(notes[1], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, /);
-  assert.equal(notes.length, 2);
+  assert.match(notes[0], /^warning: `exp_name` \("agentic_pipeline"\) is ignored: /);
+  assert.match(notes[1], /^ignored \(accepted for ROLL compatibility, not used\): track_with, /);
+  assert.match(notes[2], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, /);
+  assert.equal(notes.length, 3);
 });
 
 test('a bad override exits 2 naming it', () => {

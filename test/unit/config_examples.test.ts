@@ -51,9 +51,10 @@ test('the example lists ROLL\'s ignored keys and the interpolation variables of 
       'frozen_format_penalty', 'bandit_format_penalty', 'env_manager_cls', 'custom_env', 'agent_system_template', 'agent_template'],
   }]);
   const notes = acceptedNotes(loaded);
-  assert.equal(notes.length, 2);
-  assert.match(notes[0], /^ignored \(accepted for ROLL compatibility, not used\): track_with, tracker_kwargs, output_dir, /);
-  assert.match(notes[1], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, think_action_pattern, /);
+  assert.equal(notes.length, 3);
+  assert.equal(notes[0], 'warning: `exp_name` ("agentic_pipeline") is ignored: a run is named by its run id (`--run-id`, default <config name>-<time>)');
+  assert.match(notes[1], /^ignored \(accepted for ROLL compatibility, not used\): track_with, tracker_kwargs, output_dir, /);
+  assert.match(notes[2], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, think_action_pattern, /);
 });
 
 test('overrides apply after the defaults merge and before interpolation', () => {
@@ -117,7 +118,7 @@ test('the Qwen2.5-0.5B-Instruct config is ROLL\'s example at ROLL\'s values; wit
   try {
     const { config, warnings } = loadConfigFile(QWEN, [`pretrain=${dir}`]);
     assert.equal(config.pretrain, dir);
-    assert.deepEqual(warnings, []);
+    assert.deepEqual(warnings, ['`exp_name` ("agentic_pipeline") is ignored: a run is named by its run id (`--run-id`, default <config name>-<time>)']);
     assert.equal(config.warmup.type, 'none');
     assert.deepEqual([config.adv_estimator, config.whiten_advantages, config.advantage_clip, config.init_kl_coef], ['grpo', true, 0.2, 0]);
     assert.deepEqual(config.reward_normalization, { grouping: 'traj_group_id', method: 'mean_std', norm_mean_type: 'group', norm_std_type: 'group' });

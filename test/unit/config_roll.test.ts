@@ -45,7 +45,8 @@ test('ROLL\'s own agent_val_frozen_lake.yaml with its traj_envs.yaml loads: help
   }]);
   assert.deepEqual(loaded.unused, [{ file: ROLL_TRAJ_ENVS, keys: ['all_response_pattern', 'single_prompt_agent_system_template', 'single_prompt_agent_template'] }]);
   assert.ok(loaded.ignored.includes('custom_envs.FrozenLake.agent_runner_cls'), loaded.ignored.join(', '));
-  assert.deepEqual(loaded.warnings, [], 'validation groups of one are not normalised');
+  // validation groups of one are not normalised: the one warning is ROLL's exp_name, which starpo does not use
+  assert.deepEqual(loaded.warnings, ['`exp_name` ("agentic_pipeline") is ignored: a run is named by its run id (`--run-id`, default <config name>-<time>)']);
   const notes = acceptedNotes(loaded);
   assert.equal(notes[notes.length - 1],
     `unused variables from ${ROLL_TRAJ_ENVS} (nothing refers to them): all_response_pattern, single_prompt_agent_system_template, single_prompt_agent_template`);
@@ -115,7 +116,8 @@ test('gradient_accumulation_steps defaults to 1 as in ROLL\'s TrainingArguments;
 
 test('groups of one under a group-wise normalisation warn (every advantage is 0), otherwise not', () => {
   const singles = { ...quickstart().train_env_manager, group_size: 1 };
-  const warn = (patch: Record<string, unknown>) => configWarnings(validateConfig(quickstart({ train_env_manager: singles, ...patch })));
+  // exp_name: starpo, so the only warnings are those of the normalisation (exp_name has its own test)
+  const warn = (patch: Record<string, unknown>) => configWarnings(validateConfig(quickstart({ train_env_manager: singles, exp_name: 'starpo', ...patch })));
   const [line] = warn({ reward_normalization: { grouping: 'traj_group_id', method: 'mean' } });
   assert.equal(line, 'train_env_manager.group_size 1 with reward_normalization.grouping traj_group_id puts each trajectory in a group of its own, '
     + 'and reward_normalization norm_mean_type group then makes every normalised score and every advantage 0 (nothing is learnt); '
@@ -129,7 +131,7 @@ test('groups of one under a group-wise normalisation warn (every advantage is 0)
   assert.deepEqual(warn({ reward_normalization: { grouping: 'traj_group_id', method: 'identity' } }), []);
   const [byTraj] = configWarnings(validateConfig(quickstart({ reward_normalization: { grouping: 'trajId', method: 'mean_std' } })));
   assert.match(byTraj, /grouping trajId puts each trajectory in a group of its own, .*; use reward_normalization\.grouping traj_group_id with group_size >= 2, /, 'trajId: whatever group_size');
-  assert.deepEqual(configWarnings(validateConfig(quickstart())), [], 'group_size 8');
+  assert.deepEqual(configWarnings(validateConfig(quickstart({ exp_name: 'starpo' }))), [], 'group_size 8');
 });
 
 test('config check prints the warning as one line and exits 0', () => {
@@ -137,6 +139,14 @@ test('config check prints the warning as one line and exits 0', () => {
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines[0], 'configs/frozen_lake.yaml: ok');
-  assert.deepEqual(lines.filter((l) => l.startsWith('warning: ')).length, 1);
+  assert.deepEqual(lines.filter((l) => l.startsWith('warning: ')).length, 2, 'the groups of one, and exp_name (ignored)');
   assert.match(lines[1], /^warning: train_env_manager\.group_size 1 with reward_normalization\.grouping traj_group_id .* norm_mean_type group \/ norm_std_type group then /);
+});
+
+test('exp_name and logging_steps are reported as ignored when they ask for something starpo does not do', () => {
+  const check = (overrides: string[]) => loadConfigFile('configs/bandit.yaml', overrides).warnings;
+  assert.deepEqual(check(['exp_name=starpo']), []);
+  assert.deepEqual(check(['exp_name=starpo', 'logging_steps=10']),
+    ['`logging_steps` (10) is ignored: every step\'s metrics are written (runs/<run>/metrics/step-N.json) and logged']);
+  assert.match(check([])[0], /^`exp_name` \("bandit_tiny"\) is ignored: a run is named by its run id/);
 });
