@@ -82,7 +82,7 @@ export interface Tokenizer {
   encode(text: string): number[];
   /** Ids -> text; when skipSpecial is true, special tokens are dropped. Throws RangeError on an id out of range. */
   decode(ids: readonly number[], skipSpecial?: boolean): string;
-  /** A JSON-serializable description; `tokenizerFromJSON(tok.toJSON())` rebuilds it (tokenizer.json in checkpoints). */
+  /** A JSON-serializable description; hf/tokenizer.ts `tokenizerFromJSON(tok.toJSON())` rebuilds it (tokenizer.json in checkpoints). */
   toJSON(): unknown;
 }
 

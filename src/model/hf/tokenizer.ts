@@ -85,18 +85,6 @@ export function hfTokenizer(json: HfTokenizerJSON): Tokenizer {
   return new HfTokenizer(json);
 }
 
-/*
- * starpo's char tokenizer as an HF tokenizer.json that transformers 4 and 5 both encode with starpo's ids.
- * transformers 5's AutoTokenizer gives every `model_type: qwen2` folder its Qwen2Tokenizer, which keeps only the
- * vocab and merges of tokenizer.json and rebuilds Qwen2's own pipeline around them (NFC, Qwen2's split regex,
- * byte-level pre-tokenizer and decoder, no unknown token): a plain character vocabulary then loses spaces,
- * newlines and '√'. So every character is an added token, matched on the raw text before that pipeline runs,
- * with the same id as in the vocab, and the file states Qwen2's pipeline itself, so transformers 4 (which runs
- * the file as written), 5 and starpo's own reader agree. The byte-level decoder passes added tokens through.
- * Characters outside the alphabet reach the byte-level BPE, find no entry and are dropped (starpo's char
- * tokenizer maps them to `<unk>`); transformers 5 cannot be told otherwise.
- */
-
 /** transformers' models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX (as in Qwen2.5's tokenizer.json). */
 const QWEN2_SPLIT_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
@@ -109,7 +97,17 @@ export function charTokens(spec: CharTokenizerJSON): HfAddedToken[] {
   }));
 }
 
-/** The HF tokenizer.json of a char tokenizer (see the comment above charTokens). */
+/**
+ * starpo's char tokenizer as an HF tokenizer.json that transformers 4 and 5 both encode with starpo's ids.
+ * transformers 5's AutoTokenizer gives every `model_type: qwen2` folder its Qwen2Tokenizer, which keeps only the
+ * vocab and merges of tokenizer.json and rebuilds Qwen2's own pipeline around them (NFC, Qwen2's split regex,
+ * byte-level pre-tokenizer and decoder, no unknown token): a plain character vocabulary then loses spaces,
+ * newlines and '√'. So every character is an added token, matched on the raw text before that pipeline runs,
+ * with the same id as in the vocab, and the file states Qwen2's pipeline itself, so transformers 4 (which runs
+ * the file as written), 5 and starpo's own reader agree. The byte-level decoder passes added tokens through.
+ * Characters outside the alphabet reach the byte-level BPE, find no entry and are dropped (starpo's char
+ * tokenizer maps them to `<unk>`); transformers 5 cannot be told otherwise.
+ */
 export function charTokenizerHfJSON(spec: CharTokenizerJSON): HfTokenizerJSON {
   const tokens = charTokens(spec);
   return {
