@@ -1,17 +1,8 @@
 /**
- * Worker entry points by role (DESIGN.md, Workers and compute): `control` polls the workflow task
- * queue "starpo"; `rollout` runs rollout activities on "starpo-rollout"; `update` runs the update,
- * prepareRun, writeMetrics and loadRun activities on "starpo-update"; `all` runs the three in one process.
- * CPU-heavy tfjs work blocks Node's event loop, so production keeps roles in separate processes.
- *
- * Liveness: a worker started while the Temporal or S3 server is down (a restart)
- * waits for it instead of exiting; once running, the SDK keeps re-polling through server restarts.
- * SIGINT/SIGTERM shut down gracefully: polling stops at once, a running activity gets SHUTDOWN_GRACE
- * to finish (an update of the CPU quickstart takes ~6-11 s); one still running after that is cancelled
- * at its next heartbeat (activities/runtime.ts) and fails, so the server retries it (after the retry
- * backoff) on another worker instead of waiting for the heartbeat timeout.
- * Rollout and update workers run the activity watchdog (activities/watchdog.ts): an activity without progress for the
- * run's watchdog_seconds ends the process (SIGALRM), its attempt fails by heartbeat timeout and is retried.
+ * Worker entry points by role: `control` polls the workflow task queue "starpo", `rollout` runs rollout
+ * activities on "starpo-rollout", `update` the update and the run's records on "starpo-update", `all` the
+ * three in one process (tfjs work blocks the event loop, so production keeps roles apart). Liveness and
+ * shutdown are told in docs/durability.md.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InfraEndpoints } from '../../infra/types';
@@ -52,8 +43,11 @@ async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: s
 }
 
 /**
- * Connects to Temporal and the object store (waiting up to 5 minutes for each) and runs the role's
- * workers until SIGINT/SIGTERM, then shuts down gracefully (see the file comment).
+ * Connects to Temporal and the object store (waiting up to 5 minutes for each, so a worker started while a
+ * server restarts waits for it) and runs the role's workers until SIGINT/SIGTERM. Then polling stops at
+ * once and a running activity gets SHUTDOWN_GRACE to finish; one still running after that is cancelled at
+ * its next heartbeat (activities/runtime.ts) and fails, so the server retries it at once on another worker.
+ * Rollout and update workers run the activity watchdog (activities/watchdog.ts).
  * @throws Error when Temporal or the object store stays unreachable
  */
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
