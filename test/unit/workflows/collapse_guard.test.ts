@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkCollapse } from '../../src/workflows/collapse_guard';
+import { checkCollapse } from '../../../src/workflows/collapse_guard';
 
 const guard = { enabled: true, min_in_group_std: 0.01, min_entropy: 0.05, patience: 2, action: 'stop' as const };
 
