@@ -1,16 +1,10 @@
 /**
- * Determinism of whole runs: trains the same config twice (two run ids, same seed) through `starpo train`
- * (src/cli/train.ts: local servers, a control, 2 rollout and an update worker process, each role on this
- * host's default backend unless STARPO_BACKEND says), then compares the two runs step by step: every metric
- * but wall times (time/*) and the warm-up's facts (warmup/*: the first run may train the warm-up, the second
- * reuses it), and the sha256 of the final weights. Prints where each role computed and the verdict.
+ * Determinism of whole runs: trains the same config twice (two run ids, same seed) through `starpo train`,
+ * then compares the two runs step by step (every metric but wall times and the warm-up's facts) and the
+ * sha256 of the final weights. Prints where each role computed and the verdict.
  *
  *   node --import tsx bench/repeat_run.ts [config.yaml] [steps] [--save facts.json] [--against facts.json]
- *
- * (default configs/frozen_lake_solver.yaml, 8 steps). `--save` writes the first run's per-step metrics and weights
- * digest; `--against` also compares both runs with such a file, e.g. one saved before a refactor.
- *
- * Runs in its own Temporal namespace (bench/lib/bench_run.ts), so workers of other runs cannot take its activities.
+ *   (default configs/frozen_lake_solver.yaml, 8 steps)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { runInputFromFile } from '../src/cli/run_input';
@@ -56,6 +50,14 @@ function takeOption(argv: string[], name: string): string | undefined {
   return value;
 }
 
+/**
+ * `starpo train` (src/cli/train.ts) with local servers, a control, 2 rollout and an update worker process,
+ * each role on this host's default backend unless STARPO_BACKEND says; in its own Temporal namespace
+ * (bench/lib/bench_run.ts), so workers of other runs cannot take its activities. Not compared: wall times
+ * (time/*) and the warm-up's facts (warmup/*: the first run may train the warm-up, the second reuses it).
+ * `--save` writes the first run's per-step metrics and weights digest; `--against` also compares both runs
+ * with such a file, e.g. one saved before a refactor.
+ */
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const saveFile = takeOption(argv, '--save');
