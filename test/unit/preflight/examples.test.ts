@@ -5,12 +5,12 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadConfigFile, acceptedNotes } from '../../src/preflight/load';
-import { ConfigError } from '../../src/contract';
-import { parseFrozenLakeConfig } from '../../src/envs/frozen_lake';
-import { parseBanditConfig } from '../../src/envs/bandit';
-import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
-import { configErrorOf } from '../helpers/config_error';
+import { loadConfigFile, acceptedNotes } from '../../../src/preflight/load';
+import { ConfigError } from '../../../src/contract';
+import { parseFrozenLakeConfig } from '../../../src/envs/frozen_lake';
+import { parseBanditConfig } from '../../../src/envs/bandit';
+import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
+import { configErrorOf } from '../../helpers/config_error';
 
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
 /** The real-model config: its `pretrain` folder is not in the repository (docs/configs.md). */

@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { composeFile } from '../../src/config/hydra';
-import { resolveInterpolations } from '../../src/config/interpolate';
-import { applyOverrides, parseOverrides } from '../../src/config/overrides';
-import { ConfigError } from '../../src/contract';
-import { originFinder } from '../../src/config/origins';
+import { composeFile } from '../../../src/config/hydra';
+import { resolveInterpolations } from '../../../src/config/interpolate';
+import { applyOverrides, parseOverrides } from '../../../src/config/overrides';
+import { ConfigError } from '../../../src/contract';
+import { originFinder } from '../../../src/config/origins';
 
 /** Writes files (relative path -> text) into a fresh temp dir; returns its path. */
 function files(spec: Record<string, string>): string {

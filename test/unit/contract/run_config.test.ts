@@ -3,11 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
-import { validateConfig } from '../../src/preflight/load';
-import { ignoredKeysIn } from '../../src/config/schema_walk';
-import { ConfigError } from '../../src/contract';
-import { groupKeyOf } from '../../src/algo/update';
-import type { Trajectory } from '../../src/contract';
+import { validateConfig } from '../../../src/preflight/load';
+import { ignoredKeysIn } from '../../../src/config/schema_walk';
+import { ConfigError } from '../../../src/contract';
+import { groupKeyOf } from '../../../src/algo/update';
+import type { Trajectory } from '../../../src/contract';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
 function minimal(): Record<string, any> {

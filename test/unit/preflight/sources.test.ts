@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadConfigFile } from '../../src/preflight/load';
-import { configErrorOf } from '../helpers/config_error';
+import { loadConfigFile } from '../../../src/preflight/load';
+import { configErrorOf } from '../../helpers/config_error';
 
 const QUICKSTART = resolve('configs/frozen_lake');
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';

@@ -1,5 +1,5 @@
 /**
- * Replay safety (issue 5 item 7): histories recorded from real runs (test/fixtures/histories/, made
+ * Replay safety: histories recorded from real runs (test/fixtures/histories/, made
  * by record.ts there) replay against the current workflow code. A change that makes the workflow
  * issue different commands for the same history (non-determinism) fails here; docs/design.md, "Changing
  * workflow code: replay safety", says when to use patched() and how to re-record.
@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { historyFromJson } from '../fixtures/histories/history_json';
+import { historyFromJson } from '../../fixtures/histories/history_json';
 
-const DIR = join(__dirname, '../fixtures/histories');
+const DIR = join(__dirname, '../../fixtures/histories');
 const KINDS = ['plain', 'pause_stop', 'continued', 'eval', 'async'];
 
 /** A recorded history and its workflow id (= the run id in the workflow input; the workflow checks it). */
@@ -28,7 +28,7 @@ test('recorded histories (plain; pause, unpause and stop; a continued run; an ev
   const histories = KINDS.map(load);
   const updates = histories[1].history.events?.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
   assert.equal(updates, 3, 'pause_stop holds the pause, unpause and stop updates');
-  const results = Worker.runReplayHistories({ workflowsPath: require.resolve('../../src/workflows') }, histories);
+  const results = Worker.runReplayHistories({ workflowsPath: require.resolve('../../../src/workflows') }, histories);
   let replayed = 0;
   for await (const r of results) {
     assert.equal(r.error, undefined, `${r.workflowId}: ${r.error?.message}`);

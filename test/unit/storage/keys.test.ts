@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   checkpointPrefix, checkpointsPrefix, initialKey, latestKey, metricsKey, parseStep, rolloutKey, rolloutRecordKey, runKey, stepName, warmupPrefix,
-} from '../../src/storage/keys';
-import { InvalidKeyPartError, validateRunId } from '../../src/contract';
-import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../src/storage/errors';
-import { sha256Hex } from '../../src/storage/object_store';
+} from '../../../src/storage/keys';
+import { InvalidKeyPartError, validateRunId } from '../../../src/contract';
+import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../../src/storage/errors';
+import { sha256Hex } from '../../../src/storage/object_store';
 
 test('key layout follows DESIGN.md', () => {
   assert.equal(runKey('r1'), 'runs/r1/run.json');

@@ -10,9 +10,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { acceptedNotes, loadConfigFile, validateConfig } from '../../src/preflight/load';
-import { configWarnings } from '../../src/config/warnings';
-import { configErrorOf } from '../helpers/config_error';
+import { acceptedNotes, loadConfigFile, validateConfig } from '../../../src/preflight/load';
+import { configWarnings } from '../../../src/config/warnings';
+import { configErrorOf } from '../../helpers/config_error';
 
 const ROLL_EXAMPLE = 'test/fixtures/roll/qwen2.5-0.5B-agentic/agent_val_frozen_lake.yaml';
 const ROLL_TRAJ_ENVS = 'test/fixtures/roll/config/traj_envs.yaml';

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { currentDetails, formatNumber, progressLine } from '../../src/workflows/format';
-import type { Progress } from '../../src/contract';
-import { stepCompute } from '../../src/workflows/progress';
+import { currentDetails, formatNumber, progressLine } from '../../../src/workflows/format';
+import type { Progress } from '../../../src/contract';
+import { stepCompute } from '../../../src/workflows/progress';
 
 const base: Progress = {
   runId: 'r', step: 12, maxSteps: 30, phase: 'rollout', paused: false, stopRequested: null, lastMetrics: { 'env/success': 0.3124 },
