@@ -82,7 +82,7 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
   }
 
   /**
-   * The frozen reference policy behind a manifest (SPEC.md §6 KL terms), loaded once per process and
+   * The frozen reference policy behind a manifest (docs/numerics.md §6 KL terms), loaded once per process and
    * owned by the runtime: callers must not dispose or train it.
    */
   async reference(manifest: ObjectRef): Promise<Qwen2> {

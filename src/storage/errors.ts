@@ -1,5 +1,5 @@
 /**
- * Errors of the object store (DESIGN.md, "Object store layout": readers verify sha256).
+ * Errors of the object store (docs/design.md, "The object store": readers verify sha256).
  */
 import { CORRUPT_OBJECT_ERROR } from '../contract/errors';
 

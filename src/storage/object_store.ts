@@ -1,7 +1,7 @@
 /**
  * The object store: content-addressed reads and writes over the `minio` client against any S3 server
  * (MinIO, SeaweedFS, AWS). Every write returns an ObjectRef `{bucket, key, sha256, bytes}`; `get(ref)`
- * verifies length and sha256 (DESIGN.md, "Object store layout"). Writes are idempotent: same key, same bytes.
+ * verifies length and sha256 (docs/design.md, "The object store"). Writes are idempotent: same key, same bytes.
  */
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';

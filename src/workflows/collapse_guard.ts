@@ -1,5 +1,5 @@
 /**
- * The `collapse_guard` option (starpo's own key; RAGEN's "Echo Trap", SPEC.md §7): in-group reward
+ * The `collapse_guard` option (starpo's own key; RAGEN's "Echo Trap", docs/numerics.md §7): in-group reward
  * std drops first, then token entropy; when both stay below their floors for `patience` consecutive
  * steps the run is stopped or an alert is raised. Pure and deterministic (runs inside the workflow).
  */
@@ -16,7 +16,7 @@ export interface CollapseVerdict {
 /**
  * Checks one step's metrics. A step whose update was skipped (no entropy measured) counts as low
  * entropy when its in-group std is below the floor: nothing was left to learn from.
- * @param metrics the step's metrics: rollout/in_group_std (SPEC.md §7) and actor/entropy (nats)
+ * @param metrics the step's metrics: rollout/in_group_std (docs/numerics.md §7) and actor/entropy (nats)
  * @param streak the streak before this step
  */
 export function checkCollapse(guard: RunConfig['collapse_guard'], metrics: Record<string, number>, streak: number): CollapseVerdict {
