@@ -53,6 +53,13 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/contract/' },
     },
     {
+      name: 'workflow-bundle-without-schema',
+      comment: 'code the workflow bundle carries imports contract files without zod, never the index (types are fine)',
+      severity: 'error',
+      from: { path: '^src/(workflows/|rollout/(plan|metrics)[.]ts$|storage/errors[.]ts$|util/)' },
+      to: { path: '^src/contract/(index|run_config|run_config_blocks|store|trajectory)[.]ts$|node_modules/zod/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'src-folders-are-known',
       comment: 'every folder of src/ has a place in the order (add a new one to ORDER)',
       severity: 'error',
