@@ -1,5 +1,5 @@
 /**
- * Issue 3, "Must show": ROLL's FrozenLake example (Hydra defaults + interpolation; StarPO doc values:
+ * ROLL's FrozenLake example (Hydra defaults + interpolation; StarPO doc values:
  * reinforce, traj_group_id/mean, whitening, advantage_clip 0.2), a StarPO-S config (gae critic, filter
  * 0.25, clip-higher, no KL) and a GRPO config with a k3 KL loss each train 2 steps with the tiny model
  * through the real Temporal and S3 servers, with workers as separate processes. Sizes are shrunk with

@@ -1,5 +1,5 @@
 /**
- * Durable runs (issue 5) through the real Temporal and S3 servers with worker processes: a 3-step
+ * Durable runs through the real Temporal and S3 servers with worker processes: a 3-step
  * FrozenLake run is the reference; then runs of the same config and seed that are disturbed (every
  * worker kind and both servers SIGKILLed and restarted, the update worker SIGTERMed mid-update, the
  * run terminated and its latest checkpoint corrupted before `starpo resume`, a checkpoint corrupted

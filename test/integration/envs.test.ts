@@ -1,5 +1,5 @@
 /**
- * Issue 4, "Must show", through the real Temporal and S3 servers with workers as separate processes:
+ * Through the real Temporal and S3 servers with workers as separate processes:
  * a run mixing FrozenLake and SimpleSokoban trains 2 steps and its validation reports each tag on
  * new states at every evaluation; a run with a `chaos` tag whose env throws survives (the failure is
  * in the metrics and the worker log, the group replaced), and one where every env throws fails with
