@@ -324,7 +324,11 @@ export async function readOptimizerFiles(store: ObjectStore, manifestKey: string
  */
 export async function attachOptimizer(store: ObjectStore, manifest: ObjectRef, c: PolicyCheckpoint): Promise<void> {
   if (c.optimizer || c.state.step === 0) return;
-  const files = await readOptimizerFiles(store, manifest.key);
+  setOptimizers(c, await readOptimizerFiles(store, manifest.key));
+}
+
+/** Builds the checkpoint's optimizers from optimizer files (AdamW settings from its trainer state). */
+function setOptimizers(c: PolicyCheckpoint, files: Record<string, Uint8Array>): void {
   const s = c.state;
   c.optimizer = AdamW.fromSafetensors(files['optimizer.safetensors'], { betas: s.betas, weightDecay: s.weightDecay });
   const critic = files['critic_optimizer.safetensors'];
@@ -344,7 +348,9 @@ export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef, wi
   const tokenizer = tokenizerFromFiles(files, (name) => `${manifest.key}: ${name}`);
   const critic = files['critic.safetensors'] ? ValueModel.fromSafetensors(config, files['critic.safetensors']) : null;
   const c: PolicyCheckpoint = { model, tokenizer, optimizer: null, critic, criticOptimizer: null, state };
-  if (withOptimizer) {
+  // Checkpoints written before the optimizer state had a manifest of its own list it in manifest.json.
+  if (withOptimizer && files['optimizer.safetensors']) setOptimizers(c, files);
+  else if (withOptimizer) {
     try {
       await attachOptimizer(store, manifest, c);
     } catch (err) {
