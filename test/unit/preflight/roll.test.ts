@@ -139,7 +139,7 @@ test('config check prints the warning as one line and exits 0', () => {
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines[0], 'configs/frozen_lake.yaml: ok');
-  assert.deepEqual(lines.filter((l) => l.startsWith('warning: ')).length, 2, 'the groups of one, and exp_name (ignored)');
+  assert.deepEqual(lines.filter((l) => l.startsWith('warning: ')).length, 1, 'the groups of one');
   assert.match(lines[1], /^warning: train_env_manager\.group_size 1 with reward_normalization\.grouping traj_group_id .* norm_mean_type group \/ norm_std_type group then /);
 });
 
@@ -148,5 +148,6 @@ test('exp_name and logging_steps are reported as ignored when they ask for somet
   assert.deepEqual(check(['exp_name=starpo']), []);
   assert.deepEqual(check(['exp_name=starpo', 'logging_steps=10']),
     ['`logging_steps` (10) is ignored: every step\'s metrics are written (runs/<run>/metrics/step-N.json) and logged']);
-  assert.match(check([])[0], /^`exp_name` \("bandit_tiny"\) is ignored: a run is named by its run id/);
+  assert.deepEqual(check([]), [], 'starpo\'s own configs set neither');
+  assert.match(check(['exp_name=bandit_tiny'])[0], /^`exp_name` \("bandit_tiny"\) is ignored: a run is named by its run id/);
 });
