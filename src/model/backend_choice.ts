@@ -1,5 +1,5 @@
 /**
- * Backend names and which one a process asks for (DESIGN.md, "Workers and compute"). No tfjs import, so the
+ * Backend names and which one a process asks for (docs/backends.md). No tfjs import, so the
  * CLI can validate `--backend` and report choices without loading a backend.
  */
 import * as fs from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * The HF-style Qwen2 config (transformers `Qwen2Config`, config.json), validation, and the `tiny` preset
- * (DESIGN.md, "Models").
+ * (docs/hf_models.md).
  */
 
 /** Qwen2 hyper-parameters with HF config.json field names. Extra HF fields are allowed and ignored. */

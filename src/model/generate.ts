@@ -1,5 +1,5 @@
 /**
- * Batched autoregressive generation with a KV cache (SPEC.md §4.3): one prefill of the left-padded contexts,
+ * Batched autoregressive generation with a KV cache (docs/numerics.md §4.3): one prefill of the left-padded contexts,
  * then one token per active row per step; tokens are sampled on the host (sampling.ts) from each row's own Rng.
  * A KvSession (kv_session.ts) keeps finished rows' caches for the next turn of their episodes.
  */

@@ -1,5 +1,5 @@
 /**
- * Per-token log-probs and entropies of a sequence under the model (SPEC.md §6:
+ * Per-token log-probs and entropies of a sequence under the model (docs/numerics.md §6:
  * logp_t = log_softmax(logits)_t[token_{t+1}]). Differentiable, for use inside tf.variableGrads.
  */
 import * as tf from '@tensorflow/tfjs';
@@ -12,7 +12,7 @@ import type { Qwen2 } from './qwen2';
  * Values at positions whose target is padding are finite but meaningless: the caller multiplies by its mask.
  * @param ids int32 [B, L], right-padded
  * @param attentionMask [B, L] of 1 (real) / 0 (pad)
- * @param withLogSoftmax also return the whole shifted log-softmax (for the "full" KL estimator, SPEC.md §2)
+ * @param withLogSoftmax also return the whole shifted log-softmax (for the "full" KL estimator, docs/configs.md)
  * @returns logp float32 [B, L-1] (natural log, nats), entropy float32 [B, L-1] (nats), and with
  *   withLogSoftmax logSoftmax float32 [B, L-1, V]; caller disposes.
  * @throws RangeError when L < 2.

@@ -1,5 +1,5 @@
 /**
- * The native TensorFlow build in the cache outside the repo (DESIGN.md, "Workers and compute"): what is
+ * The native TensorFlow build in the cache outside the repo (docs/backends.md): what is
  * pinned, where it lives, and its manifest. `starpo backend install` writes it; backend loading reads it.
  * The folder name carries every pin, so bumping one makes a new folder and old clones keep theirs.
  */

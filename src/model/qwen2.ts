@@ -266,7 +266,7 @@ export class Qwen2 {
   }
 
   /**
-   * Training forward, differentiable: causal logits for right-padded rows; position ids 0..L-1 (SPEC.md §4
+   * Training forward, differentiable: causal logits for right-padded rows; position ids 0..L-1 (docs/numerics.md §4
    * packing). Pad keys are masked, so a row's real-token logits do not depend on its padding or on other rows.
    * @param ids int32 [B, L]; attentionMask [B, L] of 1 (real) / 0 (pad), any numeric dtype
    * @returns float32 [B, L, V] logits (rows at pad positions are finite but meaningless)

@@ -1,5 +1,5 @@
 /**
- * Tokenizers and chat formats (DESIGN.md, "Models"): the Tokenizer and ChatTokenizer interfaces, a chat
+ * Tokenizers and chat formats (docs/prompts.md): the Tokenizer and ChatTokenizer interfaces, a chat
  * template rendered as transformers renders it, the Qwen ChatML conventions, and the `tiny` preset's
  * character tokenizer with its own ChatML template (no default system prompt). HF folders' tokenizer files
  * (tokenizer.json, tokenizer_config.json, chat_template.jinja, generation_config.json) are read in hf/tokenizer.ts.
@@ -12,7 +12,7 @@ export const CHATML_SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end
 /** Padding token of Qwen models (HF tokenizer_config pad_token). */
 export const PAD_TOKEN = '<|endoftext|>';
 
-/** Tokens that end a response of the tiny preset, in order (SPEC.md §4.3). */
+/** Tokens that end a response of the tiny preset, in order (docs/numerics.md §4.3). */
 export const EOS_TOKENS = ['<|im_end|>', '<|endoftext|>'] as const;
 
 /** Tokens a tokenizer must have for starpo's prompts: the ChatML markers and the pad token. */
@@ -73,7 +73,7 @@ export interface Tokenizer {
   readonly padId: number;
   /**
    * Ids that end a response. A ChatTokenizer's are its model's stop ids (generation_config.json); a bare
-   * tokenizer.json knows none, and has the ChatML ones (SPEC.md §4.3: `<|im_end|>`, `<|endoftext|>`).
+   * tokenizer.json knows none, and has the ChatML ones (docs/numerics.md §4.3: `<|im_end|>`, `<|endoftext|>`).
    */
   readonly eosIds: readonly number[];
   /** Special token string -> id. */
@@ -191,7 +191,7 @@ export class CharTokenizer implements Tokenizer {
 /**
  * The character tokenizer of the `tiny` preset: ids 0..3 = `<|endoftext|>` (pad), `<|im_start|>`,
  * `<|im_end|>`, `<unk>`; then '\n', printable ASCII ' '..'~', and '√' (101 ids). Unknown characters map
- * to `<unk>`. eosIds = [`<|im_end|>`, `<|endoftext|>`] (SPEC.md §4.3).
+ * to `<unk>`. eosIds = [`<|im_end|>`, `<|endoftext|>`] (docs/numerics.md §4.3).
  */
 export function charTokenizer(): ChatTokenizer {
   return charChatTokenizer(new CharTokenizer({

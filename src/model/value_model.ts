@@ -1,5 +1,5 @@
 /**
- * The critic of adv_estimator `gae` (SPEC.md §5.3, §7): a Qwen2 trunk with a scalar value head, as ROLL's critic
+ * The critic of adv_estimator `gae` (docs/numerics.md §5.3, §7): a Qwen2 trunk with a scalar value head, as ROLL's critic
  * role builds it (AutoModelForTokenClassification, num_labels = 1: HF names the head `score.weight`, [1, E], no
  * bias). ROLL starts the critic from the policy's weights; so do we (`fromPolicy`), with a zero value head so the
  * first values are 0 and deterministic.

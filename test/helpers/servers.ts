@@ -1,5 +1,5 @@
 /**
- * Real servers for integration tests (DESIGN.md, Testing: "integration tests start real servers").
+ * Real servers for integration tests (docs/design.md, "Development").
  * Each call starts its own Temporal dev server and S3 server on free loopback ports with a fresh temp
  * state folder (binaries come from the shared cache), or uses TEMPORAL_ADDRESS/S3_ENDPOINT when set.
  *

@@ -77,7 +77,7 @@ class HfTokenizer implements Tokenizer {
 
 /**
  * A Tokenizer over a parsed HF tokenizer.json. vocabSize = largest id + 1 (model vocab and added tokens);
- * padId = `<|endoftext|>`, eosIds = [`<|im_end|>`, `<|endoftext|>`] (SPEC.md §4.3).
+ * padId = `<|endoftext|>`, eosIds = [`<|im_end|>`, `<|endoftext|>`] (docs/numerics.md §4.3).
  * @throws Error when the library rejects the file (unsupported model type, malformed fields) or a ChatML
  *   token (`<|im_start|>`, `<|im_end|>`, `<|endoftext|>`) is missing.
  */

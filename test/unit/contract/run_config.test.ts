@@ -1,4 +1,4 @@
-/** The SPEC.md §2 key surface: every key's default, and bad values named with what is allowed. */
+/** The docs/configs.md key surface: every key's default, and bad values named with what is allowed. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
@@ -26,7 +26,7 @@ function problemsOf(raw: unknown): string {
   assert.fail('expected a ConfigError');
 }
 
-test('SPEC.md §2 defaults of the algorithm keys', () => {
+test('docs/configs.md defaults of the algorithm keys', () => {
   const c = validateConfig(minimal());
   assert.equal(c.adv_estimator, 'gae');
   assert.equal(c.use_pg_clip_range, false);

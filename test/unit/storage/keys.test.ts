@@ -7,7 +7,7 @@ import { InvalidKeyPartError, validateRunId } from '../../../src/contract';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../../src/storage/errors';
 import { sha256Hex } from '../../../src/storage/object_store';
 
-test('key layout follows DESIGN.md', () => {
+test('key layout follows docs/design.md', () => {
   assert.equal(runKey('r1'), 'runs/r1/run.json');
   assert.equal(checkpointPrefix('r1', 10), 'runs/r1/checkpoints/step-000010/');
   assert.equal(checkpointsPrefix('r1'), 'runs/r1/checkpoints/');
