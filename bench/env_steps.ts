@@ -7,7 +7,7 @@ import { ENV_TYPES, createEnv } from '../src/envs/registry';
 import { Rng } from '../src/util/rng';
 
 function benchEnv(envType: string, seconds: number): void {
-  let env;
+  let env: ReturnType<typeof createEnv>;
   try {
     env = createEnv(envType, undefined, { envId: 0 });
   } catch (e) {

@@ -42,7 +42,7 @@ export function registerInfraCommands(program: Command): void {
     .action(async (o: InfraCliOptions) => {
       const t0 = Date.now();
       const e = await infraUp({ stateDir: o.stateDir, log });
-      if (o.json) process.stdout.write(JSON.stringify(e, null, 2) + '\n');
+      if (o.json) process.stdout.write(`${JSON.stringify(e, null, 2)}\n`);
       else process.stdout.write(`${describe(e)}\nready in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     });
   infra
@@ -62,7 +62,7 @@ export function registerInfraCommands(program: Command): void {
     .action(async (o: InfraCliOptions) => {
       const s = await infraStatus({ stateDir: o.stateDir });
       if (o.json) {
-        process.stdout.write(JSON.stringify(s, null, 2) + '\n');
+        process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
         return;
       }
       const rows = s.processes.map((p) => `  ${p.name.padEnd(10)} pid ${String(p.pid).padEnd(8)} port ${String(p.port).padEnd(6)} ${p.alive ? 'alive' : 'DEAD'}`);

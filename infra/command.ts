@@ -2,7 +2,8 @@
  * Running an install command (pip, go) to completion and keeping the tail of its output for
  * error messages.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 
 /** Outcome of one command. `code` is null when it could not start or was killed on timeout. */
 export interface CommandResult {
@@ -38,7 +39,7 @@ export function runCommand(
       out = (out + text).slice(-(opts.maxChars ?? 4000));
       opts.onOutput?.(text);
     };
-    let child;
+    let child: ChildProcessByStdio<null, Readable, Readable>;
     try {
       child = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (err) {
@@ -53,7 +54,7 @@ export function runCommand(
     child.stderr.on('data', keep);
     child.once('error', (err) => {
       clearTimeout(timer);
-      resolve({ display, code: null, tail: (out + '\n' + String(err)).trim() });
+      resolve({ display, code: null, tail: (`${out}\n${String(err)}`).trim() });
     });
     child.once('close', (code) => {
       clearTimeout(timer);

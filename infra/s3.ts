@@ -44,7 +44,7 @@ export function writeWeedS3Config(stateDir: string, accessKey: string, secretKey
   const config = {
     identities: [{ name: 'starpo', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }],
   };
-  fs.writeFileSync(file, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
+  fs.writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   return file;
 }
 

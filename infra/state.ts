@@ -82,7 +82,7 @@ export function writeState(stateDir: string, state: InfraState): void {
   fs.mkdirSync(stateDir, { recursive: true });
   const file = statePath(stateDir);
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+  fs.writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
   fs.renameSync(tmp, file);
 }
 

@@ -1,5 +1,5 @@
 /**
- * Shared shapes of the infra module (DESIGN.md, "Infra on a developer or CI machine").
+ * Shared shapes of the infra module (docs/operating.md, "The local servers").
  * Only plain data lives here so every other infra file can import it without cycles.
  */
 
@@ -13,7 +13,7 @@ export interface S3Endpoint {
   useSSL: boolean;
   accessKey: string;
   secretKey: string;
-  /** Bucket that holds everything (DESIGN.md, "Object store layout"; default `starpo`). */
+  /** Bucket that holds everything (docs/design.md, "The object store"; default `starpo`). */
   bucket: string;
   /** S3 region sent by the client (default `us-east-1`). */
   region?: string;

@@ -9,7 +9,7 @@ import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
 import type { InfraEndpoints } from '../../infra/types';
 import { endpointsToEnv } from '../../infra/env';
 import { resolveEndpoints } from '../../infra/lifecycle';
-import { ObjectStore } from '../../src/storage/object_store';
+import type { ObjectStore } from '../../src/storage/object_store';
 import { metricsKey } from '../../src/storage/keys';
 
 /** Per-step metrics of a finished run (runs/<run>/metrics/step-N.json, N = 0..steps-1) and its final validation. */

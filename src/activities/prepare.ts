@@ -21,7 +21,7 @@ import { warmupDemonstrations } from '../rollout/demonstrations';
 import type { Trajectory } from '../contract';
 import { deriveSeed } from '../util/rng';
 import type { ObjectRef, PrepareRunOutput, RunSpec, WriteMetricsInput } from '../contract';
-import { ActivityRuntime, heartbeat } from './runtime';
+import { type ActivityRuntime, heartbeat } from './runtime';
 
 /** Bump when the warm-up recipe changes, so old artifacts are not reused. */
 const WARMUP_VERSION = 1;

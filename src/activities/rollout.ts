@@ -16,7 +16,7 @@ import { modelPolicy } from '../rollout/policy';
 import type { Trajectory } from '../contract';
 import type { RolloutInput, RolloutOutput } from '../contract';
 import { takePolicy } from '../workflows/fallback';
-import { ActivityRuntime, heartbeat } from './runtime';
+import { type ActivityRuntime, heartbeat } from './runtime';
 import { backendInfo } from '../model/backend';
 import { readEvalSpec } from './eval';
 

@@ -11,9 +11,9 @@ import { AdamW, lrAt } from '../algo/adamw';
 import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
 import { klControllerFromConfig } from '../algo/kl';
 import { ValueModel } from '../model/value_model';
-import type { UpdateInput, UpdateOutput } from '../contract';
+import type { ObjectRef, UpdateInput, UpdateOutput } from '../contract';
 import { disposeCheckpoint, dropOldOptimizerStates, readCheckpoint, readOptimizerFiles, saveCheckpoint, trainerStateOf, writeLatest } from '../storage/checkpoint';
-import { ActivityRuntime, heartbeat } from './runtime';
+import { type ActivityRuntime, heartbeat } from './runtime';
 import { backendInfo } from '../model/backend';
 import { readTrajectories, takePolicy } from '../workflows/fallback';
 
@@ -68,8 +68,8 @@ export function updateActivity(rt: ActivityRuntime) {
     const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy, true);
     // The step-0 checkpoint carries no reference: it is the reference.
     const reference = checkpoint.state.reference ?? input.policy;
-    let ref;
-    let result;
+    let ref: ObjectRef;
+    let result: Awaited<ReturnType<typeof ppoUpdate>>;
     try {
       checkpoint.optimizer ??= newAdamW(actorArgs);
       if (gae) {

@@ -6,7 +6,7 @@
  * Parameters are tf.Variables keyed by HF weight name; state (step, m, v) round-trips through optimizer.safetensors.
  */
 import * as tf from '@tensorflow/tfjs';
-import { decodeSafetensors, encodeSafetensors, SafeTensor } from '../model/hf/safetensors';
+import { decodeSafetensors, encodeSafetensors, type SafeTensor } from '../model/hf/safetensors';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {
@@ -130,8 +130,8 @@ export class AdamW {
     }
     this.step++;
     const t = this.step;
-    const bc1 = 1 - Math.pow(this.beta1, t);
-    const bc2 = 1 - Math.pow(this.beta2, t);
+    const bc1 = 1 - this.beta1 ** t;
+    const bc2 = 1 - this.beta2 ** t;
     for (const [name, g] of list) {
       const p = vars.get(name) as tf.Variable;
       const mOld = this.m.get(name);

@@ -5,7 +5,7 @@
  * heartbeats go out.
  */
 import * as tf from '@tensorflow/tfjs';
-import { AdamW, clipByGlobalNorm } from './adamw';
+import { type AdamW, clipByGlobalNorm } from './adamw';
 
 /** Result of one optimizer step. */
 export interface StepResult {

@@ -16,7 +16,7 @@ import { formatNumber } from '../workflows/format';
 import type { Role } from '../workers/roles';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import { heartbeatDetails } from './attach';
-import { EvalArgs, EvalTarget, parseTarget, resolveEvalTarget } from './eval_target';
+import { type EvalArgs, type EvalTarget, parseTarget, resolveEvalTarget } from './eval_target';
 import { evalDetails, evalSummary, valStates } from './run_metadata';
 import { spawnWorkers } from './spawn_workers';
 import { connectClient, uiLink } from './train';

@@ -11,7 +11,7 @@ import { withValEpisodes } from '../rollout/plan';
 import { InvalidKeyPartError, validateRunId } from '../contract';
 import { checkpointPrefix, checkpointsPrefix, initialKey, MANIFEST_NAME, parseStep, stepName } from '../storage/keys';
 import { readCheckpoint, readCompleteBefore, readLatestComplete } from '../storage/checkpoint';
-import { ObjectStore, sha256Hex } from '../storage/object_store';
+import { type ObjectStore, sha256Hex } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';
 

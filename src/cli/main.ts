@@ -11,7 +11,7 @@ import { registerReportCommands } from './report';
 import { backendArgument, registerBackendCommands } from './backend';
 import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
-import { ROLES, Role } from '../workers/roles';
+import { ROLES, type Role } from '../workers/roles';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';
 import { resolveEndpoints } from '../../infra/lifecycle';

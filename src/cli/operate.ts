@@ -3,9 +3,9 @@
  * workflow's `progress` query, its `pause` / `unpause` / `stop` updates (api.ts), its search
  * attributes and memo, and the visibility list of starpoTraining workflows.
  */
-import { Client, WorkflowExecutionDescription, WorkflowFailedError, WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { type Client, type WorkflowExecutionDescription, WorkflowFailedError, type WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import {
-  ControlReply, pauseUpdate, Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, unpauseUpdate, WORKFLOW_TYPE,
+  type ControlReply, pauseUpdate, type Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, unpauseUpdate, WORKFLOW_TYPE,
   type RunStatus, type StarpoRunResult,
 } from '../contract';
 import { describeCompute, formatNumber, progressLine } from '../workflows/format';

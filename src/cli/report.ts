@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Progress, RunStatus } from '../contract';
 import { ObjectStore } from '../storage/object_store';
 import type { InfraEndpoints } from '../../infra/types';
@@ -98,7 +98,7 @@ export function runStateText(status: RunStatus | null, why = 'the Temporal serve
 async function runState(e: InfraEndpoints, runId: string): Promise<string> {
   const { connectClient } = require('./train') as typeof import('./train');
   const { runStatus } = require('./operate') as typeof import('./operate');
-  let client;
+  let client: Awaited<ReturnType<typeof connectClient>>;
   try {
     client = await connectClient(e);
   } catch (err) {

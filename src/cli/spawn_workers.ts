@@ -2,7 +2,7 @@
  * Starts worker processes (one per role) as children of the CLI, pointed at the given servers,
  * with their output in log files. Used by `starpo train` / `starpo resume` and by the tests.
  */
-import { spawn, ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { InfraEndpoints } from '../../infra/types';

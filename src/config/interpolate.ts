@@ -123,7 +123,7 @@ class Resolver {
         resolved = true;
       }
       const known = isMapping(node) ? Object.keys(node) : [];
-      if (isMapping(node) && Object.prototype.hasOwnProperty.call(node, seg)) node = node[seg];
+      if (isMapping(node) && Object.hasOwn(node, seg)) node = node[seg];
       else if (Array.isArray(node) && /^\d+$/.test(seg) && Number(seg) < node.length) node = node[Number(seg)];
       else {
         const where = walked.length === 0 ? 'at the top level' : `under \`${walked.join('.')}\``;

@@ -1,7 +1,7 @@
 /**
  * zod issues -> one readable line each, naming the key, the value (and the file or command-line
  * argument that set it) and what is allowed; an unknown key gets the nearest known key at its level
- * (SPEC.md §2: "Unknown keys are an error that names the key and the nearest known one"), and the keys
+ * (docs/configs.md: "Unknown keys are an error that names the key and the nearest known one"), and the keys
  * allowed at that level are listed once per level.
  */
 import { z } from 'zod';

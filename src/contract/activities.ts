@@ -1,7 +1,7 @@
 /**
  * The activities of starpo, by their Temporal activity type names, with their inputs and outputs. Only
  * object references and scalar metrics cross Temporal, never tensors, trajectories or credentials
- * (DESIGN.md, "The shape"). The workflows proxy StarpoActivities; src/activities implements it.
+ * (docs/design.md, "The shape"). The workflows proxy StarpoActivities; src/activities implements it.
  */
 import type { ObjectRef } from './store';
 import type { RunConfig } from './run_config';

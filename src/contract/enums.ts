@@ -1,30 +1,30 @@
 /**
- * The values the run config accepts for the algorithm's switches (SPEC.md §2), and how the deprecated
+ * The values the run config accepts for the algorithm's switches (docs/configs.md), and how the deprecated
  * reward_normalization.method fills the norm types left null. The config validates against these and
  * the algorithm (src/algo) branches on them; neither owns them.
  */
 
-/** adv_estimator values served by computeAdvantages (SPEC.md §5; grpo is the reinforce path). */
+/** adv_estimator values served by computeAdvantages (docs/numerics.md §5; grpo is the reinforce path). */
 export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce', 'gae'] as const;
 /** One of ADV_ESTIMATORS. */
 export type AdvEstimator = (typeof ADV_ESTIMATORS)[number];
 
-/** rollout_filter_type values: std keeps the highest-std groups, std_rev the lowest, top_p is RAGEN-2's rule (SPEC.md §7). */
+/** rollout_filter_type values: std keeps the highest-std groups, std_rev the lowest, top_p is RAGEN-2's rule (docs/numerics.md §7). */
 export const FILTER_TYPES = ['std', 'std_rev', 'top_p'] as const;
 /** One of FILTER_TYPES. */
 export type FilterType = (typeof FILTER_TYPES)[number];
 
-/** kl_penalty values (SPEC.md §6); `full` needs whole distributions (klFull). */
+/** kl_penalty values (docs/numerics.md §6); `full` needs whole distributions (klFull). */
 export const KL_PENALTIES = ['kl', 'abs', 'mse', 'k3', 'full'] as const;
 /** One of KL_PENALTIES. */
 export type KlPenalty = (typeof KL_PENALTIES)[number];
 
-/** loss_agg_mode values (SPEC.md §6). */
+/** loss_agg_mode values (docs/numerics.md §6). */
 export const LOSS_AGG_MODES = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'] as const;
 /** One of LOSS_AGG_MODES. */
 export type LossAggMode = (typeof LOSS_AGG_MODES)[number];
 
-/** reward_normalization.method values (deprecated in ROLL; SPEC.md §5.1). asym_clip behaves as mean_std. */
+/** reward_normalization.method values (deprecated in ROLL; docs/numerics.md §5.1). asym_clip behaves as mean_std. */
 export const NORM_METHODS = ['identity', 'mean', 'mean_std', 'asym_clip'] as const;
 /** One of NORM_METHODS. */
 export type NormMethod = (typeof NORM_METHODS)[number];

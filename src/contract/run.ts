@@ -28,7 +28,7 @@ export function validateRunId(runId: string): string {
   return runId;
 }
 
-/** The run record (DESIGN.md's RunSpec): run.json, the workflow input of a new or restarted run, prepareRun's input. */
+/** The run record (RunSpec): run.json, the workflow input of a new or restarted run, prepareRun's input. */
 export interface RunSpec {
   /** Run id, also the workflow id (validateRunId). */
   runId: string;

@@ -1,6 +1,6 @@
 /**
  * The run configuration (what run.json and the workflow input carry): ROLL's AgenticConfig key names
- * (SPEC.md §2) with SPEC.md's defaults, as a zod schema. Objects are strict, so an unknown key is an
+ * (docs/configs.md) with starpo's defaults, as a zod schema. Objects are strict, so an unknown key is an
  * error; keys starpo accepts and does not use are reported once as ignored (config/schema_walk.ts).
  * Nested blocks live in run_config_blocks.ts; loading, overrides and checks live in src/config.
  */
@@ -8,12 +8,12 @@ import { z } from 'zod';
 import { ADV_ESTIMATORS, FILTER_TYPES, KL_PENALTIES, LOSS_AGG_MODES } from './enums';
 import {
   actorInferSchema, actorTrainSchema, collapseGuardSchema, criticSchema, customEnvSchema, envManagerSchema,
-  generatingArgsSchema, ignoredShape, nonNegativeInt, positiveInt, rewardNormalizationSchema, warmupSchema,
+  type generatingArgsSchema, ignoredShape, nonNegativeInt, positiveInt, rewardNormalizationSchema, warmupSchema,
 } from './run_config_blocks';
 
 /**
  * ROLL top-level keys starpo accepts and ignores: trackers, output folders, GPU counts, Hydra's own
- * block, and the `reference` role (the reference policy is the run's step-0 policy, SPEC.md §5.2).
+ * block, and the `reference` role (the reference policy is the run's step-0 policy, docs/numerics.md §5.2).
  */
 const TOP_IGNORED_KEYS = [
   'track_with', 'tracker_kwargs', 'output_dir', 'logging_dir', 'checkpoint_config', 'num_gpus_per_node',
@@ -28,7 +28,7 @@ export const WATCHDOG_DEFAULT_SECONDS = 300;
 /** The whole run config (ROLL AgenticConfig as starpo uses it); each key: meaning and source. */
 export const runConfigSchema = z
   .object({
-    // Pipeline (SPEC.md §2).
+    // Pipeline (docs/configs.md).
     exp_name: z.string().default('starpo'),
     seed: z.number().int().default(42), // base seed; also the validation base seed (§3)
     max_steps: positiveInt.default(500), // pipeline steps: one rollout + one update each
@@ -47,7 +47,7 @@ export const runConfigSchema = z
      */
     pretrain: z.string().min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' }).default('tiny'),
 
-    // Advantages (SPEC.md §5): gae needs the critic below; grpo is the reinforce code path.
+    // Advantages (docs/numerics.md §5): gae needs the critic below; grpo is the reinforce code path.
     adv_estimator: z.enum(ADV_ESTIMATORS).default('gae'),
     gamma: z.number().gte(0).lte(1).default(1.0), // discount
     lambd: z.number().gte(0).lte(1).default(0.95), // GAE lambda
@@ -56,7 +56,7 @@ export const runConfigSchema = z
     advantage_clip: z.number().positive().nullable().default(null), // clamp final advantages (§5.5)
     reward_normalization: rewardNormalizationSchema.default(rewardNormalizationSchema.parse({})),
 
-    // Actor loss (SPEC.md §6).
+    // Actor loss (docs/numerics.md §6).
     ppo_epochs: positiveInt.default(1), // passes over the batch; minibatches shuffled with a seed
     max_grad_norm: z.number().positive().default(1.0), // global L2 clip
     pg_clip: z.number().positive().default(0.2), // symmetric ratio clip
@@ -67,7 +67,7 @@ export const runConfigSchema = z
     loss_agg_mode: z.enum(LOSS_AGG_MODES).default('seq-mean-token-mean'),
     entropy_loss_coef: z.number().nonnegative().default(0), // entropy bonus (computed only when > 0)
 
-    // KL to the reference policy = the run's step-0 policy (SPEC.md §5.2, §6).
+    // KL to the reference policy = the run's step-0 policy (docs/numerics.md §5.2, §6).
     init_kl_coef: z.number().nonnegative().default(0.2), // beta of the reward-side KL
     kl_penalty: z.enum(KL_PENALTIES).default('kl'), // reward-side KL estimator
     target_kl: z.number().positive().nullable().default(null), // set: adaptive beta controller
@@ -76,13 +76,13 @@ export const runConfigSchema = z
     use_kl_loss: z.boolean().default(false), // k3 KL(pi||ref) as a loss term
     kl_loss_coef: z.number().nonnegative().default(0),
 
-    // Critic (adv_estimator gae; SPEC.md §5.3, ROLL's `critic` role).
+    // Critic (adv_estimator gae; docs/numerics.md §5.3, ROLL's `critic` role).
     critic_warmup: nonNegativeInt.default(0), // the actor trains only once step >= critic_warmup
     value_clip: z.number().positive().nullable().default(null), // ROLL's critic value clipping (null = off, ROLL's default)
 
     // Rollouts.
     async_generation_ratio: z.number().nonnegative().default(0), // ROLL's: rollouts run r steps ahead of the update (an integer; preflight/checks.ts)
-    // StarPO-S variance filtering (SPEC.md §7, RAGEN names): keep the top fraction of whole groups by the
+    // StarPO-S variance filtering (docs/numerics.md §7, RAGEN names): keep the top fraction of whole groups by the
     // std of raw episode scores (std: highest, std_rev: lowest); top_p: the ratio is p, the fraction of
     // the total in-group variance to keep. 1 = keep everything.
     rollout_filter_ratio: probability.default(1),
@@ -94,7 +94,7 @@ export const runConfigSchema = z
     actor_infer: actorInferSchema.default(actorInferSchema.parse({})),
     critic: criticSchema.default(criticSchema.parse({})),
 
-    // Envs (SPEC.md §2-4, §8).
+    // Envs (docs/configs.md-4, §8).
     train_env_manager: envManagerSchema,
     val_env_manager: envManagerSchema,
     custom_envs: z.record(z.string(), customEnvSchema),

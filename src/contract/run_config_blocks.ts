@@ -1,5 +1,5 @@
 /**
- * The nested blocks of the run config (SPEC.md §2): worker roles, env managers, custom envs, reward
+ * The nested blocks of the run config (docs/configs.md): worker roles, env managers, custom envs, reward
  * normalisation, and starpo's own `warmup` and `collapse_guard`. Objects are strict, so an unknown
  * key is an error (config/issues.ts names the nearest known key). Keys whose schema is IGNORED are accepted
  * for ROLL compatibility, kept as written (no defaults) and reported once (config/schema_walk.ts).
@@ -20,7 +20,7 @@ export function ignoredShape<const K extends readonly string[]>(keys: K): { [P i
   return Object.fromEntries(keys.map((k) => [k, IGNORED])) as { [P in K[number]]: typeof IGNORED };
 }
 
-/** Sampling settings (ROLL generating_args); SPEC.md §2 EnvManagerConfig defaults. */
+/** Sampling settings (ROLL generating_args); docs/configs.md EnvManagerConfig defaults. */
 export const generatingArgsSchema = z
   .object({
     max_new_tokens: positiveInt.default(32),
@@ -44,7 +44,7 @@ export const generatingArgsOverridesSchema = z
   .object(Object.fromEntries(Object.entries(generatingArgsSchema.shape).map(([k, s]) => [k, s.unwrap().optional()])) as Overrides<typeof generatingArgsSchema.shape>)
   .strict();
 
-/** The optimizer keys of ROLL <role>.training_args (AdamW + lr schedule); SPEC.md §2, §6. */
+/** The optimizer keys of ROLL <role>.training_args (AdamW + lr schedule); docs/configs.md, §6. */
 const optimizerShape = {
   learning_rate: z.number().positive().default(5e-5),
   adam_beta1: z.number().gte(0).lt(1).default(0.9),
@@ -67,7 +67,7 @@ const trainingArgsSchema = z
   })
   .strict();
 
-/** critic.training_args: the optimizer only; the critic trains on the actor's minibatches (SPEC.md §5.3). */
+/** critic.training_args: the optimizer only; the critic trains on the actor's minibatches (docs/numerics.md §5.3). */
 const criticTrainingArgsSchema = z
   .object({
     ...optimizerShape,
@@ -94,10 +94,10 @@ export const criticSchema = z
   .strict();
 
 /**
- * EnvManagerConfig (ROLL train_env_manager / val_env_manager); SPEC.md §2-3.
+ * EnvManagerConfig (ROLL train_env_manager / val_env_manager); docs/configs.md-3.
  * group_size_redundancy (ROLL): each group runs group_size + redundancy envs and keeps the first
  * group_size finishers (fewest turns, ties by env id). fixed_states is starpo's own, validation only:
- * true plays the same held-out states at every evaluation instead of new ones (SPEC.md §3).
+ * true plays the same held-out states at every evaluation instead of new ones (docs/numerics.md §3).
  */
 export const envManagerSchema = z
   .object({
@@ -114,7 +114,7 @@ export const envManagerSchema = z
   .strict();
 
 /**
- * One custom_envs.<tag> entry; SPEC.md §2 and §4. env_config is checked by the env's own parser.
+ * One custom_envs.<tag> entry; docs/configs.md and §4. env_config is checked by the env's own parser.
  * Ignored ROLL keys: env_manager_cls and agent_runner_cls (one trajectory env manager and runner),
  * use_thread_lock and max_env_step_concurrent (envs run in-process), history_length (no step history),
  * user_prompt_format and reward_template (prompts come from agent_template, rewards from the env).
@@ -145,13 +145,14 @@ export const TRAJECTORY_GROUP_FIELDS = [
 ] as const satisfies readonly ScalarField[];
 /** Fails to compile when a scalar field of Trajectory is missing from TRAJECTORY_GROUP_FIELDS. */
 type Holds<T extends true> = T;
+// biome-ignore lint/correctness/noUnusedVariables: the type exists only to fail compilation
 type EveryScalarFieldListed = Holds<[Exclude<ScalarField, (typeof TRAJECTORY_GROUP_FIELDS)[number]>] extends [never] ? true : false>;
 
-/** reward_normalization.grouping values (SPEC.md §5.1): ROLL's three, then any scalar trajectory field. */
+/** reward_normalization.grouping values (docs/numerics.md §5.1): ROLL's three, then any scalar trajectory field. */
 export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY_GROUP_FIELDS] as const;
 
 /**
- * reward_normalization; SPEC.md §5.1, ROLL's RewardNormalizationConfig. norm_mean_type / norm_std_type
+ * reward_normalization; docs/numerics.md §5.1, ROLL's RewardNormalizationConfig. norm_mean_type / norm_std_type
  * (null: no mean subtracted / no std division) win when set; the deprecated `method` fills those left null
  * (preflight/load.ts with enums.ts resolveNormTypes). ROLL defines global_scale_factor / global_shift_value
  * but never applies them: accepted and ignored.
@@ -193,7 +194,7 @@ export const warmupSchema = z
   .strict();
 
 /**
- * Echo-Trap guard (SPEC.md §7, RAGEN): when the mean in-group reward std (rollout/in_group_std)
+ * Echo-Trap guard (docs/numerics.md §7, RAGEN): when the mean in-group reward std (rollout/in_group_std)
  * stays below `min_in_group_std` AND the token entropy (actor/entropy) below `min_entropy` for
  * `patience` consecutive steps, `stop` the run or `alert` (log and mark it). Not a ROLL key; starpo's
  * own, like `warmup`.

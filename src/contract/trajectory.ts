@@ -1,12 +1,12 @@
 /**
  * What a rollout activity plays and writes: the env groups of a shard, the trajectory records (one JSON
  * object per line of runs/<run>/rollouts/step-N/<split>-shard-K.jsonl.gz, read by the update), the
- * shard's commit record and its metric sums (SPEC.md §3-4).
+ * shard's commit record and its metric sums (docs/numerics.md §3-4).
  */
 import { z } from 'zod';
 import { objectRefSchema } from './store';
 
-/** One env group of a step: its members share the reset seed (SPEC.md §3). */
+/** One env group of a step: its members share the reset seed (docs/numerics.md §3). */
 export interface RolloutGroup {
   tag: string;
   groupId: number;
@@ -14,7 +14,7 @@ export interface RolloutGroup {
   episode: number;
   /** Reset seed shared by the group's members (uint32). */
   seed: number;
-  /** "{tag}_{group_id}_{episode}_{seed}" (SPEC.md §3). */
+  /** "{tag}_{group_id}_{episode}_{seed}" (docs/numerics.md §3). */
   trajGroupId: string;
   /** Seed parts of the members' sampling streams; member env id e samples from Rng(...stream, e). */
   stream: Array<number | string>;
@@ -36,9 +36,9 @@ export interface TurnRecord {
   actionIsEffective: boolean;
 }
 
-/** One whole multi-turn episode, packed token-in/token-out (SPEC.md §4 Packing). */
+/** One whole multi-turn episode, packed token-in/token-out (docs/numerics.md §4 Packing). */
 export interface Trajectory {
-  /** "{tag}_{group_id}_{episode}_{seed}" (SPEC.md §3). */
+  /** "{tag}_{group_id}_{episode}_{seed}" (docs/numerics.md §3). */
   trajGroupId: string;
   /** trajGroupId + "_" + envId. */
   trajId: string;

@@ -10,7 +10,7 @@ import type { ObjectRef } from './store';
 import type { RunSpec } from './run';
 import type { RunConfig } from './run_config';
 
-/** Task queues (DESIGN.md): workflows, rollout activities, update activities. */
+/** Task queues (docs/design.md, "Processes and task queues"): workflows, rollout activities, update activities. */
 export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', update: 'starpo-update' } as const;
 
 /** The training workflow type name. */

@@ -23,7 +23,7 @@ export const ENV_TYPES: readonly string[] = Object.keys(FACTORIES);
  * @throws Error when the name is taken
  */
 export function registerEnvType(envType: string, factory: (config: RawEnvConfig, options: EnvOptions) => Env): void {
-  if (Object.prototype.hasOwnProperty.call(FACTORIES, envType)) throw new Error(`env_type "${envType}" is already registered`);
+  if (Object.hasOwn(FACTORIES, envType)) throw new Error(`env_type "${envType}" is already registered`);
   FACTORIES[envType] = factory;
   (ENV_TYPES as string[]).push(envType);
 }
@@ -37,7 +37,7 @@ export function registerEnvType(envType: string, factory: (config: RawEnvConfig,
  *         (names the key, the value and what is allowed), or a bad envId.
  */
 export function createEnv(envType: string, envConfig?: Record<string, unknown>, options: EnvOptions = {}): Env {
-  const factory = Object.prototype.hasOwnProperty.call(FACTORIES, envType) ? FACTORIES[envType] : undefined;
+  const factory = Object.hasOwn(FACTORIES, envType) ? FACTORIES[envType] : undefined;
   if (factory === undefined) {
     throw new Error(`env_type "${envType}" is not known; allowed: ${ENV_TYPES.join(', ')}`);
   }

@@ -6,7 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
-import { Qwen2Config, activeSlidingWindow, headDim, validateQwen2Config, weightShapes } from './config';
+import { type Qwen2Config, activeSlidingWindow, headDim, validateQwen2Config, weightShapes } from './config';
 import { bmm, embedLookup, linear, rotateHalf, WeightTransposes } from './kernels';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -34,7 +34,7 @@ export function ropeCosSin(positions: ArrayLike<number>, B: number, L: number, h
   const half = headDimension / 2;
   const inv = new Float64Array(half);
   // HF computes inv_freq in float32: 1 / theta ** (arange(0, D, 2).float() / D).
-  for (let i = 0; i < half; i++) inv[i] = Math.fround(1 / Math.pow(theta, (2 * i) / headDimension));
+  for (let i = 0; i < half; i++) inv[i] = Math.fround(1 / theta ** ((2 * i) / headDimension));
   const cos = new Float32Array(B * L * headDimension);
   const sin = new Float32Array(B * L * headDimension);
   for (let r = 0; r < B * L; r++) {

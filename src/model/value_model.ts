@@ -7,7 +7,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2Config } from './config';
 import { Qwen2 } from './qwen2';
-import { decodeSafetensors, encodeSafetensors, SafeTensor, toFloat32 } from './hf/safetensors';
+import { decodeSafetensors, encodeSafetensors, type SafeTensor, toFloat32 } from './hf/safetensors';
 
 /** HF name of the value head weight. */
 export const VALUE_HEAD = 'score.weight';

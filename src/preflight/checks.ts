@@ -1,5 +1,5 @@
 /**
- * Cross-key rules of SPEC.md §2-3 that a per-key schema cannot express: batch sizes against group
+ * Cross-key rules of docs/configs.md-3 that a per-key schema cannot express: batch sizes against group
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
  * (checked by the env's own parser), `pretrain` and sequence_length against the model, and
  * async_generation_ratio's whole steps.

@@ -1,5 +1,5 @@
 /**
- * A config file -> validated RunConfig (SPEC.md §2): Hydra defaults, command-line overrides, OmegaConf
+ * A config file -> validated RunConfig (docs/configs.md): Hydra defaults, command-line overrides, OmegaConf
  * interpolations, then the zod schema (defaults applied) and the cross-key rules that need the envs and
  * the model (checks.ts). Every problem is reported at once, naming the key, the value, what is allowed
  * and the file or command-line argument that set it.

@@ -4,8 +4,8 @@
  * selects, and draws the step's group table and the best and worst group side by side (or one chosen
  * group) as .group > .trajectory > .turn elements. Text goes in through textContent only.
  */
-(function () {
-  'use strict';
+(() => {
+  
   var steps = JSON.parse(document.getElementById('trajectory-data').textContent);
   var stepSelect = document.getElementById('step-select');
   var groupSelect = document.getElementById('group-select');
@@ -23,12 +23,12 @@
   function option(value, label) { var o = el('option', '', label); o.value = value; return o; }
   function current() { return steps[Number(stepSelect.value)]; }
   function keptText(kept) { return kept === null ? 'no update scores' : kept ? 'kept by the filter' : 'filtered out (not trained on)'; }
-  function successes(g) { return g.trajectories.filter(function (t) { return t.success; }).length + '/' + g.trajectories.length; }
+  function successes(g) { return `${g.trajectories.filter((t) => t.success).length}/${g.trajectories.length}`; }
 
   function turnElement(turn, i) {
     var e = el('div', 'turn');
-    var action = turn.action === null ? 'no action (did not parse)' : 'action ' + turn.action + (turn.actionIsEffective ? '' : ' (no effect)');
-    var meta = el('div', 'meta', 'turn ' + (i + 1) + ' · reward ' + num(turn.reward) + ' · ' + action);
+    var action = turn.action === null ? 'no action (did not parse)' : `action ${turn.action}${turn.actionIsEffective ? '' : ' (no effect)'}`;
+    var meta = el('div', 'meta', `turn ${i + 1} · reward ${num(turn.reward)} · ${action}`);
     if (!turn.actionIsValid) meta.classList.add('invalid');
     e.appendChild(meta);
     e.appendChild(el('pre', 'observation', turn.observation));
@@ -37,42 +37,42 @@
   }
 
   function trajectoryElement(t) {
-    var e = el('div', 'trajectory' + (t.success ? ' success' : ''));
+    var e = el('div', `trajectory${t.success ? ' success' : ''}`);
     e.dataset.trajId = t.trajId;
     var s = t.score || {};
     e.appendChild(el('div', 'scores', 'env ' + t.envId + ' · score ' + num(t.episodeScore) + ' · ' +
       (t.success ? 'success' : t.truncated ? 'truncated' : 'failed') + ' · normalised ' + num(s.normalizedScore) + ' · advantage ' + num(s.advantage)));
-    t.turns.forEach(function (turn, i) { e.appendChild(turnElement(turn, i)); });
+    t.turns.forEach((turn, i) => { e.appendChild(turnElement(turn, i)); });
     return e;
   }
 
   function groupElement(g, label, className) {
-    var e = el('div', 'group ' + className);
+    var e = el('div', `group ${className}`);
     e.dataset.group = g.id;
-    e.appendChild(el('h3', '', label + ' ' + g.id));
-    e.appendChild(el('div', 'note', 'tag ' + g.tag + ' · seed ' + g.seed + ' · mean score ' + num(g.meanScore) + ' · success ' + successes(g) + ' · ' + keptText(g.kept)));
-    g.trajectories.forEach(function (t) { e.appendChild(trajectoryElement(t)); });
+    e.appendChild(el('h3', '', `${label} ${g.id}`));
+    e.appendChild(el('div', 'note', `tag ${g.tag} · seed ${g.seed} · mean score ${num(g.meanScore)} · success ${successes(g)} · ${keptText(g.kept)}`));
+    g.trajectories.forEach((t) => { e.appendChild(trajectoryElement(t)); });
     return e;
   }
 
   function drawTable(s) {
     var t = el('table', 'groups');
     var head = el('tr');
-    ['group', 'tag', 'seed', 'mean score', 'success', 'filter'].forEach(function (h) { head.appendChild(el('th', '', h)); });
+    ['group', 'tag', 'seed', 'mean score', 'success', 'filter'].forEach((h) => { head.appendChild(el('th', '', h)); });
     t.appendChild(head);
-    s.groups.forEach(function (g) {
+    s.groups.forEach((g) => {
       var row = el('tr', g.id === s.best ? 'best' : g.id === s.worst ? 'worst' : '');
-      [g.id, g.tag, String(g.seed), num(g.meanScore), successes(g), g.kept === null ? '-' : g.kept ? 'kept' : 'dropped'].forEach(function (v) { row.appendChild(el('td', '', v)); });
-      row.addEventListener('click', function () { groupSelect.value = g.id; drawView(); });
+      [g.id, g.tag, String(g.seed), num(g.meanScore), successes(g), g.kept === null ? '-' : g.kept ? 'kept' : 'dropped'].forEach((v) => { row.appendChild(el('td', '', v)); });
+      row.addEventListener('click', () => { groupSelect.value = g.id; drawView(); });
       t.appendChild(row);
     });
     table.replaceChildren(t);
-    if (s.skipReason) table.appendChild(el('p', 'alert', 'update skipped: ' + s.skipReason));
+    if (s.skipReason) table.appendChild(el('p', 'alert', `update skipped: ${s.skipReason}`));
   }
 
   function drawView() {
     var s = current();
-    var find = function (id) { return s.groups.filter(function (g) { return g.id === id; })[0]; };
+    var find = (id) => s.groups.filter((g) => g.id === id)[0];
     var box = el('div', 'best-worst');
     if (groupSelect.value !== BOTH) box.appendChild(groupElement(find(groupSelect.value), 'group', 'chosen'));
     else if (s.best === s.worst) box.appendChild(groupElement(find(s.best), 'best and worst group', 'best worst'));
@@ -86,7 +86,7 @@
   function drawStep() {
     var s = current();
     groupSelect.replaceChildren(option(BOTH, 'best and worst'));
-    s.groups.forEach(function (g) { groupSelect.appendChild(option(g.id, g.id)); });
+    s.groups.forEach((g) => { groupSelect.appendChild(option(g.id, g.id)); });
     drawTable(s);
     drawView();
   }
@@ -95,7 +95,7 @@
     view.appendChild(el('p', 'empty', 'no train rollouts stored for this run'));
     return;
   }
-  steps.forEach(function (s, i) { stepSelect.appendChild(option(String(i), 'step ' + s.step)); });
+  steps.forEach((s, i) => { stepSelect.appendChild(option(String(i), `step ${s.step}`)); });
   stepSelect.value = String(steps.length - 1);
   stepSelect.addEventListener('change', drawStep);
   groupSelect.addEventListener('change', drawView);

@@ -309,7 +309,10 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
 /** Appends one sampled reply to an episode and steps its env (docs/numerics.md §4.2-4.5). */
 function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, opts: ManagerOptions, stopIds: ReadonlySet<number>): void {
   const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
-  if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) return truncate(l, turn); // the unfinished turn is dropped
+  if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) {
+    truncate(l, turn); // the unfinished turn is dropped
+    return;
+  }
   appendTurn(l.packed, l.pending, tokens, logprobs);
   l.chat.reply(tokens);
   const response = opts.tokenizer.decode(tokens, false);

@@ -9,7 +9,7 @@ import {
   type RunConfig, validateRunId,
 } from '../contract';
 import { AdamW } from '../algo/adamw';
-import { Qwen2 } from '../model/qwen2';
+import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
 import { ValueModel } from '../model/value_model';

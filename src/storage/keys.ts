@@ -1,6 +1,6 @@
 /**
  * The object store key layout, a pure function of (run, step, split, shard) so a retried activity
- * rewrites the same keys (DESIGN.md, "Object store layout"). Key parts follow the contract's rules.
+ * rewrites the same keys (docs/design.md, "The object store"). Key parts follow the contract's rules.
  */
 import { InvalidKeyPartError } from '../contract/errors';
 import { isKeyName, validateRunId } from '../contract/run';

@@ -153,7 +153,7 @@ export class ObjectStore {
   async putJson(key: string, value: unknown): Promise<ObjectRef> {
     const text = JSON.stringify(value, null, 2);
     if (text === undefined) throw new TypeError(`putJson(${key}): value ${String(value)} is not JSON-serialisable`);
-    return this.put(key, Buffer.from(text + '\n', 'utf8'), 'application/json');
+    return this.put(key, Buffer.from(`${text}\n`, 'utf8'), 'application/json');
   }
 
   /** Reads JSON: verified when given a reference, unverified when given a key. @throws CorruptObjectError on bad bytes or JSON. */
@@ -172,7 +172,7 @@ export class ObjectStore {
     const lines = rows.map((row, i) => {
       const line = JSON.stringify(row);
       if (line === undefined) throw new TypeError(`putJsonlGz(${key}): row ${i} is not JSON-serialisable`);
-      return line + '\n';
+      return `${line}\n`;
     });
     return this.put(key, await gzip(Buffer.from(lines.join(''), 'utf8')), 'application/gzip');
   }

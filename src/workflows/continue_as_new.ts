@@ -8,7 +8,7 @@ import { continueAsNew, workflowInfo } from '@temporalio/workflow';
 import type { StarpoContinuation, StarpoRunResult, StarpoWorkflowInput } from '../contract/workflow';
 import type { TrainRollouts } from './train_rollouts';
 
-/** Steps per workflow run before continueAsNew keeps the history small (DESIGN.md). */
+/** Steps per workflow run before continueAsNew keeps the history small. */
 export const STEPS_PER_RUN = 100;
 
 /** The little state the loop carries from one workflow run to the next. */

@@ -1,5 +1,5 @@
 /**
- * Workflow `starpoTraining` (task queue "starpo"): the StarPO loop of SPEC.md §1. Per step: validation
+ * Workflow `starpoTraining` (task queue "starpo"): the StarPO loop of docs/numerics.md §1. Per step: validation
  * when due, the train rollouts (one activity per shard of env groups, train_rollouts.ts), one update
  * that writes the next checkpoint, the step's metrics. Beside it: pause/stop (control.ts), async
  * rollouts (train_rollouts.ts), continue-as-new (continue_as_new.ts). Deterministic, no I/O.
@@ -92,7 +92,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     rollouts.reset(fallback.step, policy);
   };
   let { collapseStreak } = carried;
-  /** collapse_guard (SPEC.md §7): marks the step's metrics and alerts or stops when the guard fires. */
+  /** collapse_guard (docs/numerics.md §7): marks the step's metrics and alerts or stops when the guard fires. */
   const guardCollapse = (step: number, metrics: Record<string, number>): void => {
     const verdict = checkCollapse(config.collapse_guard, metrics, collapseStreak);
     collapseStreak = verdict.streak;

@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { startTestServers, TestServers } from './servers';
-import { spawnWorkers, WorkerProcesses } from '../../src/cli/spawn_workers';
+import { startTestServers, type TestServers } from './servers';
+import { spawnWorkers, type WorkerProcesses } from '../../src/cli/spawn_workers';
 import { ObjectStore } from '../../src/storage/object_store';
 import './test_tools';
 

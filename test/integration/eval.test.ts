@@ -20,7 +20,7 @@ import { runInputFromFile } from '../../src/cli/run_input';
 import { endpointsToEnv } from '../../infra/env';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import { train } from '../../src/cli/train';
-import { evaluate, EvalOutput } from '../../src/cli/eval';
+import { evaluate, type EvalOutput } from '../../src/cli/eval';
 import { runDetails, runSummary } from '../../src/cli/run_metadata';
 import { evalResultKey, rolloutKey } from '../../src/storage/keys';
 import type { StarpoRunResult } from '../../src/contract';

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
-import { startTestServers, TestServers } from '../helpers/servers';
+import { startTestServers, type TestServers } from '../helpers/servers';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { endpointsToEnv } from '../../infra/env';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';

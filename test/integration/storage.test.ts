@@ -57,7 +57,7 @@ test('jsonl.gz round trip (trajectories)', async () => {
   const ref = await store.putJsonlGz(key, rows);
   assert.deepEqual(await store.getJsonlGz(ref), rows);
   assert.deepEqual(await store.putJsonlGz(key, rows), ref, 'rewriting the same rows gives the same bytes');
-  assert.deepEqual(await store.getJsonlGz(await store.putJsonlGz(key + '.empty', [])), []);
+  assert.deepEqual(await store.getJsonlGz(await store.putJsonlGz(`${key}.empty`, [])), []);
 });
 
 test('checkpoint: manifest written last, read back verified, rewrite is idempotent', async () => {

@@ -252,7 +252,7 @@ export function charTokenizerConfig(spec: CharTokenizerJSON, tokenizer: ChatToke
  * sampling settings (sampling keys only when it samples: starpo decodes greedily at temperature 0).
  */
 export function hfGenerationConfig(tokenizer: Tokenizer, generating?: GeneratingArgs): Record<string, unknown> {
-  const sampling = generating !== undefined && generating.do_sample && generating.temperature > 0;
+  const sampling = generating?.do_sample && generating.temperature > 0;
   return {
     bos_token_id: tokenizer.padId,
     eos_token_id: [...tokenizer.eosIds],

@@ -149,7 +149,10 @@ test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after 
   const reference = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
   const lrSteps: number[] = [];
   const { metrics } = await ppoUpdate({
-    actor: { ...trainee(model), lr: (k) => (lrSteps.push(k), 1e-3) }, reference, klController: klControllerFromConfig(config),
+    actor: { ...trainee(model), lr: (k) => {
+      lrSteps.push(k);
+      return 1e-3;
+    } }, reference, klController: klControllerFromConfig(config),
     trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
   });
   assert.equal(metrics['actor/optimizer_steps'], 2);

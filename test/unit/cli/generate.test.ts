@@ -158,7 +158,7 @@ test("a chat the model's template refuses (raise_exception) exits 2 with the tem
   const dir = mkdtempSync(join(tmpdir(), 'starpo-generate-'));
   try {
     writeTinyExport(dir);
-    writeFileSync(join(dir, 'chat_template.jinja'), "{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('the first message cannot be the assistant') }}{% endif %}" + CHATML_TEMPLATE);
+    writeFileSync(join(dir, 'chat_template.jinja'), `{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('the first message cannot be the assistant') }}{% endif %}${CHATML_TEMPLATE}`);
     const res = generate(['--model', dir, '--chat', '-'], '[{"role": "assistant", "content": "x"}]');
     assert.equal(res.code, 2, res.stderr);
     assert.match(res.stderr, /^error: the model's chat template refuses these messages: .*the first message cannot be the assistant/);

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { charTokenizer } from '../../../src/model/tokenizer';
-import { runEpisodes, EpisodeSpec } from '../../../src/rollout/manager';
+import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
 import { fillTemplate, formatSuffix, usesThinkPattern } from '../../../src/rollout/chat';
 import { customEnvSchema } from '../../../src/contract';
 import type { Policy } from '../../../src/rollout/policy';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { charTokenizer } from '../../../src/model/tokenizer';
-import { runEpisodes, EpisodeSpec } from '../../../src/rollout/manager';
+import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
 import { randomActionPolicy } from '../../../src/rollout/demonstrations';
 import type { Policy } from '../../../src/rollout/policy';
 import { loadConfigFile } from '../../../src/preflight/load';

@@ -220,7 +220,7 @@ test('sharded weights (model.safetensors.index.json) load like a single file', a
   const half = Math.ceil(names.length / 2);
   const shards = [names.slice(0, half), names.slice(half)];
   const shardFiles = shards.map((_, i) => `model-0000${i + 1}-of-00002.safetensors`);
-  const { ['model.safetensors']: _single, ...rest } = hf;
+  const { 'model.safetensors': _single, ...rest } = hf;
   const dir = writeFolder({
     ...rest,
     ...Object.fromEntries(shards.map((group, i) => [shardFiles[i], encodeSafetensors(Object.fromEntries(group.map((n) => [n, tensors[n]!])))])),
