@@ -28,9 +28,14 @@ function summarise(runId: string, m: Array<Record<string, number>>, steps: numbe
   const noVal = train.filter((x) => x['val/env/success'] === undefined);
   const mean = (k: string) => train.reduce((s, x) => s + (x[k] ?? 0), 0) / steps;
   return {
-    runId, steps, loopSeconds, perMinute: (60 * steps) / loopSeconds,
+    runId,
+    steps,
+    loopSeconds,
+    perMinute: (60 * steps) / loopSeconds,
     perMinuteNoVal: (60 * noVal.length) / noVal.reduce((s, x) => s + x['time/step'], 0),
-    rollout: mean('time/rollout'), update: mean('time/update'), wait: train[0]['time/rollout_wait'] === undefined ? null : mean('time/rollout_wait'),
+    rollout: mean('time/rollout'),
+    update: mean('time/update'),
+    wait: train[0]['time/rollout_wait'] === undefined ? null : mean('time/rollout_wait'),
   };
 }
 
@@ -68,24 +73,37 @@ async function main(): Promise<void> {
   const sums = runs.map((r, i) => summarise(r.runId, metrics[i], steps));
 
   const f = (x: number | undefined, d = 3) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));
-  console.log(`${config} ${overrides.join(' ')}: ${cpus().length} cores, ${cpus().length} rollout workers + 1 update worker (namespace ${NAMESPACE}); load average (1 min) ${load.map((l) => l.toFixed(2)).join(' -> ')}`);
+  console.log(
+    `${config} ${overrides.join(' ')}: ${cpus().length} cores, ${cpus().length} rollout workers + 1 update worker (namespace ${NAMESPACE}); load average (1 min) ${load.map((l) => l.toFixed(2)).join(' -> ')}`,
+  );
   console.log(`warm-up reused: ${runs.map((r, i) => `r=${r.ratio} ${f(metrics[i][0]['warmup/reused'], 0)}`).join(', ')}`);
   console.log('');
-  console.log('ratio  run id                               loop s  steps/min  steps/min (no-val steps)  rollout s  update s  rollout wait s');
+  console.log(
+    'ratio  run id                               loop s  steps/min  steps/min (no-val steps)  rollout s  update s  rollout wait s',
+  );
   for (const [i, s] of sums.entries()) {
-    console.log(`r=${runs[i].ratio}    ${s.runId.padEnd(35)}  ${f(s.loopSeconds, 1).padStart(6)}  ${f(s.perMinute, 2).padStart(9)}  ${f(s.perMinuteNoVal, 2).padStart(24)}  ${f(s.rollout, 2).padStart(9)}  ${f(s.update, 2).padStart(8)}  ${s.wait === null ? '-' : f(s.wait, 2)}`);
+    console.log(
+      `r=${runs[i].ratio}    ${s.runId.padEnd(35)}  ${f(s.loopSeconds, 1).padStart(6)}  ${f(s.perMinute, 2).padStart(9)}  ${f(s.perMinuteNoVal, 2).padStart(24)}  ${f(s.rollout, 2).padStart(9)}  ${f(s.update, 2).padStart(8)}  ${s.wait === null ? '-' : f(s.wait, 2)}`,
+    );
   }
-  console.log(`steps per minute r=1 / r=0: ${f(sums[1].perMinute / sums[0].perMinute, 2)}x (all steps), ${f(sums[1].perMinuteNoVal / sums[0].perMinuteNoVal, 2)}x (steps without validation)`);
+  console.log(
+    `steps per minute r=1 / r=0: ${f(sums[1].perMinute / sums[0].perMinute, 2)}x (all steps), ${f(sums[1].perMinuteNoVal / sums[0].perMinuteNoVal, 2)}x (steps without validation)`,
+  );
   console.log('');
   console.log('        ------------ r=0 ------------   ------------------- r=1 -------------------');
   console.log('step    train_success  val_success      train_success  val_success  staleness (mean)');
   for (let step = 0; step <= steps; step++) {
     const [a, b] = metrics.map((m) => m[step]);
-    console.log(`${String(step).padStart(4)}    ${f(a['env/success']).padStart(13)}  ${f(a['val/env/success']).padStart(11)}      ${f(b['env/success']).padStart(13)}  ${f(b['val/env/success']).padStart(11)}  ${f(b['rollout/staleness/mean'], 0).padStart(16)}`);
+    console.log(
+      `${String(step).padStart(4)}    ${f(a['env/success']).padStart(13)}  ${f(a['val/env/success']).padStart(11)}      ${f(b['env/success']).padStart(13)}  ${f(b['val/env/success']).padStart(11)}  ${f(b['rollout/staleness/mean'], 0).padStart(16)}`,
+    );
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err instanceof Error ? err.stack : err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exit(1);
+  },
+);

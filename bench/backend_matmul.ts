@@ -20,7 +20,9 @@ async function main(): Promise<void> {
     await initBackend(name);
     for (const n of [256, 1024]) {
       const r = matmulGflops(n);
-      console.log(`${name.padEnd(10)} ${n}^3 matmul: ${r.wall.toFixed(1).padStart(6)} GFLOP/s by wall time, ${r.cpu.toFixed(1).padStart(6)} by CPU time`);
+      console.log(
+        `${name.padEnd(10)} ${n}^3 matmul: ${r.wall.toFixed(1).padStart(6)} GFLOP/s by wall time, ${r.cpu.toFixed(1).padStart(6)} by CPU time`,
+      );
     }
   }
   load.push(loadavg()[0]);

@@ -21,7 +21,16 @@ import { charTokenizer } from '../src/model/tokenizer';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import type { Trajectory } from '../src/contract';
 import {
-  type UpdateParts, batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
+  type UpdateParts,
+  batchOverrides,
+  groupSizeFor,
+  isOutOfWasmMemory,
+  peakRssBytes,
+  qwen25HalfBShape,
+  randomContexts,
+  randomTrajectories,
+  timeGeneration,
+  timeUpdate,
 } from '../src/algo/throughput';
 import { decodeFlops, modelFlops } from './flops';
 
@@ -30,10 +39,30 @@ const MODELS = ['quickstart', 'slice'] as const;
 const JOBS = ['update', 'generation'] as const;
 const BACKENDS = ['wasm', 'tensorflow'] as const;
 
-interface SliceSizes { batch: number; length: number; microBatch: number; rows: number; prompt: number; newTokens: number }
-interface CellSpec { backend: string; model: (typeof MODELS)[number]; job: (typeof JOBS)[number]; slice: SliceSizes; rounds: number }
+interface SliceSizes {
+  batch: number;
+  length: number;
+  microBatch: number;
+  rows: number;
+  prompt: number;
+  newTokens: number;
+}
+interface CellSpec {
+  backend: string;
+  model: (typeof MODELS)[number];
+  job: (typeof JOBS)[number];
+  slice: SliceSizes;
+  rounds: number;
+}
 
-interface GemmShape { name: string; m: number; k: number; n: number; flops: number; gflops: number }
+interface GemmShape {
+  name: string;
+  m: number;
+  k: number;
+  n: number;
+  flops: number;
+  gflops: number;
+}
 interface CellResult extends Omit<CellSpec, 'slice'> {
   error?: string;
   tokens?: number;
@@ -49,7 +78,16 @@ interface CellResult extends Omit<CellSpec, 'slice'> {
 }
 
 /** What one cell computes on: its model, config, and the update's trajectories or the generation's contexts. */
-interface Workload { cfg: Qwen2Config; model: Qwen2; config: RunConfig; padId: number; trajectories: Trajectory[]; contexts: number[][]; newTokens: number; microBatch: number }
+interface Workload {
+  cfg: Qwen2Config;
+  model: Qwen2;
+  config: RunConfig;
+  padId: number;
+  trajectories: Trajectory[];
+  contexts: number[][];
+  newTokens: number;
+  microBatch: number;
+}
 
 async function workload(spec: CellSpec): Promise<Workload> {
   if (spec.model === 'quickstart') {
@@ -60,28 +98,63 @@ async function workload(spec: CellSpec): Promise<Workload> {
     const group = config.train_env_manager.group_size;
     const { episodes } = await warmupDemonstrations({ ...config, warmup: { ...config.warmup, num_episodes: batch } }, tokenizer);
     const trajectories = episodes.map((t, i) => ({ ...t, trajGroupId: `FrozenLake_${Math.floor(i / group)}_0_0` }));
-    const contexts = trajectories.slice(0, config.train_env_manager.max_env_num_per_worker || batch).map((t) => t.inputIds.slice(0, t.responseMask.indexOf(1)));
+    const contexts = trajectories
+      .slice(0, config.train_env_manager.max_env_num_per_worker || batch)
+      .map((t) => t.inputIds.slice(0, t.responseMask.indexOf(1)));
     return {
-      cfg, model: Qwen2.random(cfg, 1), config, padId: tokenizer.padId, trajectories, contexts,
-      newTokens: config.actor_infer.generating_args.max_new_tokens, microBatch: config.actor_train.training_args.per_device_train_batch_size,
+      cfg,
+      model: Qwen2.random(cfg, 1),
+      config,
+      padId: tokenizer.padId,
+      trajectories,
+      contexts,
+      newTokens: config.actor_infer.generating_args.max_new_tokens,
+      microBatch: config.actor_train.training_args.per_device_train_batch_size,
     };
   }
   const s = spec.slice;
   const { config } = loadConfigFile(QUICKSTART, batchOverrides(s));
   const cfg = qwen25HalfBShape(2);
   return {
-    cfg, model: Qwen2.random(cfg, 1), config, padId: 0,
-    trajectories: randomTrajectories({ count: s.batch, length: s.length, vocab: cfg.vocab_size, groupSize: groupSizeFor(s.batch), seed: 1 }),
+    cfg,
+    model: Qwen2.random(cfg, 1),
+    config,
+    padId: 0,
+    trajectories: randomTrajectories({
+      count: s.batch,
+      length: s.length,
+      vocab: cfg.vocab_size,
+      groupSize: groupSizeFor(s.batch),
+      seed: 1,
+    }),
     contexts: randomContexts({ rows: s.rows, prompt: s.prompt, vocab: cfg.vocab_size, seed: 1 }),
-    newTokens: s.newTokens, microBatch: s.microBatch,
+    newTokens: s.newTokens,
+    microBatch: s.microBatch,
   };
 }
 
 /** Model FLOPs of the cell's job (see the file comment). */
 function jobFlops(spec: CellSpec, w: Workload): number {
-  if (spec.job === 'update') return 3 * modelFlops(w.cfg, w.trajectories.map((t) => t.inputIds.length)) * w.config.ppo_epochs;
-  const decode = w.contexts.reduce((s, c) => s + Array.from({ length: w.newTokens - 1 }, (_, j) => decodeFlops(w.cfg, c.length + j)).reduce((a, b) => a + b, 0), 0);
-  return modelFlops(w.cfg, w.contexts.map((c) => c.length), 'last') + decode;
+  if (spec.job === 'update')
+    return (
+      3 *
+      modelFlops(
+        w.cfg,
+        w.trajectories.map((t) => t.inputIds.length),
+      ) *
+      w.config.ppo_epochs
+    );
+  const decode = w.contexts.reduce(
+    (s, c) => s + Array.from({ length: w.newTokens - 1 }, (_, j) => decodeFlops(w.cfg, c.length + j)).reduce((a, b) => a + b, 0),
+    0,
+  );
+  return (
+    modelFlops(
+      w.cfg,
+      w.contexts.map((c) => c.length),
+      'last',
+    ) + decode
+  );
 }
 
 /** GFLOP/s of an [m, k] x [k, n] float32 matmul: one warm-up, then at least 3 runs and 0.5 s. */
@@ -102,7 +175,11 @@ function gemmGflops(m: number, k: number, n: number): number {
 }
 
 /** One kind of forward pass of a job: `m` rows through the trunk's linear layers, `lmHeadM` through lm_head, `times` times. */
-interface Pass { m: number; lmHeadM: number; times: number }
+interface Pass {
+  m: number;
+  lmHeadM: number;
+  times: number;
+}
 
 /**
  * The rate of the model's linear layers as plain GEMMs at the jobs' shapes, combined by FLOP share (total FLOPs /
@@ -117,8 +194,12 @@ function gemmMix(cfg: Qwen2Config, passes: Pass[]): { gflops: number; shapes: Ge
   const byShape = new Map<string, GemmShape>();
   for (const p of passes) {
     const linear: Array<[string, number, number, number, number]> = [
-      ['q_proj', p.m, E, Q, layers], ['k_proj+v_proj', p.m, E, KV, 2 * layers], ['o_proj', p.m, Q, E, layers],
-      ['gate_proj+up_proj', p.m, E, F, 2 * layers], ['down_proj', p.m, F, E, layers], ['lm_head', p.lmHeadM, E, cfg.vocab_size, 1],
+      ['q_proj', p.m, E, Q, layers],
+      ['k_proj+v_proj', p.m, E, KV, 2 * layers],
+      ['o_proj', p.m, Q, E, layers],
+      ['gate_proj+up_proj', p.m, E, F, 2 * layers],
+      ['down_proj', p.m, F, E, layers],
+      ['lm_head', p.lmHeadM, E, cfg.vocab_size, 1],
     ];
     for (const [name, m, k, n, count] of linear) {
       const key = `${name} ${m}x${k}x${n}`;
@@ -144,7 +225,10 @@ function passesOf(spec: CellSpec, w: Workload): Pass[] {
     return [{ m, lmHeadM: m, times: 1 }];
   }
   const rows = w.contexts.length;
-  return [{ m: rows * Math.max(...w.contexts.map((c) => c.length)), lmHeadM: rows, times: 1 }, { m: rows, lmHeadM: rows, times: w.newTokens - 1 }];
+  return [
+    { m: rows * Math.max(...w.contexts.map((c) => c.length)), lmHeadM: rows, times: 1 },
+    { m: rows, lmHeadM: rows, times: w.newTokens - 1 },
+  ];
 }
 
 /** Runs one cell in this process (the child). */
@@ -160,9 +244,13 @@ async function runCell(spec: CellSpec): Promise<CellResult> {
   try {
     w = await workload(spec);
     for (let r = 0; r < spec.rounds; r++) {
-      const t = spec.job === 'update'
-        ? await timeUpdate({ model: w.model, config: w.config, trajectories: w.trajectories, padId: w.padId })
-        : { ...timeGeneration({ model: w.model, config: w.config, contexts: w.contexts, newTokens: w.newTokens, seed: 1 }), parts: undefined };
+      const t =
+        spec.job === 'update'
+          ? await timeUpdate({ model: w.model, config: w.config, trajectories: w.trajectories, padId: w.padId })
+          : {
+              ...timeGeneration({ model: w.model, config: w.config, contexts: w.contexts, newTokens: w.newTokens, seed: 1 }),
+              parts: undefined,
+            };
       // The parts of the round the rates come from: the fastest after the first (the only one with --rounds 1).
       if (t.parts && (r === 0 || t.seconds < Math.min(...seconds.slice(1)))) parts = t.parts;
       seconds.push(t.seconds);
@@ -178,8 +266,16 @@ async function runCell(spec: CellSpec): Promise<CellResult> {
   const gemm = gemmMix(w.cfg, passesOf(spec, w));
   const modelGflops = jobFlops(spec, w) / warm / 1e9;
   return {
-    ...id, tokens, seconds, tokensPerSecond: tokens / warm, modelGflops, gemm, gemmRatio: modelGflops / gemm.gflops, parts,
-    peakRssBytes: peak, load: [load0, loadavg()[0]],
+    ...id,
+    tokens,
+    seconds,
+    tokensPerSecond: tokens / warm,
+    modelGflops,
+    gemm,
+    gemmRatio: modelGflops / gemm.gflops,
+    parts,
+    peakRssBytes: peak,
+    load: [load0, loadavg()[0]],
   };
 }
 
@@ -189,9 +285,15 @@ function spawnCell(spec: CellSpec): CellResult {
   const env = { ...process.env };
   delete env.STARPO_BACKEND;
   const out = spawnSync(process.execPath, [...process.execArgv, __filename, '--child', JSON.stringify(spec)], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env, maxBuffer: 16 * 2 ** 20,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+    maxBuffer: 16 * 2 ** 20,
   });
-  const line = out.stdout.split('\n').reverse().find((l) => l.startsWith('{'));
+  const line = out.stdout
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
   if (line) return JSON.parse(line) as CellResult;
   return { ...id, error: `child exited with ${out.signal ?? `code ${out.status}`}${out.error ? `: ${out.error.message}` : ''}` };
 }
@@ -225,7 +327,8 @@ function table(cells: CellResult[]): string[] {
 function listOf<T extends string>(name: string, value: string, allowed: readonly T[]): T[] {
   const items = value.split(',').map((s) => s.trim());
   const bad = items.filter((s) => !allowed.includes(s as T));
-  if (bad.length > 0) throw new Error(`--${name} ${value}: ${bad.join(', ')} not allowed; allowed: a comma-separated list of ${allowed.join(', ')}`);
+  if (bad.length > 0)
+    throw new Error(`--${name} ${value}: ${bad.join(', ')} not allowed; allowed: a comma-separated list of ${allowed.join(', ')}`);
   return items as T[];
 }
 
@@ -260,27 +363,37 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       child: { type: 'string' },
-      'slice-batch': { type: 'string', default: '4' }, 'slice-length': { type: 'string', default: '128' },
-      'slice-micro-batch': { type: 'string', default: '4' }, 'slice-rows': { type: 'string', default: '8' },
-      'slice-prompt': { type: 'string', default: '128' }, 'slice-new-tokens': { type: 'string', default: '16' },
+      'slice-batch': { type: 'string', default: '4' },
+      'slice-length': { type: 'string', default: '128' },
+      'slice-micro-batch': { type: 'string', default: '4' },
+      'slice-rows': { type: 'string', default: '8' },
+      'slice-prompt': { type: 'string', default: '128' },
+      'slice-new-tokens': { type: 'string', default: '16' },
       rounds: { type: 'string', default: '2' },
-      backends: { type: 'string', default: BACKENDS.join(',') }, models: { type: 'string', default: MODELS.join(',') },
+      backends: { type: 'string', default: BACKENDS.join(',') },
+      models: { type: 'string', default: MODELS.join(',') },
       jobs: { type: 'string', default: JOBS.join(',') },
     },
   });
   if (values.child) {
     const spec = JSON.parse(values.child) as CellSpec;
     const { slice: _, ...id } = spec;
-    const result = await runCell(spec).catch((err: unknown): CellResult => ({ ...id, error: err instanceof Error ? err.message : String(err) }));
+    const result = await runCell(spec).catch(
+      (err: unknown): CellResult => ({ ...id, error: err instanceof Error ? err.message : String(err) }),
+    );
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
   const slice: SliceSizes = {
-    batch: positive('slice-batch', values['slice-batch']), length: positive('slice-length', values['slice-length']),
-    microBatch: positive('slice-micro-batch', values['slice-micro-batch']), rows: positive('slice-rows', values['slice-rows']),
-    prompt: positive('slice-prompt', values['slice-prompt']), newTokens: positive('slice-new-tokens', values['slice-new-tokens']),
+    batch: positive('slice-batch', values['slice-batch']),
+    length: positive('slice-length', values['slice-length']),
+    microBatch: positive('slice-micro-batch', values['slice-micro-batch']),
+    rows: positive('slice-rows', values['slice-rows']),
+    prompt: positive('slice-prompt', values['slice-prompt']),
+    newTokens: positive('slice-new-tokens', values['slice-new-tokens']),
   };
-  if (slice.batch % slice.microBatch !== 0) throw new Error(`--slice-micro-batch ${slice.microBatch} does not divide --slice-batch ${slice.batch}`);
+  if (slice.batch % slice.microBatch !== 0)
+    throw new Error(`--slice-micro-batch ${slice.microBatch} does not divide --slice-batch ${slice.batch}`);
   const rounds = positive('rounds', values.rounds);
   let backends = listOf('backends', values.backends, BACKENDS);
   if (backends.includes('tensorflow') && inspectNativeBuild().state !== 'installed') {
@@ -297,8 +410,10 @@ async function main(): Promise<void> {
     }
   }
   const s = slice;
-  console.log(`slice: Qwen2.5-0.5B shape, 2 layers; update ${s.batch} x ${s.length} tokens in micro-batches of ${s.microBatch}; ` +
-    `generation ${s.rows} rows x ${s.prompt}-token prompts + ${s.newTokens} new tokens. quickstart: ${QUICKSTART}. ${rounds} rounds per cell.`);
+  console.log(
+    `slice: Qwen2.5-0.5B shape, 2 layers; update ${s.batch} x ${s.length} tokens in micro-batches of ${s.microBatch}; ` +
+      `generation ${s.rows} rows x ${s.prompt}-token prompts + ${s.newTokens} new tokens. quickstart: ${QUICKSTART}. ${rounds} rounds per cell.`,
+  );
   console.log(table(cells).join('\n'));
   console.log(JSON.stringify({ bench: 'backend_throughput', slice, rounds, cells }));
 }

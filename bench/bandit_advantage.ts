@@ -27,7 +27,11 @@ function expectedGradient(n: number, p: number, method: NormMethod): number {
     for (let w = 0; w <= k; w++) {
       const prob = binomial(n, k) * p ** k * (1 - p) ** (n - k) * binomial(k, w) * HIGH_PROB ** w * (1 - HIGH_PROB) ** (k - w);
       const scores = [...Array(w).fill(HIGH), ...Array(k - w).fill(0), ...Array(n - k).fill(LOW)];
-      const adv = normalizeScores(scores, scores.map(() => 'g'), normTypesOf(method, 'traj_group_id'));
+      const adv = normalizeScores(
+        scores,
+        scores.map(() => 'g'),
+        normTypesOf(method, 'traj_group_id'),
+      );
       total += prob * adv.reduce((s, a, i) => s + a * ((i < k ? 1 : 0) - p), 0);
     }
   }

@@ -8,7 +8,8 @@ import { FrozenLakeEnv } from '../src/envs/frozen_lake';
 
 function bench(size: number, count: number): void {
   const env = new FrozenLakeEnv({ size, is_slippery: false });
-  for (let seed = 0; seed < 200; seed++) { // warm-up (JIT)
+  for (let seed = 0; seed < 200; seed++) {
+    // warm-up (JIT)
     env.reset(seed);
     env.solve();
   }

@@ -25,9 +25,11 @@ function bench(name: string, spec: RoomSpec, count: number): void {
   }
   const solveMs = Number(process.hrtime.bigint() - t0) / 1e6 / count;
   const solved = count - failures;
-  console.log(`${name} ${spec.rows}x${spec.cols}, ${spec.numBoxes} box(es), search_depth ${spec.searchDepth}: ` +
-    `${count} rooms (seeds 0..${count - 1}), generation ${genMs.toFixed(3)} ms/room, BFS solve ${solveMs.toFixed(3)} ms/room, ` +
-    `unsolvable ${failures} (expected 0), shortest solution mean ${(steps / Math.max(1, solved)).toFixed(2)} steps, max ${longest}`);
+  console.log(
+    `${name} ${spec.rows}x${spec.cols}, ${spec.numBoxes} box(es), search_depth ${spec.searchDepth}: ` +
+      `${count} rooms (seeds 0..${count - 1}), generation ${genMs.toFixed(3)} ms/room, BFS solve ${solveMs.toFixed(3)} ms/room, ` +
+      `unsolvable ${failures} (expected 0), shortest solution mean ${(steps / Math.max(1, solved)).toFixed(2)} steps, max ${longest}`,
+  );
 }
 
 function main(): void {

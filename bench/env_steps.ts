@@ -16,9 +16,8 @@ function benchEnv(envType: string, seconds: number): void {
   }
   const answers = env.actionNames.map((a) => `<answer>${a}</answer><|im_end|>`);
   const rng = new Rng('bench/env_steps', envType);
-  const answer = answers.length > 0
-    ? () => answers[rng.int(answers.length)]
-    : () => `<answer>${env.solve?.()?.[0] ?? ''}</answer><|im_end|>`;
+  const answer =
+    answers.length > 0 ? () => answers[rng.int(answers.length)] : () => `<answer>${env.solve?.()?.[0] ?? ''}</answer><|im_end|>`;
   const deadline = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
   const t0 = process.hrtime.bigint();
   let steps = 0;
@@ -26,15 +25,17 @@ function benchEnv(envType: string, seconds: number): void {
   let now = t0;
   while (now < deadline) {
     env.reset(resets++);
-    for (let done = false; !done;) {
+    for (let done = false; !done; ) {
       done = env.step(answer()).terminated;
       steps++;
     }
     if ((resets & 15) === 0) now = process.hrtime.bigint();
   }
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
-  console.log(`${envType}: ${Math.round(steps / secs).toLocaleString('en-US')} steps/s ` +
-    `(${steps} steps, ${resets} resets, ${(steps / resets).toFixed(1)} steps/episode, ${secs.toFixed(2)} s)`);
+  console.log(
+    `${envType}: ${Math.round(steps / secs).toLocaleString('en-US')} steps/s ` +
+      `(${steps} steps, ${resets} resets, ${(steps / resets).toFixed(1)} steps/episode, ${secs.toFixed(2)} s)`,
+  );
 }
 
 /**

@@ -26,7 +26,9 @@ import type { StarpoRunResult } from '../src/contract';
  * free ports (temp state folder) and worker processes, and stops them at the end.
  */
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { trials: { type: 'string', default: '3' }, steps: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } } });
+  const { values } = parseArgs({
+    options: { trials: { type: 'string', default: '3' }, steps: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } },
+  });
   const [trials, steps, seed] = [Number(values.trials), Number(values.steps), Number(values.seed)];
   const logDir = mkdtempSync(join(tmpdir(), 'starpo-faults-'));
   const servers = await startTestServers();
@@ -46,8 +48,11 @@ async function main(): Promise<void> {
     const expected = await checkpointFingerprint(store, ref.finalCheckpoint);
     // The trials reuse the reference's warm-up: kills are planned over its training steps.
     let horizon = 0;
-    for (let step = 0; step < steps; step++) horizon += ((await store.getJson(metricsKey(refId, step))) as { metrics: Record<string, number> }).metrics['time/step'] ?? 0;
-    console.log(`undisturbed run: ${((Date.now() - t) / 1000).toFixed(1)} s (steps ${horizon.toFixed(1)} s); model.safetensors sha256 ${expected.model}`);
+    for (let step = 0; step < steps; step++)
+      horizon += ((await store.getJson(metricsKey(refId, step))) as { metrics: Record<string, number> }).metrics['time/step'] ?? 0;
+    console.log(
+      `undisturbed run: ${((Date.now() - t) / 1000).toFixed(1)} s (steps ${horizon.toFixed(1)} s); model.safetensors sha256 ${expected.model}`,
+    );
 
     let killsSurvived = 0;
     let equal = 0;
@@ -60,7 +65,9 @@ async function main(): Promise<void> {
       killsSurvived += kills.length;
       equal += same ? 1 : 0;
       const killed = kills.map((k) => `${k.target}@${k.atSeconds.toFixed(1)}s(${k.phase}, down ${k.downSeconds.toFixed(1)}s)`).join(', ');
-      console.log(`trial ${trial + 1}: ${((Date.now() - t) / 1000).toFixed(1)} s, ${result.steps} steps, kills ${kills.length}/${plan.length}: ${killed}; final checkpoint ${same ? 'identical' : `DIFFERENT (model ${got.model})`}`);
+      console.log(
+        `trial ${trial + 1}: ${((Date.now() - t) / 1000).toFixed(1)} s, ${result.steps} steps, kills ${kills.length}/${plan.length}: ${killed}; final checkpoint ${same ? 'identical' : `DIFFERENT (model ${got.model})`}`,
+      );
     }
     console.log(`trials ${trials}, kills survived ${killsSurvived}, identical final checkpoints ${equal}/${trials}`);
     if (equal !== trials) process.exitCode = 1;

@@ -41,7 +41,9 @@ function trunkMatParams(cfg: Qwen2Config): number {
   const E = cfg.hidden_size;
   const D = headDim(cfg);
   const KV = cfg.num_key_value_heads * D;
-  return cfg.num_hidden_layers * (E * cfg.num_attention_heads * D + 2 * E * KV + cfg.num_attention_heads * D * E + 3 * E * cfg.intermediate_size);
+  return (
+    cfg.num_hidden_layers * (E * cfg.num_attention_heads * D + 2 * E * KV + cfg.num_attention_heads * D * E + 3 * E * cfg.intermediate_size)
+  );
 }
 
 /**
@@ -58,7 +60,11 @@ export function modelFlops(cfg: Qwen2Config, lengths: readonly number[], logits:
 
 /** Model FLOPs of one cached decoding step: a new token at 0-based position p, attending p + 1 keys. */
 export function decodeFlops(cfg: Qwen2Config, p: number): number {
-  return 2 * trunkMatParams(cfg) + 2 * cfg.vocab_size * cfg.hidden_size + 4 * cfg.num_hidden_layers * cfg.num_attention_heads * headDim(cfg) * (p + 1);
+  return (
+    2 * trunkMatParams(cfg) +
+    2 * cfg.vocab_size * cfg.hidden_size +
+    4 * cfg.num_hidden_layers * cfg.num_attention_heads * headDim(cfg) * (p + 1)
+  );
 }
 
 /** Fraction of the tokens of length-bucketed micro-batches that are padding: 1 - real / sum(rows x longest). */

@@ -28,7 +28,8 @@ async function main(): Promise<void> {
   const budgetAt = args.indexOf('--budget-minutes');
   const budget = budgetAt >= 0 ? Number(args.splice(budgetAt, 2)[1]) : 30;
   const config = args.shift();
-  if (!config || !(budget > 0)) throw new Error('usage: npx tsx bench/learning_curve.ts <config.yaml> [--budget-minutes M > 0] [key=value ...]');
+  if (!config || !(budget > 0))
+    throw new Error('usage: npx tsx bench/learning_curve.ts <config.yaml> [--budget-minutes M > 0] [key=value ...]');
   const stamp = new Date().toISOString().replace(/[-:]/g, '').slice(0, 15);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const local = await useBenchNamespace(log);
@@ -37,7 +38,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   const budgetTimer = setTimeout(() => {
     log(`--- ${budget} min since the start: stopping run ${input.runId} (the step in flight and the final validation finish)`);
-    void connectClient(local).then((client) => sendControl(client, input.runId, 'stop', `the ${budget}-minute budget of bench/learning_curve.ts`)).catch((err: unknown) => log(`stop failed: ${String(err)}`));
+    void connectClient(local)
+      .then((client) => sendControl(client, input.runId, 'stop', `the ${budget}-minute budget of bench/learning_curve.ts`))
+      .catch((err: unknown) => log(`stop failed: ${String(err)}`));
   }, budget * 60_000);
   await train(input, { workers: true, rolloutWorkers: cpus().length, log });
   clearTimeout(budgetTimer);
@@ -49,10 +52,14 @@ async function main(): Promise<void> {
   while (steps > 0 && !(await store.exists(metricsKey(input.runId, steps)))) steps--; // stopped early: the last step with metrics
   const m = await stepMetrics(store, input.runId, steps);
   const reused = m[0]['warmup/reused'] === 1;
-  const warmup = reused ? 0 : m[0]['warmup/seconds'] ?? 0;
+  const warmup = reused ? 0 : (m[0]['warmup/seconds'] ?? 0);
   const f = (x: number | undefined, d = 3) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));
-  console.log(`${config} ${args.join(' ')}: run ${input.runId}, ${cpus().length} cores, load average (1 min) ${load.map((l) => l.toFixed(2)).join(' -> ')}`);
-  console.log(`warm-up: ${reused ? 'reused from an earlier run (its time is not counted)' : `${f(warmup / 60, 1)} min`}; wall time of the whole run ${f(wall / 60, 1)} min (servers and workers included)`);
+  console.log(
+    `${config} ${args.join(' ')}: run ${input.runId}, ${cpus().length} cores, load average (1 min) ${load.map((l) => l.toFixed(2)).join(' -> ')}`,
+  );
+  console.log(
+    `warm-up: ${reused ? 'reused from an earlier run (its time is not counted)' : `${f(warmup / 60, 1)} min`}; wall time of the whole run ${f(wall / 60, 1)} min (servers and workers included)`,
+  );
   console.log('');
   console.log('step  minutes  train_success  val_success');
   let minutes = warmup / 60;
@@ -69,9 +76,11 @@ async function main(): Promise<void> {
   const within = vals.filter((v) => v.minutes <= budget).at(-1);
   console.log('');
   console.log(`held-out success after the warm start (step 0): ${f(start?.success)}`);
-  console.log(within
-    ? `held-out success at the last validation within ${budget} min (step ${within.step}, ${f(within.minutes, 1)} min): ${f(within.success)}; RL gain over the warm start ${f(within.success - start.success)}`
-    : `no validation finished within ${budget} min`);
+  console.log(
+    within
+      ? `held-out success at the last validation within ${budget} min (step ${within.step}, ${f(within.minutes, 1)} min): ${f(within.success)}; RL gain over the warm start ${f(within.success - start.success)}`
+      : `no validation finished within ${budget} min`,
+  );
   console.log(`best held-out success: ${f(Math.max(...vals.map((v) => v.success)))}; all ${steps} steps took ${f(minutes, 1)} min`);
 }
 
@@ -80,7 +89,10 @@ function configName(path: string): string {
   return path.replace(/^.*\//, '').replace(/\.ya?ml$/, '');
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err instanceof Error ? err.stack : err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exit(1);
+  },
+);

@@ -25,7 +25,11 @@ async function main(): Promise<void> {
   const model = Qwen2.random(cfg, 1);
   const vars = [...model.trainableVariables().values()];
   const rng = new Rng(1, 'bench');
-  const ids = tf.tensor2d(Int32Array.from({ length: B * L }, () => 4 + rng.int(tok.vocabSize - 4)), [B, L], 'int32');
+  const ids = tf.tensor2d(
+    Int32Array.from({ length: B * L }, () => 4 + rng.int(tok.vocabSize - 4)),
+    [B, L],
+    'int32',
+  );
   const mask = tf.ones([B, L]) as tf.Tensor2D;
 
   const trainFlops = 3 * modelFlops(cfg, new Array<number>(B).fill(L));
@@ -59,7 +63,9 @@ async function main(): Promise<void> {
   };
   gen();
   const [n, gms] = gen();
-  console.log(`generation ${rows} rows x 64 new tokens (contexts 120-190): ${gms.toFixed(0)} ms, ${(n / (gms / 1000)).toFixed(0)} tokens/s`);
+  console.log(
+    `generation ${rows} rows x 64 new tokens (contexts 120-190): ${gms.toFixed(0)} ms, ${(n / (gms / 1000)).toFixed(0)} tokens/s`,
+  );
   model.dispose();
 }
 

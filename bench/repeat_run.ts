@@ -87,17 +87,34 @@ async function main(): Promise<void> {
     const saved = JSON.parse(readFileSync(againstFile, 'utf8')) as { metrics: Array<Record<string, number>>; weights: string };
     const diffs = [...metricDifferences(saved.metrics, a.metrics, steps), ...metricDifferences(saved.metrics, b.metrics, steps)];
     against = { differing: diffs.length, weightsIdentical: saved.weights === a.weights && saved.weights === b.weights };
-    console.log(`against ${againstFile}: differing metric values ${diffs.length}; final weights ${against.weightsIdentical ? 'identical' : 'DIFFERENT'}`);
+    console.log(
+      `against ${againstFile}: differing metric values ${diffs.length}; final weights ${against.weightsIdentical ? 'identical' : 'DIFFERENT'}`,
+    );
     for (const d of diffs.slice(0, 10)) console.log(`  ${d}`);
   }
   if (saveFile) {
     writeFileSync(saveFile, JSON.stringify({ config: file, steps, compute: a.compute, metrics: a.metrics, weights: a.weights }));
     console.log(`saved ${a.runId}'s metrics and weights digest to ${saveFile}`);
   }
-  console.log(JSON.stringify({ bench: 'repeat_run', config: file, steps, runs: [a.runId, b.runId], compute: a.compute, compared, differing: differences.length, weightsIdentical: a.weights === b.weights, against }));
+  console.log(
+    JSON.stringify({
+      bench: 'repeat_run',
+      config: file,
+      steps,
+      runs: [a.runId, b.runId],
+      compute: a.compute,
+      compared,
+      differing: differences.length,
+      weightsIdentical: a.weights === b.weights,
+      against,
+    }),
+  );
 }
 
-void main().then(() => process.exit(0), (err) => {
-  console.error(err);
-  process.exit(1);
-});
+void main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -24,20 +24,32 @@ async function main(): Promise<void> {
   const tokenizer = charTokenizer();
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
   const gen = { ...config.actor_infer.generating_args, ...config.val_env_manager.generating_args };
-  const specs = planShards(config, 'val', 0).flat().map((g, i) => ({ ...g, envId: i, rngParts: [1, i] }));
+  const specs = planShards(config, 'val', 0)
+    .flat()
+    .map((g, i) => ({ ...g, envId: i, rngParts: [1, i] }));
   const cached = modelPolicy(model, tokenizer, gen);
   const uncached: Policy = { generate: (request) => cached.generate({ ...request, rowIds: undefined }) };
   const results: Trajectory[][] = [];
-  for (const [name, policy] of [['KV caches kept across turns', cached], ['whole chat prefilled every turn', uncached]] as const) {
+  for (const [name, policy] of [
+    ['KV caches kept across turns', cached],
+    ['whole chat prefilled every turn', uncached],
+  ] as const) {
     const t0 = performance.now();
     const trajs = await runEpisodes(specs, {
-      policy, tokenizer, customEnvs: config.custom_envs, sequenceLength: config.sequence_length,
-      maxNewTokens: gen.max_new_tokens, split: 'val', step: 0,
+      policy,
+      tokenizer,
+      customEnvs: config.custom_envs,
+      sequenceLength: config.sequence_length,
+      maxNewTokens: gen.max_new_tokens,
+      split: 'val',
+      step: 0,
     });
     const seconds = (performance.now() - t0) / 1000;
     const turns = trajs.reduce((s, t) => s + t.turns.length, 0);
     const tokens = trajs.reduce((s, t) => s + t.inputIds.length, 0);
-    console.log(`${name}: ${seconds.toFixed(1)} s for ${trajs.length} episodes, ${turns} turns, ${(tokens / trajs.length).toFixed(0)} tokens per trajectory`);
+    console.log(
+      `${name}: ${seconds.toFixed(1)} s for ${trajs.length} episodes, ${turns} turns, ${(tokens / trajs.length).toFixed(0)} tokens per trajectory`,
+    );
     results.push(trajs);
   }
   const same = results[0].every((t, i) => JSON.stringify(t.inputIds) === JSON.stringify(results[1][i].inputIds));

@@ -20,7 +20,9 @@ async function main(): Promise<void> {
   for (const key of keys) {
     const { step, metrics: m } = (await store.getJson(key)) as { step: number; metrics: Record<string, number> };
     if (key !== metricsKey(runId, step)) continue;
-    const val = Object.entries(m).filter(([k]) => k.startsWith('val/env/') && k.endsWith('/success')).map(([k, v]) => `${k.slice(8, -8) || 'all'} ${v.toFixed(3)}`);
+    const val = Object.entries(m)
+      .filter(([k]) => k.startsWith('val/env/') && k.endsWith('/success'))
+      .map(([k, v]) => `${k.slice(8, -8) || 'all'} ${v.toFixed(3)}`);
     console.log(
       `${String(step).padStart(4)}  ${f(m['env/success'])}     ${f(m['env/score'])}  ${f(m['critic/advantages/max'])}  ${f(m['actor/entropy'])}  ` +
         `${f(m['actor/grad_norm'])}     ${f(m['time/rollout'], 1)}     ${f(m['time/update'], 1)}  ${f(m['time/step'], 1)}  ${val.join(', ')}`,

@@ -46,9 +46,16 @@ async function main(): Promise<void> {
     const demos = await warmupDemonstrations(config, tokenizer);
     const sftOptimizer = new AdamW({});
     const { finalLoss } = await sftTrain({
-      model: actor, optimizer: sftOptimizer, trajectories: demos.episodes, steps: w.train_steps, batchSize: w.batch_size,
-      microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
-      maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
+      model: actor,
+      optimizer: sftOptimizer,
+      trajectories: demos.episodes,
+      steps: w.train_steps,
+      batchSize: w.batch_size,
+      microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
+      lr: w.learning_rate,
+      maxGradNorm: config.max_grad_norm,
+      seed: config.seed,
+      padId: tokenizer.padId,
     });
     sftOptimizer.dispose();
     console.log(`warm-up (${w.type}): ${w.train_steps} SFT steps on ${demos.episodes.length} episodes, final loss ${finalLoss.toFixed(3)}`);
@@ -63,17 +70,30 @@ async function main(): Promise<void> {
       const trajectories = [];
       for (const groups of planShards(config, 'train', step)) {
         const played = await runGroups(groups, {
-          policy: modelPolicy(actor, tokenizer, generating), tokenizer, customEnvs: config.custom_envs, sequenceLength: config.sequence_length,
-          maxNewTokens: generating.max_new_tokens, split: 'train', step, groupSize: config.train_env_manager.group_size,
-          redundancy: config.train_env_manager.group_size_redundancy, onTurn: async () => reportProgress(),
+          policy: modelPolicy(actor, tokenizer, generating),
+          tokenizer,
+          customEnvs: config.custom_envs,
+          sequenceLength: config.sequence_length,
+          maxNewTokens: generating.max_new_tokens,
+          split: 'train',
+          step,
+          groupSize: config.train_env_manager.group_size,
+          redundancy: config.train_env_manager.group_size_redundancy,
+          onTurn: async () => reportProgress(),
         });
         trajectories.push(...played.trajectories);
       }
       const { metrics } = await ppoUpdate({
-        actor: { model: actor, optimizer, lr: () => lr }, klController, trajectories, config, step, padId: tokenizer.padId,
+        actor: { model: actor, optimizer, lr: () => lr },
+        klController,
+        trajectories,
+        config,
+        step,
+        padId: tokenizer.padId,
         afterMicroBatch: async () => reportProgress(),
       });
-      for (const k of ['actor/pg_loss', 'actor/grad_norm']) if (k in metrics && !Number.isFinite(metrics[k])) failures.push(`step ${step}: ${k} = ${metrics[k]}`);
+      for (const k of ['actor/pg_loss', 'actor/grad_norm'])
+        if (k in metrics && !Number.isFinite(metrics[k])) failures.push(`step ${step}: ${k} = ${metrics[k]}`);
       if (metrics['actor/skipped_nonfinite'] > 0) failures.push(`step ${step}: a non-finite loss or gradient skipped the optimizer step`);
       const tensors = tf.memory().numTensors;
       if (step === 1) base = tensors;
@@ -82,9 +102,11 @@ async function main(): Promise<void> {
         const finite = [...actor.trainableVariables().values()].every((v) => tf.tidy(() => tf.all(tf.isFinite(v)).dataSync()[0] === 1));
         if (!finite) failures.push(`step ${step}: a weight is not finite`);
         const s = (performance.now() - started) / 1000;
-        console.log(`step ${step}: numTensors ${tensors}${step > 1 ? ` (${tensors - base >= 0 ? '+' : ''}${tensors - base} since step 1)` : ''}, ` +
-          `pg_loss ${metrics['actor/pg_loss']?.toFixed(4)}, grad_norm ${metrics['actor/grad_norm']?.toFixed(3)}, success ${(trajectories.filter((t) => t.success).length / trajectories.length).toFixed(2)}, ` +
-          `weights finite ${finite}, ${s.toFixed(0)} s (${(s / (step + 1)).toFixed(2)} s/step)`);
+        console.log(
+          `step ${step}: numTensors ${tensors}${step > 1 ? ` (${tensors - base >= 0 ? '+' : ''}${tensors - base} since step 1)` : ''}, ` +
+            `pg_loss ${metrics['actor/pg_loss']?.toFixed(4)}, grad_norm ${metrics['actor/grad_norm']?.toFixed(3)}, success ${(trajectories.filter((t) => t.success).length / trajectories.length).toFixed(2)}, ` +
+            `weights finite ${finite}, ${s.toFixed(0)} s (${(s / (step + 1)).toFixed(2)} s/step)`,
+        );
       }
       reportProgress();
     }
@@ -92,8 +114,10 @@ async function main(): Promise<void> {
   // Runs the loop as one watched "activity": the watchdog ends the process when a step stops making progress.
   const watched = startWatchdog(config.watchdog_seconds)({} as never).inbound!;
   await watched.execute!({ args: [], headers: {} }, soak);
-  console.log(`${steps} steps in ${((performance.now() - started) / 1000).toFixed(0)} s: no hang (watchdog_seconds ${config.watchdog_seconds}), ` +
-    `${failures.length === 0 ? 'no NaN' : `${failures.length} failures`}, numTensors max change after step 1: ${maxDelta >= 0 ? '+' : ''}${maxDelta}`);
+  console.log(
+    `${steps} steps in ${((performance.now() - started) / 1000).toFixed(0)} s: no hang (watchdog_seconds ${config.watchdog_seconds}), ` +
+      `${failures.length === 0 ? 'no NaN' : `${failures.length} failures`}, numTensors max change after step 1: ${maxDelta >= 0 ? '+' : ''}${maxDelta}`,
+  );
   for (const f of failures) console.log(`FAIL ${f}`);
   actor.dispose();
   process.exit(failures.length === 0 && maxDelta <= 0 ? 0 : 1);

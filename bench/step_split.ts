@@ -26,12 +26,19 @@ async function activityTimings(runId: string, e: Awaited<ReturnType<typeof resol
   try {
     const history = await client.workflow.getHandle(runId).fetchHistory();
     const byId = new Map<string, ActivityTiming>();
-    const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+    const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+      Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
     for (const ev of history.events ?? []) {
       const s = ev.activityTaskScheduledEventAttributes;
       if (s) {
         const input = defaultPayloadConverter.fromPayload<{ step?: number }>((s.input?.payloads?.[0] ?? {}) as Payload);
-        byId.set(String(ev.eventId), { type: s.activityType?.name ?? '', step: input?.step ?? -1, scheduled: ms(ev.eventTime), started: 0, closed: 0 });
+        byId.set(String(ev.eventId), {
+          type: s.activityType?.name ?? '',
+          step: input?.step ?? -1,
+          scheduled: ms(ev.eventTime),
+          started: 0,
+          closed: 0,
+        });
       }
       const started = ev.activityTaskStartedEventAttributes;
       if (started) byId.get(String(started.scheduledEventId))!.started = ms(ev.eventTime);
@@ -76,21 +83,29 @@ async function main(): Promise<void> {
     const [total, rollout, update] = [m['time/step'], m['time/rollout'], m['time/update']];
     const orchestration = total - rollout - update;
     const acts = timings.filter((a) => a.step === step && (a.type === 'rollout' || a.type === 'update'));
-    const dispatch = acts.reduce((s, a) => Math.max(s, (a.started - a.scheduled) / 1000), 0) +
+    const dispatch =
+      acts.reduce((s, a) => Math.max(s, (a.started - a.scheduled) / 1000), 0) +
       acts.filter((a) => a.type === 'update').reduce((s, a) => s + (a.started - a.scheduled) / 1000, 0);
     const upd = acts.find((a) => a.type === 'update');
     const save = upd ? (upd.closed - upd.started) / 1000 - update : NaN;
     rows.push([total, rollout, update, orchestration, dispatch, save]);
-    console.log(`| ${step} | ${total.toFixed(2)} | ${rollout.toFixed(2)} | ${update.toFixed(2)} | ${orchestration.toFixed(2)} | ${((100 * orchestration) / total).toFixed(1)} | ${dispatch.toFixed(2)} | ${save.toFixed(2)} |`);
+    console.log(
+      `| ${step} | ${total.toFixed(2)} | ${rollout.toFixed(2)} | ${update.toFixed(2)} | ${orchestration.toFixed(2)} | ${((100 * orchestration) / total).toFixed(1)} | ${dispatch.toFixed(2)} | ${save.toFixed(2)} |`,
+    );
   }
   // Step 0 also loads the policy into freshly started workers: the steady state is steps 1..
   const steady = rows.slice(1);
   const mean = (k: number) => steady.reduce((s, r) => s + r[k], 0) / steady.length;
-  console.log(`mean of steps 1-${steps - 1}: ${mean(0).toFixed(2)} s per step = rollout ${mean(1).toFixed(2)} + update ${mean(2).toFixed(2)} + ` +
-    `orchestration ${mean(3).toFixed(2)} (${((100 * mean(3)) / mean(0)).toFixed(1)}%; dispatch ${mean(4).toFixed(2)}, update save ${mean(5).toFixed(2)})`);
+  console.log(
+    `mean of steps 1-${steps - 1}: ${mean(0).toFixed(2)} s per step = rollout ${mean(1).toFixed(2)} + update ${mean(2).toFixed(2)} + ` +
+      `orchestration ${mean(3).toFixed(2)} (${((100 * mean(3)) / mean(0)).toFixed(1)}%; dispatch ${mean(4).toFixed(2)}, update save ${mean(5).toFixed(2)})`,
+  );
 }
 
-void main().then(() => process.exit(0), (err) => {
-  console.error(err);
-  process.exit(1);
-});
+void main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -45,9 +45,13 @@ async function main(): Promise<void> {
   const backend = await initBackend();
   const [file = 'configs/frozen_lake.yaml', ...overrides] = process.argv.slice(2);
   const { config } = loadConfigFile(file, [
-    `rollout_batch_size=${BATCH}`, `train_env_manager.num_env_groups=${BATCH / GROUP}`, `train_env_manager.group_size=${GROUP}`,
-    `train_env_manager.num_groups_partition=[${BATCH / GROUP}]`, `++warmup.num_episodes=${BATCH}`,
-    `actor_train.training_args.gradient_accumulation_steps=${BATCH / 8}`, 'actor_train.training_args.per_device_train_batch_size=8',
+    `rollout_batch_size=${BATCH}`,
+    `train_env_manager.num_env_groups=${BATCH / GROUP}`,
+    `train_env_manager.group_size=${GROUP}`,
+    `train_env_manager.num_groups_partition=[${BATCH / GROUP}]`,
+    `++warmup.num_episodes=${BATCH}`,
+    `actor_train.training_args.gradient_accumulation_steps=${BATCH / 8}`,
+    'actor_train.training_args.per_device_train_batch_size=8',
     ...overrides,
   ]);
   const tokenizer = charTokenizer();
@@ -59,11 +63,17 @@ async function main(): Promise<void> {
   const reference = needsReference(config) ? Qwen2.fromNamedTensors(cfg, actor.toNamedTensors()) : null;
   const micro = config.actor_train.training_args.per_device_train_batch_size;
 
-  const run = () => ppoUpdate({
-    actor: { model: actor, optimizer: new AdamW({}), lr: () => 1e-4 },
-    critic: critic ? { model: critic, optimizer: new AdamW({}), lr: () => 1e-4 } : null,
-    reference, klController: klControllerFromConfig(config), trajectories, config, step: 0, padId: tokenizer.padId,
-  });
+  const run = () =>
+    ppoUpdate({
+      actor: { model: actor, optimizer: new AdamW({}), lr: () => 1e-4 },
+      critic: critic ? { model: critic, optimizer: new AdamW({}), lr: () => 1e-4 } : null,
+      reference,
+      klController: klControllerFromConfig(config),
+      trajectories,
+      config,
+      step: 0,
+      padId: tokenizer.padId,
+    });
   await run(); // warm-up: kernel compilation and first allocations
   const started = performance.now();
   const cpu0 = process.cpuUsage();
@@ -73,12 +83,25 @@ async function main(): Promise<void> {
 
   // The no-gradient pass over the whole batch (old log-probs), timed on its own: this config's update may skip it.
   const t0 = performance.now();
-  await noGradPass({ actor, trajectories, T: paddedLength(trajectories) - 1, padId: tokenizer.padId, microSize: micro, oldLogp: true, klPenalty: config.kl_penalty });
+  await noGradPass({
+    actor,
+    trajectories,
+    T: paddedLength(trajectories) - 1,
+    padId: tokenizer.padId,
+    microSize: micro,
+    oldLogp: true,
+    klPenalty: config.kl_penalty,
+  });
   const prepassSeconds = (performance.now() - t0) / 1000;
 
   // Generation: contexts up to the start of each episode's last answer.
   const contexts = trajectories.slice(0, GEN_ROWS).map((t) => t.inputIds.slice(0, answerStart(t.responseMask, GEN_TURN)));
-  const genOpts = () => ({ maxNewTokens: GEN_TOKENS, temperature: 1, stopIds: [] as number[], rngs: contexts.map((_, i) => new Rng(2, i)) });
+  const genOpts = () => ({
+    maxNewTokens: GEN_TOKENS,
+    temperature: 1,
+    stopIds: [] as number[],
+    rngs: contexts.map((_, i) => new Rng(2, i)),
+  });
   generate(actor, contexts, genOpts()); // warm-up
   const g0 = performance.now();
   const gc0 = process.cpuUsage();
@@ -89,23 +112,48 @@ async function main(): Promise<void> {
 
   // The trained trajectories: those the StarPO-S filter keeps, one minibatch per epoch in these configs.
   const { keep } = filterGroups({
-    scores: trajectories.map((t) => t.episodeScore), groupKeys: trajectories.map((t) => t.trajGroupId),
-    type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
+    scores: trajectories.map((t) => t.episodeScore),
+    groupKeys: trajectories.map((t) => t.trajGroupId),
+    type: config.rollout_filter_type,
+    ratio: config.rollout_filter_ratio,
   });
   const lengths = trajectories.map((t) => t.inputIds.length);
   const models = critic ? 2 : 1;
-  const fwdFlops = modelFlops(cfg, keep.map((i) => lengths[i])) * models * config.ppo_epochs;
-  const genFlops = modelFlops(cfg, contexts.map((c) => c.length), 'last') +
-    contexts.reduce((s, c) => s + Array.from({ length: GEN_TOKENS - 1 }, (_, j) => decodeFlops(cfg, c.length + j)).reduce((a, b) => a + b, 0), 0);
+  const fwdFlops =
+    modelFlops(
+      cfg,
+      keep.map((i) => lengths[i]),
+    ) *
+    models *
+    config.ppo_epochs;
+  const genFlops =
+    modelFlops(
+      cfg,
+      contexts.map((c) => c.length),
+      'last',
+    ) +
+    contexts.reduce(
+      (s, c) => s + Array.from({ length: GEN_TOKENS - 1 }, (_, j) => decodeFlops(cfg, c.length + j)).reduce((a, b) => a + b, 0),
+      0,
+    );
   const tokens = lengths.reduce((a, b) => a + b, 0);
   const bucketed = paddingFraction(lengthBucketedMicroBatches(keep, lengths, micro), lengths);
   const shuffled = new Rng(1, 'order').shuffle([...keep]);
-  const unbucketed = paddingFraction(Array.from({ length: Math.ceil(shuffled.length / micro) }, (_, i) => shuffled.slice(i * micro, (i + 1) * micro)), lengths);
+  const unbucketed = paddingFraction(
+    Array.from({ length: Math.ceil(shuffled.length / micro) }, (_, i) => shuffled.slice(i * micro, (i + 1) * micro)),
+    lengths,
+  );
 
-  console.log(`backend ${backend}; config ${file} (${config.adv_estimator}${critic ? ' + critic' : ''}${reference ? ' + reference' : ''}); ` +
-    `${BATCH} trajectories, ${tokens} tokens (mean ${(tokens / BATCH).toFixed(0)}, max ${Math.max(...lengths)}), micro-batches of ${micro}`);
-  console.log(`256^3 matmul: ${mm.wall.toFixed(1)} GFLOP/s (${mm.cpu.toFixed(1)} by CPU time); update wall ${wall.toFixed(2)} s, CPU ${updateCpu.toFixed(2)} s; load ${loadavg()[0].toFixed(1)}`);
-  console.log(`padding of the micro-batches: ${(100 * bucketed).toFixed(1)}% length-bucketed (${(100 * unbucketed).toFixed(1)}% in shuffled order)`);
+  console.log(
+    `backend ${backend}; config ${file} (${config.adv_estimator}${critic ? ' + critic' : ''}${reference ? ' + reference' : ''}); ` +
+      `${BATCH} trajectories, ${tokens} tokens (mean ${(tokens / BATCH).toFixed(0)}, max ${Math.max(...lengths)}), micro-batches of ${micro}`,
+  );
+  console.log(
+    `256^3 matmul: ${mm.wall.toFixed(1)} GFLOP/s (${mm.cpu.toFixed(1)} by CPU time); update wall ${wall.toFixed(2)} s, CPU ${updateCpu.toFixed(2)} s; load ${loadavg()[0].toFixed(1)}`,
+  );
+  console.log(
+    `padding of the micro-batches: ${(100 * bucketed).toFixed(1)}% length-bucketed (${(100 * unbucketed).toFixed(1)}% in shuffled order)`,
+  );
   const rows: Array<[string, number, number]> = [
     ['prepass (no grad)', prepassSeconds, modelFlops(cfg, lengths)],
     ['forward', metrics['time/update/forward'], fwdFlops],
@@ -118,12 +166,19 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|');
   for (const [name, s, f] of rows) {
     const rate = f / s / 1e9;
-    console.log(`| ${name} | ${s.toFixed(2)} | ${Number.isNaN(f) ? '-' : (f / 1e9).toFixed(1)} | ${Number.isNaN(f) ? '-' : rate.toFixed(2)} | ${Number.isNaN(f) ? '-' : (rate / mm.wall).toFixed(2)} |`);
+    console.log(
+      `| ${name} | ${s.toFixed(2)} | ${Number.isNaN(f) ? '-' : (f / 1e9).toFixed(1)} | ${Number.isNaN(f) ? '-' : rate.toFixed(2)} | ${Number.isNaN(f) ? '-' : (rate / mm.wall).toFixed(2)} |`,
+    );
   }
   // By CPU time (robust to other processes on the machine): the whole update (incl. host work and AdamW) and generation.
-  const byCpu = (flops: number, s: number) => `${(flops / s / 1e9).toFixed(2)} GFLOP/s = ${(flops / s / 1e9 / mm.cpu).toFixed(2)} of the matmul's ${mm.cpu.toFixed(1)}`;
-  console.log(`by CPU time: update ${updateCpu.toFixed(2)} s, ${byCpu(3 * fwdFlops, updateCpu)}; generation ${genCpu.toFixed(2)} s, ${byCpu(genFlops, genCpu)}`);
-  console.log(`generation: ${((GEN_ROWS * GEN_TOKENS) / genSeconds).toFixed(0)} new tokens/s (contexts ${Math.min(...contexts.map((c) => c.length))}-${Math.max(...contexts.map((c) => c.length))} tokens, one prefill + ${GEN_TOKENS - 1} cached steps)`);
+  const byCpu = (flops: number, s: number) =>
+    `${(flops / s / 1e9).toFixed(2)} GFLOP/s = ${(flops / s / 1e9 / mm.cpu).toFixed(2)} of the matmul's ${mm.cpu.toFixed(1)}`;
+  console.log(
+    `by CPU time: update ${updateCpu.toFixed(2)} s, ${byCpu(3 * fwdFlops, updateCpu)}; generation ${genCpu.toFixed(2)} s, ${byCpu(genFlops, genCpu)}`,
+  );
+  console.log(
+    `generation: ${((GEN_ROWS * GEN_TOKENS) / genSeconds).toFixed(0)} new tokens/s (contexts ${Math.min(...contexts.map((c) => c.length))}-${Math.max(...contexts.map((c) => c.length))} tokens, one prefill + ${GEN_TOKENS - 1} cached steps)`,
+  );
   actor.dispose();
   critic?.dispose();
   reference?.dispose();

@@ -24,15 +24,24 @@ import type { RunConfig, GeneratingArgs } from '../src/contract';
 /** Plays the held-out validation maps once with `gen`: answer validity, success, turns per episode. */
 async function heldOut(config: RunConfig, model: Qwen2, gen: GeneratingArgs): Promise<string> {
   const tokenizer = charTokenizer();
-  const specs = planShards(config, 'val', 0).flat().map((g, i) => ({ ...g, envId: i, rngParts: [1, i] }));
+  const specs = planShards(config, 'val', 0)
+    .flat()
+    .map((g, i) => ({ ...g, envId: i, rngParts: [1, i] }));
   const t0 = performance.now();
   const trajs = await runEpisodes(specs, {
-    policy: modelPolicy(model, tokenizer, gen), tokenizer, customEnvs: config.custom_envs,
-    sequenceLength: config.sequence_length, maxNewTokens: gen.max_new_tokens, split: 'val', step: 0,
+    policy: modelPolicy(model, tokenizer, gen),
+    tokenizer,
+    customEnvs: config.custom_envs,
+    sequenceLength: config.sequence_length,
+    maxNewTokens: gen.max_new_tokens,
+    split: 'val',
+    step: 0,
   });
   const turns = trajs.flatMap((t) => t.turns);
-  return `validity ${(turns.filter((u) => u.actionIsValid).length / turns.length).toFixed(3)}, ` +
-    `success ${(trajs.filter((t) => t.success).length / trajs.length).toFixed(3)} of ${trajs.length}, ${(turns.length / trajs.length).toFixed(1)} turns/episode, ${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  return (
+    `validity ${(turns.filter((u) => u.actionIsValid).length / turns.length).toFixed(3)}, ` +
+    `success ${(trajs.filter((t) => t.success).length / trajs.length).toFixed(3)} of ${trajs.length}, ${(turns.length / trajs.length).toFixed(1)} turns/episode, ${((performance.now() - t0) / 1000).toFixed(1)} s`
+  );
 }
 
 async function main(): Promise<void> {
@@ -45,19 +54,31 @@ async function main(): Promise<void> {
   let t0 = performance.now();
   const { episodes } = await warmupDemonstrations(config, tokenizer);
   const tokens = episodes.reduce((a, t) => a + t.inputIds.length, 0);
-  console.log(`${config.warmup.type} demonstrations: ${episodes.length} episodes, ${(tokens / episodes.length).toFixed(0)} tokens each, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `${config.warmup.type} demonstrations: ${episodes.length} episodes, ${(tokens / episodes.length).toFixed(0)} tokens each, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
   const valGen = { ...config.actor_infer.generating_args, ...config.val_env_manager.generating_args };
   t0 = performance.now();
   let evalSeconds = 0;
   const w = config.warmup;
   await sftTrain({
-    model, optimizer: new AdamW({}), trajectories: episodes, steps: w.train_steps, batchSize: w.batch_size,
-    microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
-    maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
+    model,
+    optimizer: new AdamW({}),
+    trajectories: episodes,
+    steps: w.train_steps,
+    batchSize: w.batch_size,
+    microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
+    lr: w.learning_rate,
+    maxGradNorm: config.max_grad_norm,
+    seed: config.seed,
+    padId: tokenizer.padId,
     afterStep: async (step, loss) => {
       const n = step + 1;
-      if (n % 25 === 0) console.log(`sft step ${n}: loss ${loss.toFixed(3)} nats/token, ${(((performance.now() - t0) / 1000 - evalSeconds) / n).toFixed(2)} s/step`);
+      if (n % 25 === 0)
+        console.log(
+          `sft step ${n}: loss ${loss.toFixed(3)} nats/token, ${(((performance.now() - t0) / 1000 - evalSeconds) / n).toFixed(2)} s/step`,
+        );
       if (every > 0 && n % every === 0 && n < w.train_steps) {
         const e0 = performance.now();
         console.log(`  held-out after ${n} steps: ${await heldOut(config, model, valGen)}`);

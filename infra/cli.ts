@@ -65,7 +65,9 @@ export function registerInfraCommands(program: Command): void {
         process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
         return;
       }
-      const rows = s.processes.map((p) => `  ${p.name.padEnd(10)} pid ${String(p.pid).padEnd(8)} port ${String(p.port).padEnd(6)} ${p.alive ? 'alive' : 'DEAD'}`);
+      const rows = s.processes.map(
+        (p) => `  ${p.name.padEnd(10)} pid ${String(p.pid).padEnd(8)} port ${String(p.port).padEnd(6)} ${p.alive ? 'alive' : 'DEAD'}`,
+      );
       process.stdout.write(`infra ${s.running ? 'running' : 'not running'}\n${rows.join('\n')}${rows.length ? '\n' : ''}`);
       if (s.endpoints) process.stdout.write(`${describe(s.endpoints)}\n`);
     });

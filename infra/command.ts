@@ -17,7 +17,9 @@ export interface CommandResult {
 /** Renders argv as one shell-like line for messages. */
 export function displayCommand(cmd: string, args: readonly string[], env: Record<string, string> = {}): string {
   const q = (s: string) => (/^[\w@%+=:,./=-]+$/.test(s) ? s : JSON.stringify(s));
-  const prefix = Object.entries(env).map(([k, v]) => `${k}=${q(v)} `).join('');
+  const prefix = Object.entries(env)
+    .map(([k, v]) => `${k}=${q(v)} `)
+    .join('');
   return prefix + [cmd, ...args].map(q).join(' ');
 }
 
@@ -46,15 +48,18 @@ export function runCommand(
       resolve({ display, code: null, tail: String(err) });
       return;
     }
-    const timer = setTimeout(() => {
-      keep(Buffer.from(`\n[killed after ${opts.timeoutSeconds} s]`));
-      child.kill('SIGKILL');
-    }, (opts.timeoutSeconds ?? 600) * 1000);
+    const timer = setTimeout(
+      () => {
+        keep(Buffer.from(`\n[killed after ${opts.timeoutSeconds} s]`));
+        child.kill('SIGKILL');
+      },
+      (opts.timeoutSeconds ?? 600) * 1000,
+    );
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     child.once('error', (err) => {
       clearTimeout(timer);
-      resolve({ display, code: null, tail: (`${out}\n${String(err)}`).trim() });
+      resolve({ display, code: null, tail: `${out}\n${String(err)}`.trim() });
     });
     child.once('close', (code) => {
       clearTimeout(timer);

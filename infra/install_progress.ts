@@ -36,7 +36,10 @@ export function installProgress(label: string, log: (line: string) => void, tty 
       stop: () => undefined,
     };
   }
-  const bar = new SingleBar({ format: `${label} [{bar}] {phase} {done}/{size} MB`, hideCursor: false, stream: process.stderr }, Presets.shades_classic);
+  const bar = new SingleBar(
+    { format: `${label} [{bar}] {phase} {done}/{size} MB`, hideCursor: false, stream: process.stderr },
+    Presets.shades_classic,
+  );
   let total = 1;
   bar.start(total, 0, { phase: 'resolving', done: '0.0', size: '?' });
   return {

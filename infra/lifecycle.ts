@@ -41,7 +41,9 @@ export async function infraUp(opts: InfraOptions = {}): Promise<InfraEndpoints> 
   const log = opts.log ?? (() => undefined);
   const fromEnv = endpointsFromEnv();
   if (fromEnv) {
-    log(`using servers from the environment: Temporal ${fromEnv.temporalAddress}, S3 ${fromEnv.s3.endPoint}:${fromEnv.s3.port} (nothing started)`);
+    log(
+      `using servers from the environment: Temporal ${fromEnv.temporalAddress}, S3 ${fromEnv.s3.endPoint}:${fromEnv.s3.port} (nothing started)`,
+    );
     return fromEnv;
   }
   const stateDir = resolveStateDir(opts);
@@ -49,8 +51,16 @@ export async function infraUp(opts: InfraOptions = {}): Promise<InfraEndpoints> 
   return withStateLock(stateDir, async () => {
     const state = readState(stateDir);
     const explicit = [opts.temporalPort, opts.uiPort, opts.s3Port].filter((p): p is number => p !== undefined);
-    if (new Set(explicit).size !== explicit.length) throw new Error(`temporalPort, uiPort and s3Port must differ; got ${explicit.join(', ')}`);
-    const ctx: StartContext = { stateDir, cacheDir: resolveCacheDir(opts), opts, log, taken: new Set(explicit), save: () => writeState(stateDir, state) };
+    if (new Set(explicit).size !== explicit.length)
+      throw new Error(`temporalPort, uiPort and s3Port must differ; got ${explicit.join(', ')}`);
+    const ctx: StartContext = {
+      stateDir,
+      cacheDir: resolveCacheDir(opts),
+      opts,
+      log,
+      taken: new Set(explicit),
+      save: () => writeState(stateDir, state),
+    };
     const started: ProcessRecord[] = [];
     try {
       const t = await ensureTemporal(state, ctx);
@@ -121,7 +131,9 @@ export interface InfraProcessStatus {
  * servers are alive (for environment endpoints: when both answer a TCP connect within 1 s).
  * Never starts or stops anything.
  */
-export async function infraStatus(opts: InfraOptions = {}): Promise<{ running: boolean; endpoints?: InfraEndpoints; processes: InfraProcessStatus[] }> {
+export async function infraStatus(
+  opts: InfraOptions = {},
+): Promise<{ running: boolean; endpoints?: InfraEndpoints; processes: InfraProcessStatus[] }> {
   const fromEnv = endpointsFromEnv();
   if (fromEnv) {
     const [host, port] = fromEnv.temporalAddress.split(':');
@@ -152,5 +164,8 @@ export async function resolveEndpoints(opts: { start: boolean; log?: (line: stri
   if (opts.start) return infraUp({ log: opts.log });
   const status = await infraStatus();
   if (status.running && status.endpoints) return status.endpoints;
-  throw new InfraUnavailableError('no servers: the local infra is not running; start it with `starpo infra up`, or point at running servers with TEMPORAL_ADDRESS, S3_ENDPOINT, S3_ACCESS_KEY and S3_SECRET_KEY', { hint: false });
+  throw new InfraUnavailableError(
+    'no servers: the local infra is not running; start it with `starpo infra up`, or point at running servers with TEMPORAL_ADDRESS, S3_ENDPOINT, S3_ACCESS_KEY and S3_SECRET_KEY',
+    { hint: false },
+  );
 }

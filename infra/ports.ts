@@ -68,7 +68,12 @@ export async function freePort(taken: Set<number> = new Set()): Promise<number> 
  * not in `taken`. Explicit ports are expected to be in `taken` already (so no other pick lands on them).
  * @throws Error when an explicitly requested port is in use.
  */
-export async function pickPort(what: string, explicit: number | undefined, preferred: number | undefined, taken: Set<number>): Promise<number> {
+export async function pickPort(
+  what: string,
+  explicit: number | undefined,
+  preferred: number | undefined,
+  taken: Set<number>,
+): Promise<number> {
   if (explicit !== undefined) {
     if (!Number.isInteger(explicit) || explicit < 1 || explicit > 65535) {
       throw new Error(`${what} port ${explicit} is invalid; allowed: an integer 1-65535`);

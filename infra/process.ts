@@ -19,7 +19,11 @@ export interface Spawned {
  * and lets it outlive this Node process.
  * @throws Error when the process cannot be spawned (names the binary).
  */
-export function spawnDetached(binary: string, args: string[], opts: { logFile: string; cwd: string; env?: Record<string, string> }): Spawned {
+export function spawnDetached(
+  binary: string,
+  args: string[],
+  opts: { logFile: string; cwd: string; env?: Record<string, string> },
+): Spawned {
   const fd = fs.openSync(opts.logFile, 'a');
   try {
     fs.writeSync(fd, `\n--- ${new Date().toISOString()} starting: ${binary} ${args.join(' ')}\n`);
@@ -76,10 +80,14 @@ export async function waitHealthy(
     reason = (await probe()) ?? '';
     if (reason === '') return;
     if (!isAlive(rec)) {
-      throw new InfraStartError(`${what} (pid ${rec.pid}) exited before it became healthy (${reason}).\nLast lines of ${rec.logFile}:\n${logTail(rec.logFile)}`);
+      throw new InfraStartError(
+        `${what} (pid ${rec.pid}) exited before it became healthy (${reason}).\nLast lines of ${rec.logFile}:\n${logTail(rec.logFile)}`,
+      );
     }
     if (Date.now() > deadline) {
-      throw new InfraStartError(`${what} (pid ${rec.pid}) not healthy after ${deadlineSeconds} s: ${reason}\nLast lines of ${rec.logFile}:\n${logTail(rec.logFile)}`);
+      throw new InfraStartError(
+        `${what} (pid ${rec.pid}) not healthy after ${deadlineSeconds} s: ${reason}\nLast lines of ${rec.logFile}:\n${logTail(rec.logFile)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 300));
   }
@@ -125,7 +133,10 @@ async function waitGone(rec: Pick<ProcessRecord, 'pid' | 'binary'>, seconds: num
  * Idempotent: a process already gone (or a recycled pid running something else) is left alone.
  * @returns 'not-running' | 'stopped' | 'killed'
  */
-export async function stopProcess(rec: Pick<ProcessRecord, 'pid' | 'binary'>, graceSeconds = 15): Promise<'not-running' | 'stopped' | 'killed'> {
+export async function stopProcess(
+  rec: Pick<ProcessRecord, 'pid' | 'binary'>,
+  graceSeconds = 15,
+): Promise<'not-running' | 'stopped' | 'killed'> {
   if (!isAlive(rec)) return 'not-running';
   signalGroup(rec.pid, 'SIGTERM');
   if (await waitGone(rec, graceSeconds)) return 'stopped';

@@ -23,7 +23,8 @@ export const MINIO_PORT_NAMES = ['s3', 'console'] as const;
 /** Absolute path of a MinIO binary from MINIO_BINARY or PATH, else null. */
 export function findMinio(env: NodeJS.ProcessEnv = process.env): string | null {
   if (env.MINIO_BINARY) {
-    if (!fs.existsSync(env.MINIO_BINARY)) throw new Error(`MINIO_BINARY=${env.MINIO_BINARY} does not exist; unset it or point it at a minio executable`);
+    if (!fs.existsSync(env.MINIO_BINARY))
+      throw new Error(`MINIO_BINARY=${env.MINIO_BINARY} does not exist; unset it or point it at a minio executable`);
     return path.resolve(env.MINIO_BINARY);
   }
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
@@ -84,7 +85,12 @@ export function weedArgs(stateDir: string, ports: Record<string, number>, s3Conf
 }
 
 /** argv and env of `minio server` on 127.0.0.1 with data in `<stateDir>/minio`. */
-export function minioCommand(stateDir: string, ports: Record<string, number>, accessKey: string, secretKey: string): { args: string[]; env: Record<string, string> } {
+export function minioCommand(
+  stateDir: string,
+  ports: Record<string, number>,
+  accessKey: string,
+  secretKey: string,
+): { args: string[]; env: Record<string, string> } {
   const dataDir = path.join(stateDir, 'minio');
   fs.mkdirSync(dataDir, { recursive: true });
   return {
@@ -160,7 +166,15 @@ export function removeWeedSockets(ports: Record<string, number>): void {
 export function s3EndpointOf(s3: NonNullable<InfraState['s3']>): S3Endpoint {
   const port = s3.ports.s3;
   if (port === undefined) throw new Error('infra state has no s3 port');
-  return { endPoint: '127.0.0.1', port, useSSL: false, accessKey: s3.accessKey, secretKey: s3.secretKey, bucket: s3.bucket, region: s3.region };
+  return {
+    endPoint: '127.0.0.1',
+    port,
+    useSSL: false,
+    accessKey: s3.accessKey,
+    secretKey: s3.secretKey,
+    bucket: s3.bucket,
+    region: s3.region,
+  };
 }
 
 /**

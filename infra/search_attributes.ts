@@ -7,7 +7,14 @@ import { SEARCH_ATTRIBUTE_KEYS } from '../src/contract/workflow';
 /** A Temporal search attribute type as `temporal server start-dev --search-attribute Name=Type` spells it. */
 export type SearchAttributeType = 'Keyword' | 'Int' | 'Double' | 'Text' | 'Bool' | 'Datetime';
 
-const SPELLING: Record<string, SearchAttributeType> = { KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime' };
+const SPELLING: Record<string, SearchAttributeType> = {
+  KEYWORD: 'Keyword',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  TEXT: 'Text',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+};
 
 /** Name -> type of every custom search attribute registered at start-dev. */
 export const SEARCH_ATTRIBUTES: Record<string, SearchAttributeType> = Object.fromEntries(

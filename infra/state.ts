@@ -104,7 +104,10 @@ function pidExists(pid: number): boolean {
 export async function withStateLock<T>(stateDir: string, fn: () => Promise<T>, waitSeconds = 180): Promise<T> {
   const prev = inProcess.get(stateDir) ?? Promise.resolve();
   const run = prev.catch(() => undefined).then(() => lockFile(stateDir, fn, waitSeconds));
-  inProcess.set(stateDir, run.catch(() => undefined));
+  inProcess.set(
+    stateDir,
+    run.catch(() => undefined),
+  );
   return run;
 }
 
@@ -126,7 +129,8 @@ async function lockFile<T>(stateDir: string, fn: () => Promise<T>, waitSeconds: 
         fs.rmSync(lock, { force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`${lock} is held by pid ${holder} for more than ${waitSeconds} s; is another "starpo infra" running?`);
+      if (Date.now() > deadline)
+        throw new Error(`${lock} is held by pid ${holder} for more than ${waitSeconds} s; is another "starpo infra" running?`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }

@@ -27,14 +27,22 @@ export interface TemporalPorts {
  */
 export function temporalArgs(stateDir: string, ports: TemporalPorts, namespace: string, quietUi = true): string[] {
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(ports.grpc),
-    '--ui-port', String(ports.ui),
-    '--http-port', String(ports.http),
-    '--metrics-port', String(ports.metrics),
-    '--db-filename', path.join(stateDir, 'temporal.db'),
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(ports.grpc),
+    '--ui-port',
+    String(ports.ui),
+    '--http-port',
+    String(ports.http),
+    '--metrics-port',
+    String(ports.metrics),
+    '--db-filename',
+    path.join(stateDir, 'temporal.db'),
+    '--log-level',
+    'warn',
   ];
   if (quietUi) args.push('--ui-disable-news-fetch');
   if (namespace !== 'default') args.push('--namespace', namespace);
@@ -80,7 +88,9 @@ export async function ensureTemporal(state: InfraState, ctx: StartContext): Prom
   if (state.temporal && running && isAlive(running)) {
     const address = `127.0.0.1:${state.temporal.ports.grpc}`;
     if (ctx.opts.temporalPort !== undefined && ctx.opts.temporalPort !== state.temporal.ports.grpc) {
-      ctx.log(`note: temporalPort ${ctx.opts.temporalPort} requested, but the running server (pid ${running.pid}) uses ${state.temporal.ports.grpc}; reusing it`);
+      ctx.log(
+        `note: temporalPort ${ctx.opts.temporalPort} requested, but the running server (pid ${running.pid}) uses ${state.temporal.ports.grpc}; reusing it`,
+      );
     }
     await waitHealthy('Temporal dev server', running, () => probeTemporal(address, namespace));
     ctx.log(`Temporal dev server already running (pid ${running.pid}) at ${address}`);
@@ -98,7 +108,10 @@ export async function ensureTemporal(state: InfraState, ctx: StartContext): Prom
   const logFile = path.join(ctx.stateDir, 'temporal.log');
   const t0 = Date.now();
   ctx.log(`starting Temporal dev server on 127.0.0.1:${ports.grpc} (UI http://127.0.0.1:${ports.ui}), log ${logFile}`);
-  const child = spawnDetached(binary, temporalArgs(ctx.stateDir, ports, namespace, await supportsQuietUi(binary)), { logFile, cwd: ctx.stateDir });
+  const child = spawnDetached(binary, temporalArgs(ctx.stateDir, ports, namespace, await supportsQuietUi(binary)), {
+    logFile,
+    cwd: ctx.stateDir,
+  });
   const rec: ProcessRecord = { pid: child.pid, binary, port: ports.grpc, logFile, startedAt: new Date().toISOString() };
   state.temporal = { ports, namespace, process: rec };
   ctx.save();

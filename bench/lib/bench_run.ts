@@ -17,7 +17,7 @@ export async function stepMetrics(store: ObjectStore, runId: string, steps: numb
   const out: Array<Record<string, number>> = [];
   for (let step = 0; step <= steps; step++) {
     const key = metricsKey(runId, step);
-    out.push(await store.exists(key) ? ((await store.getJson(key)) as { metrics: Record<string, number> }).metrics : {});
+    out.push((await store.exists(key)) ? ((await store.getJson(key)) as { metrics: Record<string, number> }).metrics : {});
   }
   return out;
 }
@@ -29,15 +29,29 @@ export const BENCH_NAMESPACE = 'starpo-bench';
 export async function ensureNamespace(e: InfraEndpoints, namespace: string): Promise<void> {
   const conn = await Connection.connect({ address: e.temporalAddress });
   try {
-    const exists = await conn.workflowService.describeNamespace({ namespace }).then(() => true, () => false);
+    const exists = await conn.workflowService.describeNamespace({ namespace }).then(
+      () => true,
+      () => false,
+    );
     if (!exists) await conn.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     const types = temporal.api.enums.v1.IndexedValueType;
-    const typeOf = { Keyword: types.INDEXED_VALUE_TYPE_KEYWORD, Int: types.INDEXED_VALUE_TYPE_INT, Double: types.INDEXED_VALUE_TYPE_DOUBLE, Text: types.INDEXED_VALUE_TYPE_TEXT, Bool: types.INDEXED_VALUE_TYPE_BOOL, Datetime: types.INDEXED_VALUE_TYPE_DATETIME };
+    const typeOf = {
+      Keyword: types.INDEXED_VALUE_TYPE_KEYWORD,
+      Int: types.INDEXED_VALUE_TYPE_INT,
+      Double: types.INDEXED_VALUE_TYPE_DOUBLE,
+      Text: types.INDEXED_VALUE_TYPE_TEXT,
+      Bool: types.INDEXED_VALUE_TYPE_BOOL,
+      Datetime: types.INDEXED_VALUE_TYPE_DATETIME,
+    };
     for (;;) {
       const listed = await conn.operatorService.listSearchAttributes({ namespace }).catch(() => null);
       const missing = Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (listed?.customAttributes ?? {})));
       if (listed && missing.length === 0) return;
-      if (listed) await conn.operatorService.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(missing.map(([n, t]) => [n, typeOf[t]])) });
+      if (listed)
+        await conn.operatorService.addSearchAttributes({
+          namespace,
+          searchAttributes: Object.fromEntries(missing.map(([n, t]) => [n, typeOf[t]])),
+        });
       await new Promise((r) => setTimeout(r, 1000)); // a new namespace reaches the server's cache within seconds
     }
   } finally {

@@ -27,8 +27,12 @@ export function prepareEvalActivity(rt: ActivityRuntime) {
     }
     const { configName, config } = request.config ?? (await rt.run(request.runId));
     const spec: EvalSpec = {
-      runId: request.runId, configName, config: request.episodes === undefined ? config : withValEpisodes(config, request.episodes),
-      name: request.name, checkpoint: request.checkpoint, step: request.step,
+      runId: request.runId,
+      configName,
+      config: request.episodes === undefined ? config : withValEpisodes(config, request.episodes),
+      name: request.name,
+      checkpoint: request.checkpoint,
+      step: request.step,
     };
     await rt.store.putJson(evalSpecKey(request.runId, request.name), spec);
     return spec;

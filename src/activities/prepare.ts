@@ -33,9 +33,14 @@ const WARMUP_VERSION = 1;
 function warmupIdentity(config: RunConfig, pretrain: string | Record<string, string>) {
   const tags = [...new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags])].sort();
   return {
-    version: WARMUP_VERSION, pretrain, seed: config.seed, warmup: config.warmup,
-    sequence_length: config.sequence_length, max_new_tokens: config.actor_infer.generating_args.max_new_tokens,
-    envs: Object.fromEntries(tags.map((t) => [t, config.custom_envs[t]])), trainTags: config.train_env_manager.tags,
+    version: WARMUP_VERSION,
+    pretrain,
+    seed: config.seed,
+    warmup: config.warmup,
+    sequence_length: config.sequence_length,
+    max_new_tokens: config.actor_infer.generating_args.max_new_tokens,
+    envs: Object.fromEntries(tags.map((t) => [t, config.custom_envs[t]])),
+    trainTags: config.train_env_manager.tags,
     partition: config.train_env_manager.num_groups_partition,
   };
 }
@@ -45,14 +50,21 @@ function warmupIdentity(config: RunConfig, pretrain: string | Record<string, str
  * first use); returns warmup/* metrics (final loss in nats per response token, seconds, episodes,
  * success rate of the demonstrations).
  */
-async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string, model: Qwen2, tokenizer: ChatTokenizer): Promise<Record<string, number>> {
+async function sftWarmup(
+  rt: ActivityRuntime,
+  config: RunConfig,
+  prefix: string,
+  model: Qwen2,
+  tokenizer: ChatTokenizer,
+): Promise<Record<string, number>> {
   const started = performance.now();
   const key = `${prefix}episodes.jsonl.gz`;
   let episodes = (await rt.store.exists(key)) ? await rt.store.getJsonlGz<Trajectory>(key) : null;
   if (!episodes) {
     const played = await warmupDemonstrations(config, tokenizer);
     for (const error of played.errors) log.warn(`warm-up demonstrations: env failure: ${error}`);
-    if (played.episodes.length === 0) throw new ConfigError('warmup', ['no demonstration episode could be played: every env failed (see the worker log)']);
+    if (played.episodes.length === 0)
+      throw new ConfigError('warmup', ['no demonstration episode could be played: every env failed (see the worker log)']);
     episodes = played.episodes;
     await rt.store.putJsonlGz(key, episodes);
   }
@@ -60,13 +72,22 @@ async function sftWarmup(rt: ActivityRuntime, config: RunConfig, prefix: string,
   const optimizer = new AdamW({ betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 });
   try {
     const { finalLoss } = await sftTrain({
-      model, optimizer, trajectories: episodes, steps: w.train_steps, batchSize: w.batch_size,
-      microBatchSize: config.actor_train.training_args.per_device_train_batch_size, lr: w.learning_rate,
-      maxGradNorm: config.max_grad_norm, seed: config.seed, padId: tokenizer.padId,
+      model,
+      optimizer,
+      trajectories: episodes,
+      steps: w.train_steps,
+      batchSize: w.batch_size,
+      microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
+      lr: w.learning_rate,
+      maxGradNorm: config.max_grad_norm,
+      seed: config.seed,
+      padId: tokenizer.padId,
       afterStep: (step, loss) => heartbeat({ warmupStep: step, warmupSteps: w.train_steps, loss }),
     });
     return {
-      'warmup/final_loss': finalLoss, 'warmup/seconds': (performance.now() - started) / 1000, 'warmup/episodes': episodes.length,
+      'warmup/final_loss': finalLoss,
+      'warmup/seconds': (performance.now() - started) / 1000,
+      'warmup/episodes': episodes.length,
       'warmup/episode_success': episodes.filter((t) => t.success).length / episodes.length,
     };
   } finally {
@@ -132,7 +153,10 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     const { runId, configName, config } = input;
     await rt.store.putJson(runKey(runId), { runId, configName, config });
     const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);
-    const hash = createHash('sha256').update(JSON.stringify(warmupIdentity(config, pretrain))).digest('hex').slice(0, 16);
+    const hash = createHash('sha256')
+      .update(JSON.stringify(warmupIdentity(config, pretrain)))
+      .digest('hex')
+      .slice(0, 16);
     const prefix = warmupPrefix(hash);
     const typeMetric = { [`warmup/type_${config.warmup.type}`]: 1 };
     const existing = await verifiedWarmup(rt, `${prefix}manifest.json`);
@@ -142,8 +166,14 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     }
     const { model, tokenizer } = initialPolicy(config);
     try {
-      const metrics = config.warmup.type === 'none' ? typeMetric : { ...typeMetric, ...(await sftWarmup(rt, config, prefix, model, tokenizer)) };
-      const ref = await saveCheckpoint(rt.store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics } });
+      const metrics =
+        config.warmup.type === 'none' ? typeMetric : { ...typeMetric, ...(await sftWarmup(rt, config, prefix, model, tokenizer)) };
+      const ref = await saveCheckpoint(rt.store, prefix, {
+        model,
+        tokenizer,
+        optimizer: null,
+        state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics },
+      });
       await pointAt(rt, runId, ref);
       return { checkpoint: ref, metrics: { ...metrics, 'warmup/reused': 0 } };
     } finally {
@@ -155,7 +185,8 @@ export function prepareRunActivity(rt: ActivityRuntime) {
 /** Builds the loadRun activity over a runtime. @throws ConfigError (non-retryable) when run.json is missing */
 export function loadRunActivity(rt: ActivityRuntime) {
   return async function loadRun(runId: string): Promise<RunSpec> {
-    if (!(await rt.store.exists(runKey(runId)))) throw new ConfigError(runKey(runId), ['missing: the run was never prepared or its folder was deleted']);
+    if (!(await rt.store.exists(runKey(runId))))
+      throw new ConfigError(runKey(runId), ['missing: the run was never prepared or its folder was deleted']);
     return rt.run(runId);
   };
 }
@@ -163,6 +194,10 @@ export function loadRunActivity(rt: ActivityRuntime) {
 /** Builds the writeMetrics activity over a runtime. */
 export function writeMetricsActivity(rt: ActivityRuntime) {
   return async function writeMetrics(input: WriteMetricsInput): Promise<void> {
-    await rt.store.putJson(metricsKey(input.runId, input.step), { step: input.step, metrics: input.metrics, ...(input.compute ? { compute: input.compute } : {}) });
+    await rt.store.putJson(metricsKey(input.runId, input.step), {
+      step: input.step,
+      metrics: input.metrics,
+      ...(input.compute ? { compute: input.compute } : {}),
+    });
   };
 }

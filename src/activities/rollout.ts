@@ -24,12 +24,21 @@ import { readEvalSpec } from './eval';
  * The stored shard of `input` when its commit record names the same policy and its trajectories
  * verify; null otherwise (logging why a present record was not used).
  */
-async function committedShard(rt: ActivityRuntime, input: RolloutInput): Promise<{ record: ShardRecord; trajectories: Trajectory[] } | null> {
+async function committedShard(
+  rt: ActivityRuntime,
+  input: RolloutInput,
+): Promise<{ record: ShardRecord; trajectories: Trajectory[] } | null> {
   const key = rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval);
   if (!(await rt.store.exists(key))) return null;
   try {
     const record = shardRecordSchema.safeParse(await rt.store.getJson(key));
-    if (!record.success) throw new CorruptObjectError(key, 'a shard record', `invalid JSON shape (${record.error.issues[0]?.message})`, 'invalid shard record');
+    if (!record.success)
+      throw new CorruptObjectError(
+        key,
+        'a shard record',
+        `invalid JSON shape (${record.error.issues[0]?.message})`,
+        'invalid shard record',
+      );
     if (record.data.policy !== input.policy.sha256) return null;
     return { record: record.data, trajectories: await rt.store.getJsonlGz<Trajectory>(record.data.trajectories) };
   } catch (err) {
@@ -65,7 +74,9 @@ export function rolloutActivity(rt: ActivityRuntime) {
     if (committed) {
       const { record, trajectories } = committed;
       return {
-        trajectories: record.trajectories, metrics: sumMetrics(trajectories, { totals: record.totals, groupScores }), seconds: seconds(),
+        trajectories: record.trajectories,
+        metrics: sumMetrics(trajectories, { totals: record.totals, groupScores }),
+        seconds: seconds(),
         ...(record.compute ? { compute: record.compute } : {}),
       };
     }
@@ -74,7 +85,10 @@ export function rolloutActivity(rt: ActivityRuntime) {
     const generating = generatingArgsOf(config, input.split);
     const staleness = input.policyStep === undefined ? null : input.step - input.policyStep;
     if (staleness !== null && (!Number.isInteger(staleness) || staleness < 0)) {
-      throw ApplicationFailure.nonRetryable(`rollout step ${input.step}: policyStep ${input.policyStep} must be an integer in 0..${input.step}`, CONFIG_ERROR);
+      throw ApplicationFailure.nonRetryable(
+        `rollout step ${input.step}: policyStep ${input.policyStep} must be an integer in 0..${input.step}`,
+        CONFIG_ERROR,
+      );
     }
     const checkpoint = await takePolicy(rt, input.runId, input.policyStep ?? input.step, input.policy);
     try {
@@ -94,10 +108,18 @@ export function rolloutActivity(rt: ActivityRuntime) {
       const trajectories = staleness === null ? played.trajectories : played.trajectories.map((t) => ({ ...t, staleness }));
       for (const error of errors) log.warn(`${input.split} step ${input.step} shard ${input.shard}: env failure: ${error}`);
       const ref = await rt.store.putJsonlGz(rolloutKey(input.runId, input.step, input.split, input.shard, input.eval), trajectories);
-      const totals = { 'env/failed_episodes': stats.failedEpisodes, 'env/replaced_groups': stats.replacedGroups, 'env/dropped_groups': stats.droppedGroups };
+      const totals = {
+        'env/failed_episodes': stats.failedEpisodes,
+        'env/replaced_groups': stats.replacedGroups,
+        'env/dropped_groups': stats.droppedGroups,
+      };
       const compute = backendInfo();
       const record: ShardRecord = {
-        trajectories: ref, policy: input.policy.sha256, totals, ...(staleness === null ? {} : { policyStep: input.policyStep, staleness }), compute,
+        trajectories: ref,
+        policy: input.policy.sha256,
+        totals,
+        ...(staleness === null ? {} : { policyStep: input.policyStep, staleness }),
+        compute,
       };
       await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval), record);
       return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds(), compute };

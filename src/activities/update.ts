@@ -12,7 +12,15 @@ import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdat
 import { klControllerFromConfig } from '../algo/kl';
 import { ValueModel } from '../model/value_model';
 import type { ObjectRef, UpdateInput, UpdateOutput } from '../contract';
-import { disposeCheckpoint, dropOldOptimizerStates, readCheckpoint, readOptimizerFiles, saveCheckpoint, trainerStateOf, writeLatest } from '../storage/checkpoint';
+import {
+  disposeCheckpoint,
+  dropOldOptimizerStates,
+  readCheckpoint,
+  readOptimizerFiles,
+  saveCheckpoint,
+  trainerStateOf,
+  writeLatest,
+} from '../storage/checkpoint';
 import { type ActivityRuntime, heartbeat } from './runtime';
 import { backendInfo } from '../model/backend';
 import { readTrajectories, takePolicy } from '../workflows/fallback';
@@ -22,10 +30,11 @@ type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys 
 const betasOf = (a: TrainingArgs): [number, number] => [a.adam_beta1, a.adam_beta2];
 const newAdamW = (a: TrainingArgs) => new AdamW({ betas: betasOf(a), eps: 1e-8, weightDecay: a.weight_decay });
 /** The lr of optimizer step k of pipeline step `step`'s update; the schedule counts optimizer steps (ROLL). */
-const lrOf = (a: TrainingArgs, config: RunConfig, step: number, perUpdate: number) => (k: number) => lrAt(
-  { base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps * perUpdate },
-  step * perUpdate + k,
-);
+const lrOf = (a: TrainingArgs, config: RunConfig, step: number, perUpdate: number) => (k: number) =>
+  lrAt(
+    { base: a.learning_rate, type: a.lr_scheduler_type, warmupSteps: a.warmup_steps, totalSteps: config.max_steps * perUpdate },
+    step * perUpdate + k,
+  );
 
 /** The output of an update whose checkpoint manifest exists at `manifestKey` and verifies, else null (logging why not). */
 async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promise<UpdateOutput | null> {
@@ -34,7 +43,12 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
     if (!checkpoint) return null;
     const state = trainerStateOf((await readCheckpoint(rt.store, checkpoint)).files);
     await readOptimizerFiles(rt.store, manifestKey); // what the next update continues from
-    return { checkpoint, metrics: state.metrics, skipReason: state.skipReason ?? null, ...(state.compute ? { compute: state.compute } : {}) };
+    return {
+      checkpoint,
+      metrics: state.metrics,
+      skipReason: state.skipReason ?? null,
+      ...(state.compute ? { compute: state.compute } : {}),
+    };
   } catch (err) {
     if (!isUnusable(err)) throw err;
     log.warn(`the stored result of this update is not usable: ${err.message}; training the update again`);
@@ -78,17 +92,37 @@ export function updateActivity(rt: ActivityRuntime) {
       }
       const klController = klControllerFromConfig(config, checkpoint.state.klCoef);
       result = await ppoUpdate({
-        actor: { model: checkpoint.model, optimizer: checkpoint.optimizer, lr: lrOf(actorArgs, config, input.step, optimizerStepsPerUpdate(config)) },
-        critic: gae ? { model: checkpoint.critic!, optimizer: checkpoint.criticOptimizer!, lr: lrOf(criticArgs, config, input.step, criticStepsPerUpdate(config)) } : null,
+        actor: {
+          model: checkpoint.model,
+          optimizer: checkpoint.optimizer,
+          lr: lrOf(actorArgs, config, input.step, optimizerStepsPerUpdate(config)),
+        },
+        critic: gae
+          ? {
+              model: checkpoint.critic!,
+              optimizer: checkpoint.criticOptimizer!,
+              lr: lrOf(criticArgs, config, input.step, criticStepsPerUpdate(config)),
+            }
+          : null,
         reference: needsReference(config) ? await rt.reference(reference) : null,
-        klController, trajectories, config, step: input.step, padId: checkpoint.tokenizer.padId,
+        klController,
+        trajectories,
+        config,
+        step: input.step,
+        padId: checkpoint.tokenizer.padId,
         afterMicroBatch: () => heartbeat({ step: input.step }),
       });
       result.metrics['time/update'] = (performance.now() - started) / 1000;
       checkpoint.state = {
-        step: input.step + 1, betas: betasOf(actorArgs), weightDecay: actorArgs.weight_decay, metrics: result.metrics,
+        step: input.step + 1,
+        betas: betasOf(actorArgs),
+        weightDecay: actorArgs.weight_decay,
+        metrics: result.metrics,
         criticOptimizer: gae ? { betas: betasOf(criticArgs), weightDecay: criticArgs.weight_decay } : undefined,
-        klCoef: klController.value, reference, skipReason: result.skipReason ?? undefined, compute: backendInfo(),
+        klCoef: klController.value,
+        reference,
+        skipReason: result.skipReason ?? undefined,
+        compute: backendInfo(),
       };
       const scores = new TextEncoder().encode(JSON.stringify(result.scores));
       ref = await saveCheckpoint(rt.store, prefix, checkpoint, { [TRAJECTORY_SCORES_NAME]: scores });

@@ -50,11 +50,7 @@ export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { grads: Map<
   if (!(maxNorm > 0)) throw new RangeError(`clipByGlobalNorm: maxNorm = ${maxNorm}; allowed: a number > 0 (Infinity = no clip)`);
   const list = entries(grads);
   const norm =
-    list.length === 0
-      ? 0
-      : Math.sqrt(
-          tf.tidy(() => tf.addN(list.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))))).dataSync()[0]),
-        );
+    list.length === 0 ? 0 : Math.sqrt(tf.tidy(() => tf.addN(list.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))))).dataSync()[0]));
   const out = new Map<string, tf.Tensor>();
   const scale = Number.isFinite(norm) && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1;
   for (const [name, g] of list) out.set(name, scale === 1 ? tf.clone(g) : tf.mul(g, scale));
@@ -83,7 +79,10 @@ export class AdamW {
   /** @throws RangeError naming a hyper-parameter outside its allowed range. */
   constructor(opts: AdamWOptions = {}) {
     const [b1, b2] = opts.betas ?? [0.9, 0.999];
-    for (const [k, x] of [['betas[0]', b1], ['betas[1]', b2]] as const) {
+    for (const [k, x] of [
+      ['betas[0]', b1],
+      ['betas[1]', b2],
+    ] as const) {
       if (!(x >= 0 && x < 1)) throw new RangeError(`AdamW: ${k} = ${x}; allowed: [0, 1)`);
     }
     const eps = opts.eps ?? 1e-8;
@@ -161,7 +160,8 @@ export class AdamW {
 
   /** Replaces the state with copies of the given tensors. @throws RangeError when step is not an integer >= 0. */
   loadState(state: AdamWState): void {
-    if (!Number.isInteger(state.step) || state.step < 0) throw new RangeError(`AdamW.loadState: step = ${state.step}; allowed: integer >= 0`);
+    if (!Number.isInteger(state.step) || state.step < 0)
+      throw new RangeError(`AdamW.loadState: step = ${state.step}; allowed: integer >= 0`);
     this.disposeState();
     this.step = state.step;
     for (const [k, t] of state.m) this.m.set(k, tf.clone(t));
@@ -171,8 +171,12 @@ export class AdamW {
   /** optimizer.safetensors bytes: F32 tensors `m.<name>`, `v.<name>`; metadata step, betas, eps, weight_decay. */
   async toSafetensors(): Promise<Uint8Array> {
     const tensors: Record<string, SafeTensor> = {};
-    for (const [prefix, map] of [['m', this.m], ['v', this.v]] as const) {
-      for (const [name, t] of map) tensors[`${prefix}.${name}`] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
+    for (const [prefix, map] of [
+      ['m', this.m],
+      ['v', this.v],
+    ] as const) {
+      for (const [name, t] of map)
+        tensors[`${prefix}.${name}`] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
     }
     return encodeSafetensors(tensors, {
       step: String(this.step),
@@ -190,7 +194,8 @@ export class AdamW {
   static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
     const { tensors, metadata } = decodeSafetensors(bytes);
     const step = Number(metadata.step);
-    if (!Number.isInteger(step) || step < 0) throw new Error(`AdamW.fromSafetensors: metadata step = ${JSON.stringify(metadata.step)} is not an integer >= 0`);
+    if (!Number.isInteger(step) || step < 0)
+      throw new Error(`AdamW.fromSafetensors: metadata step = ${JSON.stringify(metadata.step)} is not an integer >= 0`);
     const opt = new AdamW({
       betas: opts.betas ?? (metadata.betas ? (JSON.parse(metadata.betas) as [number, number]) : undefined),
       eps: opts.eps ?? (metadata.eps ? Number(metadata.eps) : undefined),
@@ -247,7 +252,12 @@ export interface LrSchedule {
  * @throws RangeError on a negative or non-finite base, step, warmupSteps or totalSteps.
  */
 export function lrAt(s: LrSchedule, step: number): number {
-  for (const [name, v] of [['learning_rate', s.base], ['warmup_steps', s.warmupSteps], ['total steps', s.totalSteps], ['step', step]] as const) {
+  for (const [name, v] of [
+    ['learning_rate', s.base],
+    ['warmup_steps', s.warmupSteps],
+    ['total steps', s.totalSteps],
+    ['step', step],
+  ] as const) {
     if (!(v >= 0 && Number.isFinite(v))) throw new RangeError(`lrAt: ${name} = ${v}; allowed: a finite number >= 0`);
   }
   if (step < s.warmupSteps) return (s.base * step) / s.warmupSteps;

@@ -78,7 +78,9 @@ export function reinforceReturns(rewards: readonly (readonly number[])[], mask: 
  * @returns [B][T] returns, 0 outside the mask
  */
 export function agenticReinforceReturns(
-  rewards: readonly (readonly number[])[], mask: readonly (readonly number[])[], gamma: number,
+  rewards: readonly (readonly number[])[],
+  mask: readonly (readonly number[])[],
+  gamma: number,
 ): number[][] {
   checkUnit('agenticReinforceReturns', 'gamma', gamma);
   const T = sameShape({ rewards, mask });
@@ -88,7 +90,10 @@ export function agenticReinforceReturns(
     let c = 0;
     let t = T - 1;
     while (t >= 0) {
-      if (m[t] <= 0) { t--; continue; }
+      if (m[t] <= 0) {
+        t--;
+        continue;
+      }
       const end = t;
       while (t >= 0 && m[t] > 0) t--;
       c = row[end] + gamma * c;
@@ -109,11 +114,20 @@ export function whiten(adv: readonly (readonly number[])[], mask: readonly (read
   sameShape({ adv, mask });
   let n = 0;
   let s = 0;
-  adv.forEach((row, i) => row.forEach((a, t) => { n += mask[i][t]; s += a * mask[i][t]; }));
+  adv.forEach((row, i) =>
+    row.forEach((a, t) => {
+      n += mask[i][t];
+      s += a * mask[i][t];
+    }),
+  );
   if (n <= 1) return adv.map((row, i) => row.map((a, t) => a * mask[i][t]));
   const mu = s / (n + WHITEN_EPS);
   let ss = 0;
-  adv.forEach((row, i) => row.forEach((a, t) => { ss += (a - mu) * (a - mu) * mask[i][t]; }));
+  adv.forEach((row, i) =>
+    row.forEach((a, t) => {
+      ss += (a - mu) * (a - mu) * mask[i][t];
+    }),
+  );
   const variance = (ss / (n + WHITEN_EPS)) * (n / (n - 1));
   const scale = 1 / Math.sqrt(variance + WHITEN_EPS);
   return adv.map((row, i) => row.map((a, t) => (a - mu) * scale * mask[i][t]));
@@ -131,7 +145,10 @@ export function whiten(adv: readonly (readonly number[])[], mask: readonly (read
  * @throws RangeError on shape mismatches or gamma / lambd outside [0, 1].
  */
 export function gaeAdvantages(
-  rewards: readonly (readonly number[])[], values: readonly (readonly number[])[], gamma: number, lambd: number,
+  rewards: readonly (readonly number[])[],
+  values: readonly (readonly number[])[],
+  gamma: number,
+  lambd: number,
 ): { advantages: number[][]; returns: number[][] } {
   checkUnit('gaeAdvantages', 'gamma', gamma);
   checkUnit('gaeAdvantages', 'lambd', lambd);
@@ -163,10 +180,12 @@ export function gaeAdvantages(
 export function clipMatrix(m: readonly (readonly number[])[], c: number, key: string): { clipped: number[][]; count: number } {
   if (!(c > 0 && Number.isFinite(c))) throw new RangeError(`${key} must be a positive finite number or null, got ${c}`);
   let count = 0;
-  const clipped = m.map((row) => row.map((x) => {
-    if (Math.abs(x) > c) count += 1;
-    return Math.min(c, Math.max(-c, x));
-  }));
+  const clipped = m.map((row) =>
+    row.map((x) => {
+      if (Math.abs(x) > c) count += 1;
+      return Math.min(c, Math.max(-c, x));
+    }),
+  );
   return { clipped, count };
 }
 
@@ -224,8 +243,14 @@ function maskedValues(m: readonly (readonly number[])[], mask: readonly (readonl
 
 /** critic/{name}/{mean,max,min} of xs (all 0 when xs is empty). */
 function statMetrics(name: string, xs: readonly number[]): Record<string, number> {
-  let s = 0, mx = -Infinity, mn = Infinity;
-  for (const x of xs) { s += x; mx = Math.max(mx, x); mn = Math.min(mn, x); }
+  let s = 0,
+    mx = -Infinity,
+    mn = Infinity;
+  for (const x of xs) {
+    s += x;
+    mx = Math.max(mx, x);
+    mn = Math.min(mn, x);
+  }
   const n = xs.length;
   return { [`critic/${name}/mean`]: n ? s / n : 0, [`critic/${name}/max`]: n ? mx : 0, [`critic/${name}/min`]: n ? mn : 0 };
 }
@@ -238,8 +263,12 @@ function batchKl(kl: readonly (readonly number[])[], mask: readonly (readonly nu
   if (kl.length === 0) return 0;
   let total = 0;
   kl.forEach((row, i) => {
-    let s = 0, n = 0;
-    row.forEach((x, t) => { s += x * mask[i][t]; n += mask[i][t]; });
+    let s = 0,
+      n = 0;
+    row.forEach((x, t) => {
+      s += x * mask[i][t];
+      n += mask[i][t];
+    });
     total += n > 0 ? s / (n + WHITEN_EPS) : 0;
   });
   return total / kl.length;
@@ -276,12 +305,15 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   checkMatrix('mask', mask, B, T);
   const klCoef = input.klCoef ?? null;
   if (klCoef !== null && !input.tokenKl) throw new RangeError('computeAdvantages: klCoef is given but tokenKl is missing');
-  if (klCoef !== null && !(klCoef >= 0 && Number.isFinite(klCoef))) throw new RangeError(`computeAdvantages: klCoef must be a finite number >= 0, got ${klCoef}`);
+  if (klCoef !== null && !(klCoef >= 0 && Number.isFinite(klCoef)))
+    throw new RangeError(`computeAdvantages: klCoef must be a finite number >= 0, got ${klCoef}`);
   if (input.tokenKl) checkMatrix('tokenKl', input.tokenKl, B, T);
-  if (est === 'gae' && !input.values) throw new RangeError('computeAdvantages: adv_estimator gae needs the critic values ([B][T] `values`)');
+  if (est === 'gae' && !input.values)
+    throw new RangeError('computeAdvantages: adv_estimator gae needs the critic values ([B][T] `values`)');
   if (est === 'gae' && input.lambd === undefined) throw new RangeError('computeAdvantages: adv_estimator gae needs `lambd`');
   const slots = input.slotsPerTrajectory ?? T;
-  if (!(Number.isInteger(slots) && slots > 0)) throw new RangeError(`computeAdvantages: slotsPerTrajectory must be a positive integer, got ${slots}`);
+  if (!(Number.isInteger(slots) && slots > 0))
+    throw new RangeError(`computeAdvantages: slotsPerTrajectory must be a positive integer, got ${slots}`);
   const numel = Math.max(B * slots, 1);
   const rewardClip = input.rewardClip ?? null;
 
@@ -306,9 +338,8 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   if (est === 'gae') {
     ({ advantages: raw, returns } = gaeAdvantages(rewards, input.values!, input.gamma, input.lambd!));
   } else {
-    returns = est === 'agentic_reinforce'
-      ? agenticReinforceReturns(rewards, mask, input.gamma)
-      : reinforceReturns(rewards, mask, input.gamma);
+    returns =
+      est === 'agentic_reinforce' ? agenticReinforceReturns(rewards, mask, input.gamma) : reinforceReturns(rewards, mask, input.gamma);
     raw = returns;
   }
   let adv = input.whiten ? whiten(raw, mask) : raw.map((row, i) => row.map((a, t) => a * mask[i][t]));
@@ -320,9 +351,15 @@ export function computeAdvantages(input: AdvantageInput): AdvantageOutput {
   }
 
   const metrics: Record<string, number> = {
-    ...statMetrics('score', input.scores), ...statMetrics('rewards', rewards.map((row) => row.reduce((a, b) => a + b, 0))),
-    ...statMetrics('advantages', maskedValues(adv, mask)), ...statMetrics('returns', maskedValues(returns, mask)),
-    'critic/reward_clip_frac': rewardClipFrac, 'critic/token_reward_clip_frac': tokenRewardClipFrac,
+    ...statMetrics('score', input.scores),
+    ...statMetrics(
+      'rewards',
+      rewards.map((row) => row.reduce((a, b) => a + b, 0)),
+    ),
+    ...statMetrics('advantages', maskedValues(adv, mask)),
+    ...statMetrics('returns', maskedValues(returns, mask)),
+    'critic/reward_clip_frac': rewardClipFrac,
+    'critic/token_reward_clip_frac': tokenRewardClipFrac,
     'critic/advantage_clip_frac': advantageClipFrac,
     'critic/kl_coef': klCoef ?? 0,
   };

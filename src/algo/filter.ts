@@ -90,9 +90,10 @@ export function filterGroups(input: FilterInput): FilterOutput {
       cum += g.std;
     }
     if (kept.length === 0) {
-      skipReason = live.length === 0
-        ? `all ${G} groups have zero reward variance (in-group std <= ${NORM_STD_EPS})`
-        : `top_p ${ratio}: ratio * total in-group std of the ${live.length} of ${G} groups with nonzero variance is ${mass}, not above selection eps ${eps}`;
+      skipReason =
+        live.length === 0
+          ? `all ${G} groups have zero reward variance (in-group std <= ${NORM_STD_EPS})`
+          : `top_p ${ratio}: ratio * total in-group std of the ${live.length} of ${G} groups with nonzero variance is ${mass}, not above selection eps ${eps}`;
     }
   }
 

@@ -33,7 +33,9 @@ export interface AccumulatedGradients {
  * @param afterMicroBatch awaited after each micro-batch (heartbeat / event-loop yield)
  */
 export async function accumulateGradients(
-  vars: Map<string, tf.Variable>, lossFns: Array<() => tf.Scalar>, afterMicroBatch?: () => Promise<void>,
+  vars: Map<string, tf.Variable>,
+  lossFns: Array<() => tf.Scalar>,
+  afterMicroBatch?: () => Promise<void>,
 ): Promise<AccumulatedGradients> {
   const names = [...vars.keys()];
   const varList = names.map((n) => vars.get(n) as tf.Variable);

@@ -37,7 +37,9 @@ export function klPenalty(logp: tf.Tensor2D, refLogp: tf.Tensor2D, kind: KlPenal
     case 'k3':
       return tf.clipByValue(tf.sub(tf.add(tf.exp(tf.neg(d)), d), 1), -K3_CLAMP, K3_CLAMP) as tf.Tensor2D;
     case 'full':
-      throw new RangeError('klPenalty: kl_penalty "full" needs the whole log-softmax over the vocabulary; call klFull(logpAll, refLogpAll)');
+      throw new RangeError(
+        'klPenalty: kl_penalty "full" needs the whole log-softmax over the vocabulary; call klFull(logpAll, refLogpAll)',
+      );
     default:
       throw new RangeError(`klPenalty: kl_penalty "${String(kind)}" is not known; allowed: ${KL_PENALTIES.join(', ')}`);
   }
@@ -109,7 +111,9 @@ export function klControllerFromConfig(cfg: KlControllerConfig, savedBeta?: numb
   }
   let value = target === null ? cfg.init_kl_coef : beta0;
   return {
-    get value() { return value; },
+    get value() {
+      return value;
+    },
     adaptive: target !== null,
     update(currentKl: number, nSteps: number): void {
       if (!Number.isFinite(currentKl)) throw new RangeError(`KlController.update: currentKl = ${currentKl}; allowed: a finite number`);

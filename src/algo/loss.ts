@@ -164,14 +164,19 @@ export type PpoLossOutput = LossOutput;
 function lazyStats(loss: tf.Scalar, names: readonly string[], make: () => tf.Tensor1D): LossOutput {
   let statTensor: tf.Tensor1D | null = tf.keep(tf.tidy(make));
   let cached: Record<string, number> | null = null;
-  const dispose = (): void => { statTensor?.dispose(); statTensor = null; };
+  const dispose = (): void => {
+    statTensor?.dispose();
+    statTensor = null;
+  };
   const stats = (): Record<string, number> => {
     if (cached) return cached;
     if (!statTensor) throw new Error('stats(): the stats were disposed before being read');
     const v = Array.from(statTensor.dataSync());
     dispose();
     const r: Record<string, number> = {};
-    names.forEach((name, i) => { r[name] = v[i]; });
+    names.forEach((name, i) => {
+      r[name] = v[i];
+    });
     cached = r;
     return r;
   };
@@ -180,9 +185,16 @@ function lazyStats(loss: tf.Scalar, names: readonly string[], make: () => tf.Ten
 
 /** The stats of ppoLoss (ROLL's agentic actor worker names) and how each combines over micro-batches. */
 export const PPO_STATS = {
-  'actor/pg_loss': 'sum', 'actor/clipfrac': 'sum', 'actor/ppo_ratio_clipfrac': 'sum', 'actor/ppo_ratio_high_clipfrac': 'sum',
-  'actor/ppo_ratio_low_clipfrac': 'sum', 'actor/ratio_mean': 'sum', 'actor/ratio_max': 'max', 'actor/ratio_min': 'min',
-  'actor/approxkl': 'sum', 'actor/policykl': 'sum',
+  'actor/pg_loss': 'sum',
+  'actor/clipfrac': 'sum',
+  'actor/ppo_ratio_clipfrac': 'sum',
+  'actor/ppo_ratio_high_clipfrac': 'sum',
+  'actor/ppo_ratio_low_clipfrac': 'sum',
+  'actor/ratio_mean': 'sum',
+  'actor/ratio_max': 'max',
+  'actor/ratio_min': 'min',
+  'actor/approxkl': 'sum',
+  'actor/policykl': 'sum',
 } as const satisfies Record<string, StatReduce>;
 
 /**
@@ -204,9 +216,13 @@ export function ppoLoss(input: PpoLossInput, opts: PpoLossOptions, denom?: AggDe
   if (!LOSS_AGG_MODES.includes(mode)) {
     throw new RangeError(`ppoLoss: loss_agg_mode "${String(mode)}" is not known; allowed: ${LOSS_AGG_MODES.join(', ')}`);
   }
-  const epsLo = opts.usePgClipRange ? opts.pgClipLow ?? opts.pgClip : opts.pgClip;
-  const epsHi = opts.usePgClipRange ? opts.pgClipHigh ?? opts.pgClip : opts.pgClip;
-  for (const [name, v] of [['pg_clip', opts.pgClip], ['pg_clip_low', epsLo], ['pg_clip_high', epsHi]] as const) {
+  const epsLo = opts.usePgClipRange ? (opts.pgClipLow ?? opts.pgClip) : opts.pgClip;
+  const epsHi = opts.usePgClipRange ? (opts.pgClipHigh ?? opts.pgClip) : opts.pgClip;
+  for (const [name, v] of [
+    ['pg_clip', opts.pgClip],
+    ['pg_clip_low', epsLo],
+    ['pg_clip_high', epsHi],
+  ] as const) {
     if (!(v > 0 && Number.isFinite(v))) throw new RangeError(`ppoLoss: ${name} must be a positive finite number, got ${v}`);
   }
   const diff = tf.mul(tf.sub(logp, oldLogp), mask) as tf.Tensor2D;
@@ -225,9 +241,16 @@ export function ppoLoss(input: PpoLossInput, opts: PpoLossOptions, denom?: AggDe
     const high = tf.cast(tf.greater(ratio, 1 + epsHi), 'float32');
     const on = tf.greater(mask, 0);
     return tf.stack([
-      loss, agg(tf.cast(tf.less(surr2, surr1), 'float32')), agg(tf.add(low, high), 'token-mean'), agg(high, 'token-mean'),
-      agg(low, 'token-mean'), agg(ratio, 'seq-mean-token-mean'), tf.max(tf.where(on, ratio, tf.fill(ratio.shape, -Infinity))),
-      tf.min(tf.where(on, ratio, tf.fill(ratio.shape, Infinity))), agg(tf.mul(tf.square(diff), 0.5)), agg(diff),
+      loss,
+      agg(tf.cast(tf.less(surr2, surr1), 'float32')),
+      agg(tf.add(low, high), 'token-mean'),
+      agg(high, 'token-mean'),
+      agg(low, 'token-mean'),
+      agg(ratio, 'seq-mean-token-mean'),
+      tf.max(tf.where(on, ratio, tf.fill(ratio.shape, -Infinity))),
+      tf.min(tf.where(on, ratio, tf.fill(ratio.shape, Infinity))),
+      agg(tf.mul(tf.square(diff), 0.5)),
+      agg(diff),
     ]) as tf.Tensor1D;
   });
 }
@@ -274,7 +297,11 @@ export interface ValueLossInput {
 
 /** The stats of valueLoss (ROLL's critic worker names); each is a share of the minibatch's row mean. */
 export const VALUE_STATS = {
-  'critic/loss': 'sum', 'critic/value': 'sum', 'critic/vpred': 'sum', 'critic/clipfrac': 'sum', 'critic/error': 'sum',
+  'critic/loss': 'sum',
+  'critic/value': 'sum',
+  'critic/vpred': 'sum',
+  'critic/clipfrac': 'sum',
+  'critic/error': 'sum',
 } as const satisfies Record<string, StatReduce>;
 
 /**
@@ -299,13 +326,19 @@ export function valueLoss(input: ValueLossInput): LossOutput {
   const rowMean = (x: tf.Tensor): tf.Scalar =>
     tf.div(tf.sum(tf.div(tf.sum(tf.mul(x, mask), 1), tf.add(cnt, DENOM_FLOOR))), Math.max(rows, 1)) as tf.Scalar;
   const l1 = tf.square(tf.sub(values, returns));
-  const vclipped = valueClip === null
-    ? values
-    : tf.add(oldValues, tf.clipByValue(tf.sub(values, oldValues), -valueClip, valueClip));
+  const vclipped = valueClip === null ? values : tf.add(oldValues, tf.clipByValue(tf.sub(values, oldValues), -valueClip, valueClip));
   const l2 = tf.square(tf.sub(vclipped, returns));
   const loss = tf.mul(rowMean(valueClip === null ? l1 : tf.maximum(l1, l2)), 0.5) as tf.Scalar;
-  return lazyStats(loss, Object.keys(VALUE_STATS), () => tf.stack([
-    loss, rowMean(oldValues), rowMean(values), valueClip === null ? rowMean(l1) : rowMean(tf.cast(tf.greater(l2, l1), 'float32')),
-    rowMean(l1),
-  ]) as tf.Tensor1D);
+  return lazyStats(
+    loss,
+    Object.keys(VALUE_STATS),
+    () =>
+      tf.stack([
+        loss,
+        rowMean(oldValues),
+        rowMean(values),
+        valueClip === null ? rowMean(l1) : rowMean(tf.cast(tf.greater(l2, l1), 'float32')),
+        rowMean(l1),
+      ]) as tf.Tensor1D,
+  );
 }

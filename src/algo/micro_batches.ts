@@ -29,7 +29,11 @@ export interface NoGradPassOutput {
 /** Copies rows of a [b, Tm] tensor into full-length [T] rows at the given batch indices, times the mask. */
 function scatterRows(out: number[][], idx: readonly number[], t: tf.Tensor2D, mask: readonly (readonly number[])[]): void {
   const rows = t.arraySync();
-  idx.forEach((i, r) => rows[r].forEach((v, k) => { out[i][k] = v * mask[r][k]; }));
+  idx.forEach((i, r) =>
+    rows[r].forEach((v, k) => {
+      out[i][k] = v * mask[r][k];
+    }),
+  );
 }
 
 /** Copies the first lengths[i] entries of rows of a [b, Lm] tensor into full-length [T] rows (no mask). */
@@ -74,7 +78,10 @@ export async function noGradPass(opts: {
   const lengths = opts.trajectories.map((t) => t.inputIds.length);
   const full = opts.klPenalty === 'full';
   for (const idx of lengthBucketedMicroBatches([...Array(B).keys()], lengths, opts.microSize)) {
-    const batch = packBatch(idx.map((i) => opts.trajectories[i]), opts.padId);
+    const batch = packBatch(
+      idx.map((i) => opts.trajectories[i]),
+      opts.padId,
+    );
     tf.tidy(() => {
       if (wantOld) {
         const actor = tokenLogProbs(opts.actor, batch.ids, batch.attentionMask, full && !!opts.reference);
@@ -127,13 +134,23 @@ export interface MicroBatch {
  * micro-batch, calls `loss` on it and frees the packed ids. The optimizer step (grad_step.ts) sums their gradients.
  */
 export function microBatchLosses(
-  rows: UpdateRows, minibatch: readonly number[], microSize: number, loss: (mb: MicroBatch) => tf.Scalar,
+  rows: UpdateRows,
+  minibatch: readonly number[],
+  microSize: number,
+  loss: (mb: MicroBatch) => tf.Scalar,
 ): Array<() => tf.Scalar> {
   const lengths = rows.trajectories.map((t) => t.inputIds.length);
   return lengthBucketedMicroBatches(minibatch, lengths, microSize).map((idx) => () => {
-    const batch = packBatch(idx.map((i) => rows.trajectories[i]), rows.padId);
+    const batch = packBatch(
+      idx.map((i) => rows.trajectories[i]),
+      rows.padId,
+    );
     const Tm = batch.mask[0].length;
-    const pick = (r: number[][]) => tf.tensor2d(idx.map((i) => r[i].slice(0, Tm)), [idx.length, Tm]);
+    const pick = (r: number[][]) =>
+      tf.tensor2d(
+        idx.map((i) => r[i].slice(0, Tm)),
+        [idx.length, Tm],
+      );
     try {
       return loss({ ids: batch.ids, attentionMask: batch.attentionMask, mask: tf.tensor2d(batch.mask, [idx.length, Tm]), pick });
     } finally {

@@ -5,7 +5,14 @@
  */
 
 import {
-  NORM_METHODS, NORM_TYPES, type NormMethod, type NormType, type NormTypes, normTypesOf, resolveNormTypes, type RewardNormKeys,
+  NORM_METHODS,
+  NORM_TYPES,
+  type NormMethod,
+  type NormType,
+  type NormTypes,
+  normTypesOf,
+  resolveNormTypes,
+  type RewardNormKeys,
 } from '../contract';
 
 export { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType, type NormTypes, normTypesOf, resolveNormTypes, type RewardNormKeys };
@@ -52,15 +59,15 @@ export function groupIndices(groupKeys: readonly string[]): Map<string, number[]
  * @returns [B] normalised scores, in the input order
  * @throws RangeError on a length mismatch, a non-finite score or an unknown type.
  */
-export function normalizeScores(
-  scores: readonly number[], groupKeys: readonly string[], norm: NormTypes,
-): number[] {
+export function normalizeScores(scores: readonly number[], groupKeys: readonly string[], norm: NormTypes): number[] {
   if (scores.length !== groupKeys.length) {
     throw new RangeError(`normalizeScores: scores has ${scores.length} entries but groupKeys has ${groupKeys.length}; they must match`);
   }
   for (const key of ['norm_mean_type', 'norm_std_type'] as const) {
     if (norm[key] !== null && !NORM_TYPES.includes(norm[key])) {
-      throw new RangeError(`normalizeScores: reward_normalization.${key} "${String(norm[key])}" is not known; allowed: ${NORM_TYPES.join(', ')} or null`);
+      throw new RangeError(
+        `normalizeScores: reward_normalization.${key} "${String(norm[key])}" is not known; allowed: ${NORM_TYPES.join(', ')} or null`,
+      );
     }
   }
   scores.forEach((s, i) => {

@@ -47,7 +47,10 @@ export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; loss
     const picked = order.splice(0, o.batchSize);
     const micro = lengthBucketedMicroBatches(picked, lengths, o.microBatchSize);
     const lossFns = micro.map((idx) => () => {
-      const batch = packBatch(idx.map((i) => o.trajectories[i]), o.padId);
+      const batch = packBatch(
+        idx.map((i) => o.trajectories[i]),
+        o.padId,
+      );
       const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask);
       entropy.dispose();
       const mask = tf.tensor2d(batch.mask);

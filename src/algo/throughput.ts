@@ -52,11 +52,21 @@ export function randomTrajectories(opts: { count: number; length: number; vocab:
     const group = Math.floor(i / opts.groupSize);
     const trajGroupId = `Random_${group}_0_0`;
     return {
-      trajGroupId, trajId: `${trajGroupId}_${i}`, tag: 'Random', groupId: group, envId: i, seed: group, split: 'train' as const, step: 0,
+      trajGroupId,
+      trajId: `${trajGroupId}_${i}`,
+      tag: 'Random',
+      groupId: group,
+      envId: i,
+      seed: group,
+      split: 'train' as const,
+      step: 0,
       inputIds: Array.from({ length: opts.length }, () => 1 + rng.int(opts.vocab - 1)),
       responseMask: Array.from({ length: opts.length }, (_, j) => (j < prompt ? 0 : 1)),
       sampleLogprobs: new Array<number>(opts.length).fill(0),
-      turns: [], episodeScore: rng.next(), success: false, truncated: false,
+      turns: [],
+      episodeScore: rng.next(),
+      success: false,
+      truncated: false,
     };
   });
 }
@@ -81,8 +91,11 @@ export function groupSizeFor(batch: number): number {
 export function batchOverrides(o: { batch: number; microBatch: number; length: number }): string[] {
   const group = groupSizeFor(o.batch);
   return [
-    `rollout_batch_size=${o.batch}`, `train_env_manager.num_env_groups=${o.batch / group}`, `train_env_manager.group_size=${group}`,
-    `train_env_manager.num_groups_partition=[${o.batch / group}]`, `sequence_length=${o.length}`,
+    `rollout_batch_size=${o.batch}`,
+    `train_env_manager.num_env_groups=${o.batch / group}`,
+    `train_env_manager.group_size=${group}`,
+    `train_env_manager.num_groups_partition=[${o.batch / group}]`,
+    `sequence_length=${o.length}`,
     `actor_train.training_args.per_device_train_batch_size=${o.microBatch}`,
     `actor_train.training_args.gradient_accumulation_steps=${Math.ceil(o.batch / o.microBatch)}`,
   ];
@@ -108,22 +121,40 @@ export type UpdateParts = Record<(typeof UPDATE_PARTS)[number], number>;
  * from the policy when adv_estimator is gae, the model itself as the frozen reference when a KL term needs one.
  * @returns the time and the tokens of all trajectories, and the seconds of its parts (ppoUpdate's time/update/* metrics)
  */
-export async function timeUpdate(opts: { model: Qwen2; config: RunConfig; trajectories: Trajectory[]; padId: number }): Promise<Timed & { parts: UpdateParts }> {
+export async function timeUpdate(opts: {
+  model: Qwen2;
+  config: RunConfig;
+  trajectories: Trajectory[];
+  padId: number;
+}): Promise<Timed & { parts: UpdateParts }> {
   const { config, model } = opts;
-  const adamW = (a: RunConfig['critic']['training_args']) => new AdamW({ betas: [a.adam_beta1, a.adam_beta2], eps: 1e-8, weightDecay: a.weight_decay });
+  const adamW = (a: RunConfig['critic']['training_args']) =>
+    new AdamW({ betas: [a.adam_beta1, a.adam_beta2], eps: 1e-8, weightDecay: a.weight_decay });
   const critic = config.adv_estimator === 'gae' ? ValueModel.fromPolicy(model) : null;
   const actorArgs = config.actor_train.training_args;
   try {
     const started = performance.now();
     const { metrics } = await ppoUpdate({
       actor: { model, optimizer: adamW(actorArgs), lr: () => actorArgs.learning_rate },
-      critic: critic ? { model: critic, optimizer: adamW(config.critic.training_args), lr: () => config.critic.training_args.learning_rate } : null,
+      critic: critic
+        ? { model: critic, optimizer: adamW(config.critic.training_args), lr: () => config.critic.training_args.learning_rate }
+        : null,
       reference: needsReference(config) ? model : null,
-      klController: klControllerFromConfig(config), trajectories: opts.trajectories, config, step: 0, padId: opts.padId,
+      klController: klControllerFromConfig(config),
+      trajectories: opts.trajectories,
+      config,
+      step: 0,
+      padId: opts.padId,
     });
     const seconds = (performance.now() - started) / 1000;
     const parts = Object.fromEntries(UPDATE_PARTS.map((p) => [p, metrics[`time/update/${p}`]])) as UpdateParts;
-    return { ...timed(seconds, opts.trajectories.reduce((s, t) => s + t.inputIds.length, 0)), parts };
+    return {
+      ...timed(
+        seconds,
+        opts.trajectories.reduce((s, t) => s + t.inputIds.length, 0),
+      ),
+      parts,
+    };
   } finally {
     critic?.dispose();
   }
@@ -137,10 +168,18 @@ export function timeGeneration(opts: { model: Qwen2; config: RunConfig; contexts
   const args = generatingArgsOf(opts.config, 'train');
   const started = performance.now();
   const out = generate(opts.model, opts.contexts, {
-    maxNewTokens: opts.newTokens, temperature: args.temperature, topP: args.top_p, topK: args.top_k, doSample: args.do_sample,
-    stopIds: [], rngs: opts.contexts.map((_, i) => new Rng(opts.seed, 'throughput', i)),
+    maxNewTokens: opts.newTokens,
+    temperature: args.temperature,
+    topP: args.top_p,
+    topK: args.top_k,
+    doSample: args.do_sample,
+    stopIds: [],
+    rngs: opts.contexts.map((_, i) => new Rng(opts.seed, 'throughput', i)),
   });
-  return timed((performance.now() - started) / 1000, out.tokens.reduce((s, t) => s + t.length, 0));
+  return timed(
+    (performance.now() - started) / 1000,
+    out.tokens.reduce((s, t) => s + t.length, 0),
+  );
 }
 
 /** This process's peak resident set size so far, in bytes. */

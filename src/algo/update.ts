@@ -21,9 +21,7 @@ import { paddedLength } from './batch';
 import { filterGroups } from './filter';
 import { optimizerStep, type StepResult } from './grad_step';
 import type { KlController } from './kl';
-import {
-  aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, StatAccumulator, VALUE_STATS,
-} from './loss';
+import { aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, StatAccumulator, VALUE_STATS } from './loss';
 import { microBatchLosses, noGradPass, type UpdateRows } from './micro_batches';
 import { normalizeScores, resolveNormTypes } from './normalize';
 import { dropStale, oldLogpRows, stalenessOf } from './staleness';
@@ -66,7 +64,9 @@ export function groupKeyOf(t: Trajectory, grouping: string): string {
   const field = TRAJECTORY_GROUP_FIELDS.find((f) => f === grouping);
   if (field === undefined) {
     // The schema only lets REWARD_GROUPINGS through; a ConfigError is never retried (the workflow's nonRetryableErrorTypes).
-    throw new ConfigError('run config', [`reward_normalization.grouping: ${JSON.stringify(grouping)} is not a trajectory field (allowed: ${REWARD_GROUPINGS.join(', ')})`]);
+    throw new ConfigError('run config', [
+      `reward_normalization.grouping: ${JSON.stringify(grouping)} is not a trajectory field (allowed: ${REWARD_GROUPINGS.join(', ')})`,
+    ]);
   }
   return String(t[field]);
 }
@@ -113,7 +113,8 @@ export async function ppoUpdate(opts: {
   const { config, actor, critic } = opts;
   const gae = config.adv_estimator === 'gae';
   if (gae && !critic) throw new Error('ppoUpdate: adv_estimator gae needs a critic');
-  if (needsReference(config) && !opts.reference) throw new Error('ppoUpdate: a KL term is on (use_kl_loss or add_token_level_kl) but no reference policy was given');
+  if (needsReference(config) && !opts.reference)
+    throw new Error('ppoUpdate: a KL term is on (use_kl_loss or add_token_level_kl) but no reference policy was given');
   const started = performance.now();
 
   // 1. Staleness (async_generation_ratio r > 0; staleness.ts, after ROLL's GroupQueue): drop the groups sampled
@@ -123,15 +124,22 @@ export async function ppoUpdate(opts: {
   const received = fresh.kept;
   const trajIds = received.map((t) => t.trajId);
   const skip = (reason: string, metrics: Record<string, number>): PpoUpdateResult => ({
-    metrics: { ...metrics, ...fresh.metrics, 'actor/update_skipped': 1 }, skipReason: reason,
+    metrics: { ...metrics, ...fresh.metrics, 'actor/update_skipped': 1 },
+    skipReason: reason,
     scores: trajectoryScores({ step: opts.step, trajIds, keep: [], normalizedScores: [], advantages: [], mask: [], skipReason: reason }),
   });
-  if (received.length === 0) return skip(`all ${opts.trajectories.length} trajectories are more than async_generation_ratio (${asyncRatio}) policy versions old`, {});
+  if (received.length === 0)
+    return skip(
+      `all ${opts.trajectories.length} trajectories are more than async_generation_ratio (${asyncRatio}) policy versions old`,
+      {},
+    );
 
   // 2. StarPO-S variance filter (§7): keep whole env groups by the std of their raw episode scores.
   const filter = filterGroups({
-    scores: received.map((t) => t.episodeScore), groupKeys: received.map((t) => t.trajGroupId),
-    type: config.rollout_filter_type, ratio: config.rollout_filter_ratio,
+    scores: received.map((t) => t.episodeScore),
+    groupKeys: received.map((t) => t.trajGroupId),
+    type: config.rollout_filter_type,
+    ratio: config.rollout_filter_ratio,
   });
   if (filter.skipReason) return skip(filter.skipReason, filter.metrics);
   const trajectories = filter.keep.map((i) => received[i]);
@@ -150,8 +158,16 @@ export async function ppoUpdate(opts: {
   const allStale = stale.every(Boolean);
   const recomputeOld = (!allStale && (config.ppo_epochs > 1 || Math.ceil(B / miniSize) > 1 || stale.some(Boolean))) || !!opts.reference;
   const pre = await noGradPass({
-    actor: actor.model, reference: opts.reference, critic: gae ? critic!.model : null, trajectories, T, padId: opts.padId,
-    microSize, oldLogp: recomputeOld, klPenalty: config.kl_penalty, afterMicroBatch: opts.afterMicroBatch,
+    actor: actor.model,
+    reference: opts.reference,
+    critic: gae ? critic!.model : null,
+    trajectories,
+    T,
+    padId: opts.padId,
+    microSize,
+    oldLogp: recomputeOld,
+    klPenalty: config.kl_penalty,
+    afterMicroBatch: opts.afterMicroBatch,
   });
   const prepassSeconds = (performance.now() - started) / 1000;
   const oldLogp = stale.some(Boolean) ? oldLogpRows(stale, full.sampleLogprobs, pre.oldLogp) : pre.oldLogp;
@@ -167,10 +183,19 @@ export async function ppoUpdate(opts: {
   //    agentic_reinforce, gae with the critic's values), whitening and advantage_clip.
   const klInRewards = config.add_token_level_kl && !!pre.tokenKl;
   const adv = computeAdvantages({
-    scores, normScores, mask: full.mask, lastIndex: full.lastIndex,
-    gamma: config.gamma, lambd: config.lambd, whiten: config.whiten_advantages,
-    rewardClip: config.reward_clip, advantageClip: config.advantage_clip, advEstimator: config.adv_estimator,
-    values: pre.values ?? undefined, tokenKl: pre.tokenKl ?? undefined, klCoef: klInRewards ? opts.klController.value : undefined,
+    scores,
+    normScores,
+    mask: full.mask,
+    lastIndex: full.lastIndex,
+    gamma: config.gamma,
+    lambd: config.lambd,
+    whiten: config.whiten_advantages,
+    rewardClip: config.reward_clip,
+    advantageClip: config.advantage_clip,
+    advEstimator: config.adv_estimator,
+    values: pre.values ?? undefined,
+    tokenKl: pre.tokenKl ?? undefined,
+    klCoef: klInRewards ? opts.klController.value : undefined,
     slotsPerTrajectory: config.sequence_length - 1,
   });
 
@@ -178,8 +203,14 @@ export async function ppoUpdate(opts: {
   //    step >= critic_warmup for gae) and, in the first epoch only as ROLL's critic worker, of the critic.
   const trainActor = !gae || opts.step >= config.critic_warmup;
   const rows: UpdateRows = {
-    trajectories, padId: opts.padId, mask: full.mask, advantages: adv.advantages, oldLogp, refLogp: pre.refLogp,
-    values: pre.values, returns: adv.returns,
+    trajectories,
+    padId: opts.padId,
+    mask: full.mask,
+    advantages: adv.advantages,
+    oldLogp,
+    refLogp: pre.refLogp,
+    values: pre.values,
+    returns: adv.returns,
   };
   const stats = { actor: new StatAccumulator(), critic: new StatAccumulator() };
   const steps = { actor: [] as StepResult[], critic: [] as StepResult[] };
@@ -188,18 +219,28 @@ export async function ppoUpdate(opts: {
     for (let start = 0; start < B; start += miniSize) {
       const minibatch = order.slice(start, start + miniSize);
       if (trainActor) {
-        steps.actor.push(await optimizerStep({
-          vars: actor.model.trainableVariables(), optimizer: actor.optimizer, lr: actor.lr(steps.actor.length),
-          lossFns: actorLossFns(actor.model, rows, minibatch, microSize, config, stats.actor),
-          maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
-        }));
+        steps.actor.push(
+          await optimizerStep({
+            vars: actor.model.trainableVariables(),
+            optimizer: actor.optimizer,
+            lr: actor.lr(steps.actor.length),
+            lossFns: actorLossFns(actor.model, rows, minibatch, microSize, config, stats.actor),
+            maxGradNorm: config.max_grad_norm,
+            afterMicroBatch: opts.afterMicroBatch,
+          }),
+        );
       }
       if (gae && epoch === 0) {
-        steps.critic.push(await optimizerStep({
-          vars: critic!.model.trainableVariables(), optimizer: critic!.optimizer, lr: critic!.lr(steps.critic.length),
-          lossFns: criticLossFns(critic!.model, rows, minibatch, microSize, config, stats.critic),
-          maxGradNorm: config.max_grad_norm, afterMicroBatch: opts.afterMicroBatch,
-        }));
+        steps.critic.push(
+          await optimizerStep({
+            vars: critic!.model.trainableVariables(),
+            optimizer: critic!.optimizer,
+            lr: critic!.lr(steps.critic.length),
+            lossFns: criticLossFns(critic!.model, rows, minibatch, microSize, config, stats.critic),
+            maxGradNorm: config.max_grad_norm,
+            afterMicroBatch: opts.afterMicroBatch,
+          }),
+        );
       }
     }
   }
@@ -207,8 +248,11 @@ export async function ppoUpdate(opts: {
 
   // 7. Metrics (§6-7, ROLL's names) and what the update did with each trajectory (trajectoryScores).
   const metrics: Record<string, number> = {
-    ...fresh.metrics, ...filter.metrics, ...adv.metrics,
-    ...stats.actor.result(steps.actor.length), ...stats.critic.result(steps.critic.length),
+    ...fresh.metrics,
+    ...filter.metrics,
+    ...adv.metrics,
+    ...stats.actor.result(steps.actor.length),
+    ...stats.critic.result(steps.critic.length),
   };
   Object.assign(metrics, stepMetrics('actor', steps.actor, actor.lr(0)), gae ? stepMetrics('critic', steps.critic, critic!.lr(0)) : {});
   const all = [...steps.actor, ...steps.critic];
@@ -216,7 +260,14 @@ export async function ppoUpdate(opts: {
   for (const part of ['forward', 'backward', 'optimizer'] as const) {
     metrics[`time/update/${part}`] = all.reduce((s, r) => s + r.seconds[part], 0);
   }
-  const stored = trajectoryScores({ step: opts.step, trajIds, keep: filter.keep, normalizedScores: adv.normalizedScores, advantages: adv.advantages, mask: full.mask });
+  const stored = trajectoryScores({
+    step: opts.step,
+    trajIds,
+    keep: filter.keep,
+    normalizedScores: adv.normalizedScores,
+    advantages: adv.advantages,
+    mask: full.mask,
+  });
   return { metrics, skipReason: null, scores: stored };
 }
 
@@ -230,17 +281,33 @@ export async function ppoUpdate(opts: {
  * @param minibatch row indices into `rows`; @param microSize per_device_train_batch_size
  */
 export function actorLossFns(
-  model: Qwen2, rows: UpdateRows, minibatch: readonly number[], microSize: number, config: RunConfig, stats: StatAccumulator,
+  model: Qwen2,
+  rows: UpdateRows,
+  minibatch: readonly number[],
+  microSize: number,
+  config: RunConfig,
+  stats: StatAccumulator,
 ): Array<() => tf.Scalar> {
-  const denom = aggDenominators(minibatch.map((i) => rows.mask[i]), config.sequence_length - 1);
+  const denom = aggDenominators(
+    minibatch.map((i) => rows.mask[i]),
+    config.sequence_length - 1,
+  );
   const mode = config.loss_agg_mode;
   return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
     const { logp, entropy } = tokenLogProbs(model, ids, attentionMask);
     const old = rows.oldLogp ? pick(rows.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
-    const pg = ppoLoss({ logp, oldLogp: old, advantages: pick(rows.advantages), mask }, {
-      pgClip: config.pg_clip, usePgClipRange: config.use_pg_clip_range, pgClipLow: config.pg_clip_low,
-      pgClipHigh: config.pg_clip_high, dualClip: config.dual_clip_loss, lossAggMode: mode,
-    }, denom);
+    const pg = ppoLoss(
+      { logp, oldLogp: old, advantages: pick(rows.advantages), mask },
+      {
+        pgClip: config.pg_clip,
+        usePgClipRange: config.use_pg_clip_range,
+        pgClipLow: config.pg_clip_low,
+        pgClipHigh: config.pg_clip_high,
+        dualClip: config.dual_clip_loss,
+        lossAggMode: mode,
+      },
+      denom,
+    );
     stats.add(pg.stats(), PPO_STATS);
     stats.add({ 'actor/entropy': aggLoss(entropy, mask, 'token-mean', denom).dataSync()[0] });
     let loss: tf.Scalar = pg.loss;
@@ -261,13 +328,23 @@ export function actorLossFns(
  * @param minibatch row indices into `rows` (rows.values required); @param microSize per_device_train_batch_size
  */
 export function criticLossFns(
-  model: ValueModel, rows: UpdateRows, minibatch: readonly number[], microSize: number, config: RunConfig, stats: StatAccumulator,
+  model: ValueModel,
+  rows: UpdateRows,
+  minibatch: readonly number[],
+  microSize: number,
+  config: RunConfig,
+  stats: StatAccumulator,
 ): Array<() => tf.Scalar> {
   return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
     const [b, L] = ids.shape;
     const values = tf.slice(model.values(ids, attentionMask), [0, 0], [b, L - 1]) as tf.Tensor2D;
     const vf = valueLoss({
-      values, oldValues: pick(rows.values!), returns: pick(rows.returns), mask, valueClip: config.value_clip, rows: minibatch.length,
+      values,
+      oldValues: pick(rows.values!),
+      returns: pick(rows.returns),
+      mask,
+      valueClip: config.value_clip,
+      rows: minibatch.length,
     });
     stats.add(vf.stats(), VALUE_STATS);
     return vf.loss;
@@ -294,7 +371,9 @@ export function trajectoryScores(opts: {
 }): TrajectoryScoresFile {
   const { keep } = opts;
   if (opts.normalizedScores.length !== keep.length || opts.advantages.length !== keep.length || opts.mask.length !== keep.length) {
-    throw new RangeError(`trajectoryScores: ${keep.length} kept trajectories but ${opts.normalizedScores.length} scores, ${opts.advantages.length} advantage rows, ${opts.mask.length} mask rows`);
+    throw new RangeError(
+      `trajectoryScores: ${keep.length} kept trajectories but ${opts.normalizedScores.length} scores, ${opts.advantages.length} advantage rows, ${opts.mask.length} mask rows`,
+    );
   }
   const trajectories: Record<string, TrajectoryScore> = {};
   for (const id of opts.trajIds) trajectories[id] = { kept: false, normalizedScore: null, advantage: null };
@@ -302,7 +381,10 @@ export function trajectoryScores(opts: {
     let sum = 0;
     let n = 0;
     opts.mask[k].forEach((m, t) => {
-      if (m > 0) { sum += opts.advantages[k][t]; n += 1; }
+      if (m > 0) {
+        sum += opts.advantages[k][t];
+        n += 1;
+      }
     });
     trajectories[opts.trajIds[index]] = { kept: true, normalizedScore: opts.normalizedScores[k], advantage: n > 0 ? sum / n : null };
   });

@@ -51,7 +51,10 @@ async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | 
  */
 export async function attach(client: Client, runId: string, pollSeconds = 2): Promise<StarpoRunResult> {
   const handle = client.workflow.getHandle(runId);
-  const warmupBar = new SingleBar({ ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}' }, Presets.shades_classic);
+  const warmupBar = new SingleBar(
+    { ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}' },
+    Presets.shades_classic,
+  );
   const stepBar = new SingleBar(
     { ...BAR_OPTIONS, format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step' },
     Presets.shades_classic,
@@ -77,7 +80,9 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
           warmup = 'done';
         }
         const payload = {
-          phase: p.phase, success: formatNumber(p.lastMetrics['env/success']), score: formatNumber(p.lastMetrics['env/score']),
+          phase: p.phase,
+          success: formatNumber(p.lastMetrics['env/success']),
+          score: formatNumber(p.lastMetrics['env/score']),
           sps: formatNumber(p.secondsPerStep, 1),
         };
         if (!steps) stepBar.start(p.maxSteps, p.step, payload);

@@ -21,12 +21,19 @@ export function backendArgument(value: string): BackendName {
 
 /** Adds `backend install` and `backend status` to `program`. */
 export function registerBackendCommands(program: Command): void {
-  const backend = program.command('backend').description('tfjs backends: build the native TensorFlow backend into the cache, show what this host can run');
+  const backend = program
+    .command('backend')
+    .description('tfjs backends: build the native TensorFlow backend into the cache, show what this host can run');
   const log = (line: string) => process.stderr.write(`[backend] ${line}\n`);
   backend
     .command('install')
-    .description("build the native TensorFlow CPU backend (tfjs-node's binding against PyPI's tensorflow-cpu wheel) into ~/.cache/starpo/native; a second run is a cache hit")
-    .option('--gpu', "build the GPU backend instead: tfjs-node-gpu's binding against PyPI's tensorflow wheel, with the CUDA 12 / cuDNN 9 wheels beside it (about 2.5 GB to download)")
+    .description(
+      "build the native TensorFlow CPU backend (tfjs-node's binding against PyPI's tensorflow-cpu wheel) into ~/.cache/starpo/native; a second run is a cache hit",
+    )
+    .option(
+      '--gpu',
+      "build the GPU backend instead: tfjs-node-gpu's binding against PyPI's tensorflow wheel, with the CUDA 12 / cuDNN 9 wheels beside it (about 2.5 GB to download)",
+    )
     .option('--force', 'rebuild even when a valid build is there (the old one is replaced once the new one passed its smoke test)')
     .action(async (o: { gpu?: boolean; force?: boolean }) => {
       const { installNativeBackend } = require('./backend_install') as typeof import('./backend_install');
@@ -61,7 +68,14 @@ export function registerBackendCommands(program: Command): void {
  * (backend_check.ts), because the whole model's update does not fit a typical CPU host's memory.
  */
 const CHECK_DEFAULTS = {
-  vocab: 151936, batch: 8, length: 256, microBatch: 4, rows: 8, prompt: 128, newTokens: 32, rounds: 2,
+  vocab: 151936,
+  batch: 8,
+  length: 256,
+  microBatch: 4,
+  rows: 8,
+  prompt: 128,
+  newTokens: 32,
+  rounds: 2,
   config: resolve(__dirname, '..', '..', 'configs', 'frozen_lake_solver.yaml'), // the quickstart's (npm start)
 };
 
@@ -77,8 +91,14 @@ function registerCheckCommand(backend: Command, log: (line: string) => void): vo
   const d = CHECK_DEFAULTS;
   backend
     .command('check')
-    .description('the device TensorFlow computes on, and tokens/s of one update and one rollout batch of a Qwen2.5-0.5B-shaped model (random init) on the backend a worker would use')
-    .addOption(new Option('--backend <name>', 'backend to check (default: STARPO_BACKEND, else what an update worker uses)').argParser(backendArgument))
+    .description(
+      'the device TensorFlow computes on, and tokens/s of one update and one rollout batch of a Qwen2.5-0.5B-shaped model (random init) on the backend a worker would use',
+    )
+    .addOption(
+      new Option('--backend <name>', 'backend to check (default: STARPO_BACKEND, else what an update worker uses)').argParser(
+        backendArgument,
+      ),
+    )
     .option('--layers <n>', 'decoder layers, 1..24 (default: all 24 of Qwen2.5-0.5B on a GPU, 2 on a CPU)', layersArgument)
     .option('--vocab <n>', "vocabulary size (Qwen2.5's is 151,936; a smaller one fits wasm's 4 GB at a few layers)", intAtLeast(2), d.vocab)
     .option('--batch <n>', 'trajectories in the update', intAtLeast(1), d.batch)

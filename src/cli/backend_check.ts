@@ -13,8 +13,17 @@ import { countParams } from '../model/config';
 import { Qwen2 } from '../model/qwen2';
 import { generatingArgsOf } from '../rollout/plan';
 import {
-  batchOverrides, groupSizeFor, isOutOfWasmMemory, peakRssBytes, qwen25HalfBShape, randomContexts, randomTrajectories, timeGeneration, timeUpdate,
-  type Timed, type UpdateParts,
+  batchOverrides,
+  groupSizeFor,
+  isOutOfWasmMemory,
+  peakRssBytes,
+  qwen25HalfBShape,
+  randomContexts,
+  randomTrajectories,
+  timeGeneration,
+  timeUpdate,
+  type Timed,
+  type UpdateParts,
 } from '../algo/throughput';
 import { BadInputError } from './exit_codes';
 
@@ -67,12 +76,22 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
   const layers = o.layers ?? (device === 'CPU' ? CPU_CHECK_LAYERS : QWEN25_LAYERS);
-  if (o.layers === undefined && device === 'CPU') log(`no GPU: checking ${layers} of Qwen2.5-0.5B's ${QWEN25_LAYERS} layers (--layers ${QWEN25_LAYERS} for the whole model)`);
+  if (o.layers === undefined && device === 'CPU')
+    log(`no GPU: checking ${layers} of Qwen2.5-0.5B's ${QWEN25_LAYERS} layers (--layers ${QWEN25_LAYERS} for the whole model)`);
   const shape = qwen25HalfBShape(layers, o.vocab);
-  const trajectories = randomTrajectories({ count: o.batch, length: o.length, vocab: shape.vocab_size, groupSize: groupSizeFor(o.batch), seed: 1 });
+  const trajectories = randomTrajectories({
+    count: o.batch,
+    length: o.length,
+    vocab: shape.vocab_size,
+    groupSize: groupSizeFor(o.batch),
+    seed: 1,
+  });
   const contexts = randomContexts({ rows: o.rows, prompt: o.prompt, vocab: shape.vocab_size, seed: 1 });
   const result: CheckResult = {
-    backend, device, model: { shape: 'Qwen2.5-0.5B', layers, vocab: o.vocab, params: countParams(shape) }, config: o.config,
+    backend,
+    device,
+    model: { shape: 'Qwen2.5-0.5B', layers, vocab: o.vocab, params: countParams(shape) },
+    config: o.config,
     update: { batch: o.batch, length: o.length, microBatch: o.microBatch, advEstimator: config.adv_estimator, rounds: [] },
     generation: { rows: o.rows, prompt: o.prompt, newTokens: o.newTokens, sampling: generatingArgsOf(config, 'train'), rounds: [] },
     peakRssBytes: 0,
@@ -106,11 +125,14 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
  */
 function checkSizes(o: CheckOptions): void {
   if (o.batch % o.microBatch !== 0) {
-    throw new BadInputError(`--micro-batch ${o.microBatch} does not divide --batch ${o.batch}; allowed: a divisor of the batch (the update makes one optimizer step)`);
+    throw new BadInputError(
+      `--micro-batch ${o.microBatch} does not divide --batch ${o.batch}; allowed: a divisor of the batch (the update makes one optimizer step)`,
+    );
   }
   const max = qwen25HalfBShape(1).max_position_embeddings;
   if (o.length > max) throw new BadInputError(`--length ${o.length} is longer than the model's ${max} positions; allowed: 2..${max}`);
-  if (o.prompt + o.newTokens > max) throw new BadInputError(`--prompt ${o.prompt} + --new-tokens ${o.newTokens} exceed the model's ${max} positions`);
+  if (o.prompt + o.newTokens > max)
+    throw new BadInputError(`--prompt ${o.prompt} + --new-tokens ${o.newTokens} exceed the model's ${max} positions`);
 }
 
 /** `err`, or when it is the wasm backend running out of memory, an error saying so and how to shrink the check. */
@@ -125,8 +147,14 @@ function outOfMemory(err: unknown, doing: string, o: CheckOptions & { layers: nu
 /** Readable lines for a check result. */
 export function formatBackendCheck(r: CheckResult): string[] {
   const rate = (t: Timed) => `${t.seconds.toFixed(2)} s, ${t.tokens} tokens, ${t.tokensPerSecond.toFixed(1)} tokens/s`;
-  const parts = (t: Timed & { parts?: UpdateParts }) => (t.parts ? ` (${Object.entries(t.parts).map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')})` : '');
-  const rounds = (ts: Array<Timed & { parts?: UpdateParts }>) => ts.map((t, i) => `  round ${i + 1}${i === 0 ? ' (first)' : ''}: ${rate(t)}${parts(t)}`);
+  const parts = (t: Timed & { parts?: UpdateParts }) =>
+    t.parts
+      ? ` (${Object.entries(t.parts)
+          .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
+          .join(', ')})`
+      : '';
+  const rounds = (ts: Array<Timed & { parts?: UpdateParts }>) =>
+    ts.map((t, i) => `  round ${i + 1}${i === 0 ? ' (first)' : ''}: ${rate(t)}${parts(t)}`);
   const u = r.update;
   const g = r.generation;
   return [

@@ -12,7 +12,17 @@ import { runCommand, tailLines, type CommandResult } from '../../infra/command';
 import { removeStaleTemps, runPip, tempDir } from '../../infra/install';
 import { installProgress } from '../../infra/install_progress';
 import { resolveCacheDir } from '../../infra/binaries';
-import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_LIBRARIES, nativeBuildDir, type NativeManifest, type NativeVariant, type WheelPin } from '../model/native_build';
+import {
+  BINDING_FILE,
+  inspectNativeBuild,
+  MANIFEST_FILE,
+  NATIVE_CPU,
+  NATIVE_LIBRARIES,
+  nativeBuildDir,
+  type NativeManifest,
+  type NativeVariant,
+  type WheelPin,
+} from '../model/native_build';
 import type { SmokeResult } from '../model/native_backend';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
 
@@ -36,11 +46,17 @@ export interface UnpackRule {
 
 /** What to unpack from each wheel of variant `v` into build folder `out`, by wheel file. */
 export function unpackRules(v: NativeVariant, out: string): Map<string, UnpackRule[]> {
-  const rules = new Map<string, UnpackRule[]>([[v.wheel.file, [
-    { from: 'tensorflow/', patterns: [...NATIVE_LIBRARIES], to: path.join(out, 'deps', 'lib') },
-    { from: 'tensorflow/include/', patterns: HEADER_PATTERNS, to: path.join(out, 'deps', 'include') },
-  ]]]);
-  for (const w of v.cudaWheels) rules.set(w.file, [{ from: 'nvidia/', patterns: [`${w.dir}/lib/lib*.so*`], to: path.join(out, 'deps', 'nvidia') }]);
+  const rules = new Map<string, UnpackRule[]>([
+    [
+      v.wheel.file,
+      [
+        { from: 'tensorflow/', patterns: [...NATIVE_LIBRARIES], to: path.join(out, 'deps', 'lib') },
+        { from: 'tensorflow/include/', patterns: HEADER_PATTERNS, to: path.join(out, 'deps', 'include') },
+      ],
+    ],
+  ]);
+  for (const w of v.cudaWheels)
+    rules.set(w.file, [{ from: 'nvidia/', patterns: [`${w.dir}/lib/lib*.so*`], to: path.join(out, 'deps', 'nvidia') }]);
   return rules;
 }
 
@@ -68,17 +84,33 @@ print(count)
 /** The pip command that fetches exactly the pinned wheel `w`, whatever Python runs pip. */
 export function pipDownloadArgs(w: WheelPin, dest: string, pythonVersion = NATIVE_CPU.wheel.pythonVersion): string[] {
   return [
-    '-m', 'pip', 'download', `${w.name}==${w.version}`, '--no-deps', '--only-binary=:all:',
-    '--python-version', pythonVersion, '--implementation', 'cp', '--platform', w.platform,
-    '--dest', dest, '--disable-pip-version-check', '--no-input',
+    '-m',
+    'pip',
+    'download',
+    `${w.name}==${w.version}`,
+    '--no-deps',
+    '--only-binary=:all:',
+    '--python-version',
+    pythonVersion,
+    '--implementation',
+    'cp',
+    '--platform',
+    w.platform,
+    '--dest',
+    dest,
+    '--disable-pip-version-check',
+    '--no-input',
   ];
 }
 
 /** node-gyp's arguments: Node's local headers, N-API 8, and the module path tfjs-node's loader looks in. */
 export function nodeGypArgs(buildDir: string, nodedir: string): string[] {
   return [
-    'rebuild', `--nodedir=${nodedir}`, `--napi_build_version=${NATIVE_CPU.napiVersion}`,
-    '--module_name=tfjs_binding', `--module_path=${path.join(buildDir, path.dirname(BINDING_FILE))}`,
+    'rebuild',
+    `--nodedir=${nodedir}`,
+    `--napi_build_version=${NATIVE_CPU.napiVersion}`,
+    '--module_name=tfjs_binding',
+    `--module_path=${path.join(buildDir, path.dirname(BINDING_FILE))}`,
     `--jobs=${availableParallelism()}`,
   ];
 }
@@ -87,14 +119,25 @@ export function nodeGypArgs(buildDir: string, nodedir: string): string[] {
 function sha256File(file: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const hash = createHash('sha256');
-    fs.createReadStream(file).on('data', (chunk) => hash.update(chunk)).on('error', reject).on('end', () => resolve(hash.digest('hex')));
+    fs.createReadStream(file)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('error', reject)
+      .on('end', () => resolve(hash.digest('hex')));
   });
 }
 
 /** Runs one step; a failure becomes a NativeInstallError with the command and the tail of its output. */
-async function step(what: string, cmd: string, args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutSeconds?: number } = {}): Promise<CommandResult> {
+async function step(
+  what: string,
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string>; timeoutSeconds?: number } = {},
+): Promise<CommandResult> {
   const res = await runCommand(cmd, args, { timeoutSeconds: 900, maxChars: 8000, ...opts });
-  if (res.code !== 0) throw new NativeInstallError(`${what} failed:\n  $ ${res.display}\n  exit ${res.code ?? 'none (could not start or timed out)'}:\n${tailLines(res.tail, 20)}`);
+  if (res.code !== 0)
+    throw new NativeInstallError(
+      `${what} failed:\n  $ ${res.display}\n  exit ${res.code ?? 'none (could not start or timed out)'}:\n${tailLines(res.tail, 20)}`,
+    );
   return res;
 }
 
@@ -109,7 +152,8 @@ async function downloadWheel(python: string, w: WheelPin, dir: string, log: (lin
   }
   if (res.code !== 0) throw new NativeInstallError(`pip could not download ${w.file}:\n  $ ${res.display}\n${tailLines(res.tail, 20)}`);
   const wheel = path.join(dir, w.file);
-  if (!fs.existsSync(wheel)) throw new NativeInstallError(`pip succeeded but ${wheel} is missing (found: ${fs.readdirSync(dir).join(', ')})`);
+  if (!fs.existsSync(wheel))
+    throw new NativeInstallError(`pip succeeded but ${wheel} is missing (found: ${fs.readdirSync(dir).join(', ')})`);
   const sha = await sha256File(wheel);
   if (sha !== w.sha256) throw new NativeInstallError(`${wheel} has sha256 ${sha}, not the pinned ${w.sha256}`);
   return wheel;
@@ -121,7 +165,10 @@ async function fetchTfjsNode(v: NativeVariant, buildDir: string): Promise<Record
   fs.mkdirSync(scratch, { recursive: true });
   const spec = `${v.tfjsNode.name}@${v.tfjsNode.version}`;
   const pack = await step(`npm pack ${spec}`, 'npm', ['pack', spec, '--loglevel=error', '--pack-destination', scratch]);
-  const file = pack.tail.split('\n').map((l) => l.trim()).find((l) => l.endsWith('.tgz'));
+  const file = pack.tail
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l.endsWith('.tgz'));
   if (!file) throw new NativeInstallError(`npm pack ${spec} named no .tgz file:\n${tailLines(pack.tail)}`);
   const tgz = path.join(scratch, file);
   await step(`unpacking ${v.tfjsNode.name}`, 'tar', ['xzf', tgz, '--strip-components=1', '-C', buildDir]);
@@ -129,10 +176,17 @@ async function fetchTfjsNode(v: NativeVariant, buildDir: string): Promise<Record
   const deps = Object.entries(pkg.dependencies).filter(([name]) => !name.startsWith('@tensorflow/'));
   fs.writeFileSync(path.join(scratch, 'package.json'), '{"private":true}\n');
   const flags = ['--ignore-scripts', '--omit=dev', '--no-package-lock', '--no-save', '--no-audit', '--no-fund'];
-  await step("npm install of tfjs-node's dependencies", 'npm', ['install', ...flags, ...deps.map(([n, v]) => `${n}@${v}`)], { cwd: scratch });
+  await step("npm install of tfjs-node's dependencies", 'npm', ['install', ...flags, ...deps.map(([n, v]) => `${n}@${v}`)], {
+    cwd: scratch,
+  });
   fs.renameSync(path.join(scratch, 'node_modules'), path.join(buildDir, 'node_modules'));
   fs.rmSync(scratch, { recursive: true, force: true });
-  return Object.fromEntries(deps.map(([name]) => [name, (JSON.parse(fs.readFileSync(path.join(buildDir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version]));
+  return Object.fromEntries(
+    deps.map(([name]) => [
+      name,
+      (JSON.parse(fs.readFileSync(path.join(buildDir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version,
+    ]),
+  );
 }
 
 /** Runs the smoke test (model/native_backend.ts run as a script) of variant `v` on `buildDir` in a child process. */
@@ -140,11 +194,17 @@ export async function smokeTest(v: NativeVariant, buildDir: string): Promise<Smo
   const script = path.resolve(__dirname, '..', 'model', 'native_backend.ts');
   const repo = path.resolve(__dirname, '..', '..'); // where `--import tsx` resolves from
   const res = await runCommand(process.execPath, ['--import', 'tsx', script, v.variant, buildDir], { cwd: repo, timeoutSeconds: 300 });
-  const line = res.tail.split('\n').filter((l) => l.startsWith('{')).pop();
-  if (res.code !== 0 || !line) throw new NativeInstallError(`the smoke test of ${buildDir} failed:\n  $ ${res.display}\n${tailLines(res.tail, 20)}`);
+  const line = res.tail
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
+  if (res.code !== 0 || !line)
+    throw new NativeInstallError(`the smoke test of ${buildDir} failed:\n  $ ${res.display}\n${tailLines(res.tail, 20)}`);
   const result = JSON.parse(line) as SmokeResult;
-  if (result.tfVersion !== v.wheel.version) throw new NativeInstallError(`the smoke test loaded TensorFlow ${result.tfVersion}, not ${v.wheel.version}`);
-  if (!(result.maxAbsDiff <= 1e-4)) throw new NativeInstallError(`the smoke test's matmul differs from the cpu backend by ${result.maxAbsDiff}`);
+  if (result.tfVersion !== v.wheel.version)
+    throw new NativeInstallError(`the smoke test loaded TensorFlow ${result.tfVersion}, not ${v.wheel.version}`);
+  if (!(result.maxAbsDiff <= 1e-4))
+    throw new NativeInstallError(`the smoke test's matmul differs from the cpu backend by ${result.maxAbsDiff}`);
   return result;
 }
 
@@ -160,7 +220,10 @@ export interface InstallResult {
 async function manifestFiles(v: NativeVariant, dir: string): Promise<NativeManifest['files']> {
   const cudaLibs = v.cudaWheels.flatMap((w) => {
     const lib = path.join('deps', 'nvidia', w.dir, 'lib');
-    return fs.readdirSync(path.join(dir, lib)).sort().map((f) => path.join(lib, f));
+    return fs
+      .readdirSync(path.join(dir, lib))
+      .sort()
+      .map((f) => path.join(lib, f));
   });
   const files: NativeManifest['files'] = {};
   for (const rel of [BINDING_FILE, ...NATIVE_LIBRARIES.map((l) => `deps/lib/${l}`), ...cudaLibs]) {
@@ -181,7 +244,12 @@ async function manifestFiles(v: NativeVariant, dir: string): Promise<NativeManif
  * installNativeBackend then renames the temp folder into place (a crash never leaves half a build; a second
  * run is a cache hit).
  */
-async function build(v: NativeVariant, tmp: string, host: HostFacts & { python: string }, log: (line: string) => void): Promise<NativeManifest> {
+async function build(
+  v: NativeVariant,
+  tmp: string,
+  host: HostFacts & { python: string },
+  log: (line: string) => void,
+): Promise<NativeManifest> {
   const seconds: Record<string, number> = {};
   const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
     const t0 = Date.now();
@@ -195,8 +263,11 @@ async function build(v: NativeVariant, tmp: string, host: HostFacts & { python: 
     // One wheel at a time, unpacked and deleted before the next: the download folder never holds more than one.
     const wheel = await timed('download', () => downloadWheel(host.python, w, wheelDir, log));
     log(`unpacking ${w === v.wheel ? 'the TensorFlow libraries and C headers' : `the libraries of ${w.name}`}`);
-    const unpacked = await timed('unpack', () => step(`unpacking ${w.file}`, host.python, ['-c', UNPACK_PY, wheel, JSON.stringify(rules.get(w.file))]));
-    if (w !== v.wheel && !(Number(unpacked.tail.trim()) > 0)) throw new NativeInstallError(`${w.file} has no libraries in nvidia/${(w as { dir: string }).dir}/lib`);
+    const unpacked = await timed('unpack', () =>
+      step(`unpacking ${w.file}`, host.python, ['-c', UNPACK_PY, wheel, JSON.stringify(rules.get(w.file))]),
+    );
+    if (w !== v.wheel && !(Number(unpacked.tail.trim()) > 0))
+      throw new NativeInstallError(`${w.file} has no libraries in nvidia/${(w as { dir: string }).dir}/lib`);
     fs.rmSync(wheelDir, { recursive: true, force: true });
   }
   const lib = path.join(tmp, 'deps', 'lib');
@@ -209,7 +280,9 @@ async function build(v: NativeVariant, tmp: string, host: HostFacts & { python: 
   log(`fetching ${v.tfjsNode.name}@${v.tfjsNode.version} and its JS dependencies`);
   const runtimeDeps = await timed('npm', () => fetchTfjsNode(v, tmp));
   log(`building the binding with node-gyp (${host.compiler})`);
-  await timed('compile', () => step('node-gyp', process.execPath, [host.nodeGyp as string, ...nodeGypArgs(tmp, host.nodedir)], { cwd: tmp }));
+  await timed('compile', () =>
+    step('node-gyp', process.execPath, [host.nodeGyp as string, ...nodeGypArgs(tmp, host.nodedir)], { cwd: tmp }),
+  );
   fs.rmSync(path.join(tmp, 'build'), { recursive: true, force: true });
   const files = await timed('checksums', () => manifestFiles(v, tmp));
   const manifest: NativeManifest = {
@@ -229,7 +302,9 @@ async function build(v: NativeVariant, tmp: string, host: HostFacts & { python: 
   log('smoke test: loading the build in a child process');
   const smoke = await timed('smoke', () => smokeTest(v, tmp));
   fs.rmSync(smoke.shim, { recursive: true, force: true }); // the shim of the temp path; the final path gets its own
-  log(`smoke test ok: TensorFlow ${smoke.tfVersion} on ${smoke.device}, matmul equal to the cpu backend within ${smoke.maxAbsDiff.toExponential(1)}`);
+  log(
+    `smoke test ok: TensorFlow ${smoke.tfVersion} on ${smoke.device}, matmul equal to the cpu backend within ${smoke.maxAbsDiff.toExponential(1)}`,
+  );
   fs.writeFileSync(path.join(tmp, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`); // again, with the smoke test's seconds
   return manifest;
 }
@@ -240,14 +315,20 @@ async function build(v: NativeVariant, tmp: string, host: HostFacts & { python: 
  * @param opts.force rebuild even when a valid build exists (it is replaced only once the new one passed)
  * @throws NativeInstallError naming a missing prerequisite and how to get it, or the step that failed
  */
-export async function installNativeBackend(opts: { variant?: NativeVariant; cacheDir?: string; force?: boolean; log: (line: string) => void }): Promise<InstallResult> {
+export async function installNativeBackend(opts: {
+  variant?: NativeVariant;
+  cacheDir?: string;
+  force?: boolean;
+  log: (line: string) => void;
+}): Promise<InstallResult> {
   const v = opts.variant ?? NATIVE_CPU;
   const final = nativeBuildDir(v, opts.cacheDir ?? resolveCacheDir());
   const existing = inspectNativeBuild(v, final);
   if (existing.state === 'installed' && !opts.force) return { dir: final, cached: true, manifest: existing.manifest };
   const host = await probeHost();
   const missing = missingPrerequisites(host);
-  if (missing.length > 0) throw new NativeInstallError(`cannot build the native TensorFlow backend on this host:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
+  if (missing.length > 0)
+    throw new NativeInstallError(`cannot build the native TensorFlow backend on this host:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
   fs.mkdirSync(path.dirname(final), { recursive: true });
   removeStaleTemps(path.dirname(final), path.basename(final));
   opts.log(`building the native TensorFlow ${v.variant.toUpperCase()} backend into ${final}`);

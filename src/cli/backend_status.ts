@@ -3,7 +3,14 @@
  * and which backend each worker role uses. A native build is loaded in a child process (the smoke test), never here.
  */
 import { folderBytes, mb } from '../../infra/install_progress';
-import { defaultBackend, hostBackends, requestedBackend, WASM_ROLLOUT_MAX_PARAMS, type BackendName, type ComputeRole } from '../model/backend_choice';
+import {
+  defaultBackend,
+  hostBackends,
+  requestedBackend,
+  WASM_ROLLOUT_MAX_PARAMS,
+  type BackendName,
+  type ComputeRole,
+} from '../model/backend_choice';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, type NativeBuildState, type NativeVariant } from '../model/native_build';
 import { smokeTest } from './backend_install';
 import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
@@ -27,8 +34,14 @@ async function nativeRow(v: NativeVariant, native: NativeBuildState): Promise<{ 
   if (native.state === 'broken') return { usable: false, note: `${native.problem}; run ${installCommand(v, true)}` };
   try {
     const smoke = await smokeTest(v, native.dir);
-    const device = v.variant === 'cpu' || smoke.device === 'GPU' ? smoke.device : `CPU (no GPU visible: ${smoke.cudaDriver ? 'the CUDA driver loaded but no device is usable' : 'no CUDA driver, libcuda.so.1 not found'})`;
-    return { usable: true, note: `loads in a child process: TensorFlow ${smoke.tfVersion} on ${device}, matmul equal to cpu within ${smoke.maxAbsDiff.toExponential(1)}` };
+    const device =
+      v.variant === 'cpu' || smoke.device === 'GPU'
+        ? smoke.device
+        : `CPU (no GPU visible: ${smoke.cudaDriver ? 'the CUDA driver loaded but no device is usable' : 'no CUDA driver, libcuda.so.1 not found'})`;
+    return {
+      usable: true,
+      note: `loads in a child process: TensorFlow ${smoke.tfVersion} on ${device}, matmul equal to cpu within ${smoke.maxAbsDiff.toExponential(1)}`,
+    };
   } catch (err) {
     return { usable: false, note: (err as Error).message };
   }
@@ -49,7 +62,10 @@ export async function backendStatus(env: NodeJS.ProcessEnv = process.env): Promi
     if (env.STARPO_BACKEND) return `${requestedBackend(env)} (STARPO_BACKEND)`;
     const unknown = defaultBackend(role, offer);
     const small = defaultBackend(role, offer, WASM_ROLLOUT_MAX_PARAMS);
-    const note = small === unknown ? '' : `; ${small} for models up to ${WASM_ROLLOUT_MAX_PARAMS.toLocaleString('en-US')} parameters when \`starpo train\` starts the workers`;
+    const note =
+      small === unknown
+        ? ''
+        : `; ${small} for models up to ${WASM_ROLLOUT_MAX_PARAMS.toLocaleString('en-US')} parameters when \`starpo train\` starts the workers`;
     return `${unknown} (this host's default${note})`;
   };
   return {
@@ -80,12 +96,24 @@ export function formatBackendStatus(s: BackendStatus): string[] {
     const cuda = Object.keys(m.cudaWheels).length;
     lines.push(
       `  ${v.tfjsNode.name} ${m.tfjsNode}, ${m.tensorflow.package} ${m.tensorflow.version} (${m.tensorflow.wheel}), N-API ${m.napiVersion}`,
-      ...(cuda > 0 ? [`  ${cuda} CUDA wheels: ${Object.entries(m.cudaWheels).map(([name, w]) => `${name.replace(/^nvidia-|-cu12$/g, '')} ${w.version}`).join(', ')}`] : []),
+      ...(cuda > 0
+        ? [
+            `  ${cuda} CUDA wheels: ${Object.entries(m.cudaWheels)
+              .map(([name, w]) => `${name.replace(/^nvidia-|-cu12$/g, '')} ${w.version}`)
+              .join(', ')}`,
+          ]
+        : []),
       `  built ${m.builtAt} with node ${m.builtWith.node}, ${m.builtWith.compiler}, glibc ${m.builtWith.glibc}`,
-      `  size ${mb(build.bytes ?? 0)} MB; install took ${Object.entries(m.seconds).map(([k, sec]) => `${k} ${sec} s`).join(', ')}`,
+      `  size ${mb(build.bytes ?? 0)} MB; install took ${Object.entries(m.seconds)
+        .map(([k, sec]) => `${k} ${sec} s`)
+        .join(', ')}`,
     );
   }
-  lines.push('', s.missing.length === 0 ? 'build prerequisites: all present' : 'build prerequisites missing:', ...s.missing.map((m) => `  - ${m}`));
+  lines.push(
+    '',
+    s.missing.length === 0 ? 'build prerequisites: all present' : 'build prerequisites missing:',
+    ...s.missing.map((m) => `  - ${m}`),
+  );
   lines.push('', 'worker roles use:', ...Object.entries(s.roles).map(([role, b]) => `  ${role.padEnd(8)} ${b}`));
   return lines;
 }

@@ -63,7 +63,12 @@ export function rolloutActivityText(heartbeats: ReadonlyArray<Partial<RolloutHea
  */
 async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResult> {
   const bar = new SingleBar(
-    { format: 'eval step {step} [{bar}] {value}/{total} shards done | {phase} | {episodes} episodes | {inFlight}', hideCursor: false, noTTYOutput: true, notTTYSchedule: 10_000 },
+    {
+      format: 'eval step {step} [{bar}] {value}/{total} shards done | {phase} | {episodes} episodes | {inFlight}',
+      hideCursor: false,
+      noTTYOutput: true,
+      notTTYSchedule: 10_000,
+    },
     Presets.shades_classic,
   );
   let started = false;
@@ -75,7 +80,10 @@ async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResu
     const last = finished; // one more query once closed, so the bar ends at the final state
     try {
       const p = await handle.query(evalProgressQuery);
-      const inFlight = p.phase === 'validation' ? rolloutActivityText(heartbeatDetails<Partial<RolloutHeartbeat>>(await handle.describe(), 'rollout')) : '-';
+      const inFlight =
+        p.phase === 'validation'
+          ? rolloutActivityText(heartbeatDetails<Partial<RolloutHeartbeat>>(await handle.describe(), 'rollout'))
+          : '-';
       const payload = { step: p.step, phase: p.phase, episodes: p.episodes, inFlight };
       if (!started) bar.start(Math.max(p.shards, 1), p.shardsDone, payload);
       else bar.setTotal(Math.max(p.shards, 1));
@@ -95,8 +103,11 @@ async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResu
 function startEvaluation(client: Client, t: EvalTarget): Promise<WorkflowHandle> {
   const { request } = t;
   return client.workflow.start(EVAL_WORKFLOW_TYPE, {
-    taskQueue: TASK_QUEUES.control, workflowId: evalWorkflowId(request.runId, request.name), args: [request],
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE', workflowIdConflictPolicy: 'USE_EXISTING',
+    taskQueue: TASK_QUEUES.control,
+    workflowId: evalWorkflowId(request.runId, request.name),
+    args: [request],
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    workflowIdConflictPolicy: 'USE_EXISTING',
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTE_KEYS.runId, value: request.runId },
       { key: SEARCH_ATTRIBUTE_KEYS.config, value: t.configName },
@@ -127,7 +138,9 @@ export async function evaluate(args: EvalArgs, opts: EvalOptions): Promise<EvalO
   try {
     opts.log(`eval of run ${request.runId}, checkpoint step ${request.step} (${request.checkpoint.key})`);
     const v = target.config.val_env_manager;
-    opts.log(`validation settings of ${target.configName}: ${target.config.val_batch_size} episodes = ${target.config.val_batch_size / v.group_size} groups x group_size ${v.group_size}, ${valStates(target.config, request.step)}`);
+    opts.log(
+      `validation settings of ${target.configName}: ${target.config.val_batch_size} episodes = ${target.config.val_batch_size / v.group_size} groups x group_size ${v.group_size}, ${valStates(target.config, request.step)}`,
+    );
     opts.log(`Temporal UI: ${uiLink(e, workflowId)}`);
     const result = await follow(await startEvaluation(client, target));
     return { ...result, resultKey: evalResultKey(request.runId, request.name), workflowId };
@@ -146,7 +159,12 @@ export function formatEval(out: EvalOutput): string[] {
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return [
-    ...rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()),
+    ...rows.map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    ),
     `stored: ${out.resultKey}`,
   ];
 }

@@ -52,14 +52,23 @@ export interface ParsedTarget {
 export function parseTarget(args: EvalArgs): ParsedTarget {
   const key = CHECKPOINT_KEY.exec(args.target);
   if (key) {
-    if (args.step !== undefined) throw new BadInputError(`--step ${args.step}: ${args.target} already names a checkpoint; give either a run id with --step or a checkpoint key alone`);
+    if (args.step !== undefined)
+      throw new BadInputError(
+        `--step ${args.step}: ${args.target} already names a checkpoint; give either a run id with --step or a checkpoint key alone`,
+      );
     return { runId: validateRunId(key[1]), step: parseStep(key[2]) ?? undefined, label: args.target };
   }
   try {
-    return { runId: validateRunId(args.target), step: args.step, label: args.step === undefined ? 'latest checkpoint' : `--step ${args.step}` };
+    return {
+      runId: validateRunId(args.target),
+      step: args.step,
+      label: args.step === undefined ? 'latest checkpoint' : `--step ${args.step}`,
+    };
   } catch (err) {
     if (!(err instanceof InvalidKeyPartError)) throw err;
-    throw new BadInputError(`${args.target}: not a run id or a checkpoint key; allowed: a run id (see starpo list) or runs/<runId>/checkpoints/step-NNNNNN/manifest.json`);
+    throw new BadInputError(
+      `${args.target}: not a run id or a checkpoint key; allowed: a run id (see starpo list) or runs/<runId>/checkpoints/step-NNNNNN/manifest.json`,
+    );
   }
 }
 
@@ -78,10 +87,16 @@ async function checkpointSteps(store: ObjectStore, runId: string): Promise<numbe
  * complete one when step is undefined.
  * @throws BadInputError (exit 2) naming the checkpoint as given (label) and the run's checkpoint steps when there is none
  */
-async function resolveCheckpoint(store: ObjectStore, { runId, step, label }: ParsedTarget, log: (line: string) => void): Promise<{ ref: ObjectRef; step: number }> {
+async function resolveCheckpoint(
+  store: ObjectStore,
+  { runId, step, label }: ParsedTarget,
+  log: (line: string) => void,
+): Promise<{ ref: ObjectRef; step: number }> {
   const missing = async () => {
     const steps = await checkpointSteps(store, runId);
-    return new BadInputError(`${label}: run ${runId} has no such checkpoint; allowed steps: ${steps.join(', ') || 'none (the run has no checkpoint yet)'}`);
+    return new BadInputError(
+      `${label}: run ${runId} has no such checkpoint; allowed steps: ${steps.join(', ') || 'none (the run has no checkpoint yet)'}`,
+    );
   };
   if (step === undefined) {
     const latest = await readLatestComplete(store, runId, log);
@@ -118,13 +133,20 @@ export async function resolveEvalTarget(store: ObjectStore, args: EvalArgs, log:
   const target = parseTarget(args);
   const { runId } = target;
   const run = await loadRunSpec(store, runId);
-  const other = args.config === undefined ? undefined : { configName: basename(args.config, extname(args.config)), config: loadConfigFile(args.config).config };
+  const other =
+    args.config === undefined
+      ? undefined
+      : { configName: basename(args.config, extname(args.config)), config: loadConfigFile(args.config).config };
   const { configName, config: base } = other ?? run;
   const config = args.episodes === undefined ? base : withValEpisodes(base, args.episodes);
   const checkpoint = await resolveCheckpoint(store, target, log);
   const request: EvalRequest = {
-    runId, name: evalName(checkpoint.step, configName, config, checkpoint.ref), checkpoint: checkpoint.ref, step: checkpoint.step,
-    ...(other ? { config: other } : {}), ...(args.episodes === undefined ? {} : { episodes: args.episodes }),
+    runId,
+    name: evalName(checkpoint.step, configName, config, checkpoint.ref),
+    checkpoint: checkpoint.ref,
+    step: checkpoint.step,
+    ...(other ? { config: other } : {}),
+    ...(args.episodes === undefined ? {} : { episodes: args.episodes }),
   };
   return { request, configName, config };
 }

@@ -42,7 +42,12 @@ async function checkpointSteps(store: ObjectStore, runId: string): Promise<numbe
  * A run's checkpoint, verified: `step` (0 = the step-0 policy) or the newest complete one.
  * @throws BadInputError when the run has no such checkpoint
  */
-export async function pickCheckpoint(store: ObjectStore, runId: string, step: number | undefined, log: (line: string) => void): Promise<LoadedCheckpoint & { step: number }> {
+export async function pickCheckpoint(
+  store: ObjectStore,
+  runId: string,
+  step: number | undefined,
+  log: (line: string) => void,
+): Promise<LoadedCheckpoint & { step: number }> {
   if (step === undefined) {
     const latest = await readLatestComplete(store, runId, log);
     if (!latest) throw new BadInputError(`run ${runId} has no complete checkpoint to export`);
@@ -82,7 +87,11 @@ function writeFolderAtomically(dir: string, files: Record<string, Uint8Array>): 
  *   or a non-empty `to`; InfraUnavailableError (exit 3) when the S3 server does not answer;
  *   CorruptObjectError when the chosen checkpoint does not verify
  */
-export async function exportCheckpoint(store: ObjectStore, runId: string, opts: { step?: number; to: string; log: (line: string) => void }): Promise<ExportResult> {
+export async function exportCheckpoint(
+  store: ObjectStore,
+  runId: string,
+  opts: { step?: number; to: string; log: (line: string) => void },
+): Promise<ExportResult> {
   const dir = resolve(opts.to);
   checkTarget(dir);
   const spec = await loadRunSpec(store, runId);
@@ -91,7 +100,9 @@ export async function exportCheckpoint(store: ObjectStore, runId: string, opts: 
   checkTarget(dir); // again: it may have been filled meanwhile
   writeFolderAtomically(dir, files);
   return {
-    dir, step: checkpoint.step, manifestKey: checkpoint.ref.key,
+    dir,
+    step: checkpoint.step,
+    manifestKey: checkpoint.ref.key,
     files: Object.entries(files).map(([name, bytes]) => ({ name, bytes: bytes.length })),
   };
 }

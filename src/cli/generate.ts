@@ -63,8 +63,12 @@ const ROLES = ['system', 'user', 'assistant'];
  * The messages of `--prompt TEXT` (one user message) or `--chat FILE|-` (a JSON list of {role, content}).
  * @throws BadInputError when neither or both are given, or the chat is not such a list (naming the entry)
  */
-export function readMessages(opts: { prompt?: string; chat?: string }, readStdin: () => string = () => readFileSync(0, 'utf8')): ChatMessage[] {
-  if ((opts.prompt === undefined) === (opts.chat === undefined)) throw new BadInputError('give either --prompt TEXT or --chat FILE (a JSON list of {role, content}; - reads stdin)');
+export function readMessages(
+  opts: { prompt?: string; chat?: string },
+  readStdin: () => string = () => readFileSync(0, 'utf8'),
+): ChatMessage[] {
+  if ((opts.prompt === undefined) === (opts.chat === undefined))
+    throw new BadInputError('give either --prompt TEXT or --chat FILE (a JSON list of {role, content}; - reads stdin)');
   if (opts.prompt !== undefined) return [{ role: 'user', content: opts.prompt }];
   const where = opts.chat === '-' ? '--chat - (stdin)' : `--chat ${opts.chat}`;
   let value: unknown;
@@ -73,7 +77,8 @@ export function readMessages(opts: { prompt?: string; chat?: string }, readStdin
   } catch (err) {
     throw new BadInputError(`${where}: ${(err as Error).message}; allowed: a JSON list of {role, content}`);
   }
-  if (!Array.isArray(value) || value.length === 0) throw new BadInputError(`${where}: not a non-empty JSON list; allowed: a JSON list of {role, content}`);
+  if (!Array.isArray(value) || value.length === 0)
+    throw new BadInputError(`${where}: not a non-empty JSON list; allowed: a JSON list of {role, content}`);
   return value.map((m, i) => {
     const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
     if (typeof role !== 'string' || !ROLES.includes(role) || typeof content !== 'string') {
@@ -107,13 +112,17 @@ function initGenerationBackend(cfg: Qwen2Config): Promise<string> {
  * @throws BadInputError listing every problem of a folder; the errors of loadRunSpec / pickCheckpoint for a run
  */
 export async function loadModel(
-  opts: { model?: string; run?: string; step?: number; seed: number }, store: () => Promise<ObjectStore>, log: (line: string) => void,
+  opts: { model?: string; run?: string; step?: number; seed: number },
+  store: () => Promise<ObjectStore>,
+  log: (line: string) => void,
 ): Promise<LoadedModel> {
-  if ((opts.model === undefined) === (opts.run === undefined)) throw new BadInputError('give either --model DIR|tiny or --run <runId> [--step N]');
+  if ((opts.model === undefined) === (opts.run === undefined))
+    throw new BadInputError('give either --model DIR|tiny or --run <runId> [--step N]');
   if (opts.step !== undefined && opts.run === undefined) throw new BadInputError(`--step ${opts.step}: only with --run <runId>`);
   if (opts.model !== undefined && opts.model !== TINY_PRESET) {
     const problems = pretrainedProblems(opts.model, 1);
-    if (problems.length > 0) throw new BadInputError(`--model ${opts.model}: not a model starpo can load\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    if (problems.length > 0)
+      throw new BadInputError(`--model ${opts.model}: not a model starpo can load\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   if (opts.model === TINY_PRESET) {
     const tokenizer = charTokenizer();
@@ -164,7 +173,9 @@ function checkLength(m: LoadedModel, promptLength: number, more: number, what: s
   if (promptLength + more > max) throw new BadInputError(`${total} are more than the model's max_position_embeddings (${max})`);
   const sliding = activeSlidingWindow(m.model.config);
   if (sliding && promptLength + more > sliding.window) {
-    throw new BadInputError(`${total} are more than the model's active sliding_window (${sliding.window}; use_sliding_window true, ${sliding.because}); sliding-window attention is not implemented`);
+    throw new BadInputError(
+      `${total} are more than the model's active sliding_window (${sliding.window}; use_sliding_window true, ${sliding.because}); sliding-window attention is not implemented`,
+    );
   }
 }
 
@@ -177,14 +188,27 @@ export function generateReply(m: LoadedModel, messages: ChatMessage[], args: Gen
   const { prompt, ids: promptIds } = renderPrompt(m.tokenizer, messages);
   checkLength(m, promptIds.length, args.max_new_tokens, '--max-new-tokens');
   const out = generate(m.model, [promptIds], {
-    maxNewTokens: args.max_new_tokens, stopIds: m.tokenizer.eosIds,
-    doSample: args.do_sample, temperature: args.temperature, topP: args.top_p, topK: args.top_k,
+    maxNewTokens: args.max_new_tokens,
+    stopIds: m.tokenizer.eosIds,
+    doSample: args.do_sample,
+    temperature: args.temperature,
+    topP: args.top_p,
+    topK: args.top_k,
     rngs: [new Rng(seed, 'generate')],
   });
   const ids = out.tokens[0] as number[];
   return {
-    mode: 'generate', model: m.source, messages, prompt, prompt_ids: promptIds, ids, text: m.tokenizer.decode(ids), logprobs: out.logprobs[0] as number[],
-    generating_args: args, seed, stopped: ids.length > 0 && m.tokenizer.eosIds.includes(ids[ids.length - 1] as number),
+    mode: 'generate',
+    model: m.source,
+    messages,
+    prompt,
+    prompt_ids: promptIds,
+    ids,
+    text: m.tokenizer.decode(ids),
+    logprobs: out.logprobs[0] as number[],
+    generating_args: args,
+    seed,
+    stopped: ids.length > 0 && m.tokenizer.eosIds.includes(ids[ids.length - 1] as number),
   };
 }
 
@@ -222,6 +246,9 @@ export function formatOutput(out: GenerateOutput, tokenizer: ChatTokenizer): str
 export function describeRun(out: GenerateOutput): string {
   if (out.mode === 'score') return `${out.model}: scored ${out.ids.length} tokens after a ${out.prompt_ids.length}-token prompt`;
   const a = out.generating_args as GeneratingArgs;
-  const how = a.do_sample && a.temperature > 0 ? `sampled (temperature ${a.temperature}, top_p ${a.top_p}, top_k ${a.top_k}, seed ${out.seed})` : 'greedy';
+  const how =
+    a.do_sample && a.temperature > 0
+      ? `sampled (temperature ${a.temperature}, top_p ${a.top_p}, top_k ${a.top_k}, seed ${out.seed})`
+      : 'greedy';
   return `${out.model}: ${how}, ${out.ids.length} tokens after a ${out.prompt_ids.length}-token prompt, ${out.stopped ? 'ended on a stop token' : `max_new_tokens ${a.max_new_tokens} reached`}`;
 }

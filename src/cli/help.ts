@@ -34,20 +34,38 @@ const EXAMPLES: Record<string, string[]> = {
     'echo \'[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]\' | starpo generate --model tiny --chat -',
   ],
   report: ['starpo report frozen_lake-20261129-231500', 'starpo report my-run -o my-run.html'],
-  trajectories: ['starpo trajectories my-run --step 3', 'starpo trajectories my-run --step 3 --tag FrozenLake --group 2', 'starpo trajectories my-run --step 10 --split val'],
-  worker: ['starpo worker --role all', 'starpo worker --role update --backend tensorflow      # after starpo backend install', 'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout'],
+  trajectories: [
+    'starpo trajectories my-run --step 3',
+    'starpo trajectories my-run --step 3 --tag FrozenLake --group 2',
+    'starpo trajectories my-run --step 10 --split val',
+  ],
+  worker: [
+    'starpo worker --role all',
+    'starpo worker --role update --backend tensorflow      # after starpo backend install',
+    'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout',
+  ],
   'run-json': [
     'starpo run-json configs/frozen_lake.yaml -o run.json --run-id my-run',
     'temporal workflow start --type starpoTraining --task-queue starpo --workflow-id my-run --input-file run.json',
   ],
   config: ['starpo config check configs/frozen_lake.yaml', 'starpo config print configs/examples/agent_val_frozen_lake.yaml seed=7'],
-  'config check': ['starpo config check configs/examples/agent_val_frozen_lake.yaml', 'starpo config check configs/frozen_lake.yaml max_steps=10 pretrain=exported/frozen-lake'],
-  'config print': ['starpo config print configs/frozen_lake.yaml', 'starpo config print configs/examples/agent_val_frozen_lake.yaml max_tokens_per_step=32 seed=7'],
+  'config check': [
+    'starpo config check configs/examples/agent_val_frozen_lake.yaml',
+    'starpo config check configs/frozen_lake.yaml max_steps=10 pretrain=exported/frozen-lake',
+  ],
+  'config print': [
+    'starpo config print configs/frozen_lake.yaml',
+    'starpo config print configs/examples/agent_val_frozen_lake.yaml max_tokens_per_step=32 seed=7',
+  ],
   status: ['starpo status frozen_lake-20261129-231500', 'starpo status my-run --json'],
   pause: ['starpo pause my-run'],
   unpause: ['starpo unpause my-run'],
   stop: ['starpo stop my-run', 'starpo stop my-run --reason "enough for the demo"'],
-  list: ['starpo list', 'starpo list --query \'StarpoConfig = "frozen_lake" AND ExecutionStatus = "Running"\' --limit 10', 'starpo list --json'],
+  list: [
+    'starpo list',
+    'starpo list --query \'StarpoConfig = "frozen_lake" AND ExecutionStatus = "Running"\' --limit 10',
+    'starpo list --json',
+  ],
   infra: ['starpo infra up', 'starpo infra status --json', 'starpo infra down'],
   'infra up': ['starpo infra up', 'starpo infra up --json --state-dir /tmp/starpo-infra'],
   'infra down': ['starpo infra down'],
@@ -58,7 +76,7 @@ const EXAMPLES: Record<string, string[]> = {
   'backend check': [
     'starpo backend check                                   # Qwen2.5-0.5B shape, on the backend a worker uses',
     'starpo backend check --backend tensorflow --layers 2 --batch 4 --length 128 --json',
-    'starpo backend check --backend wasm --layers 1 --vocab 1000      # small enough for wasm\'s 4 GB',
+    "starpo backend check --backend wasm --layers 1 --vocab 1000      # small enough for wasm's 4 GB",
   ],
 };
 

@@ -38,9 +38,13 @@ export async function loadRunSpec(store: ObjectStore, runId: string): Promise<Ru
   try {
     return await store.getJson<RunSpec>(key);
   } catch (err) {
-    if (err instanceof ObjectNotFoundError) throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${key} in bucket ${store.bucket} (see \`starpo list\`)`);
+    if (err instanceof ObjectNotFoundError)
+      throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${key} in bucket ${store.bucket} (see \`starpo list\`)`);
     if (isUnreachable(err)) {
-      throw new InfraUnavailableError(`cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`, { hint: false });
+      throw new InfraUnavailableError(
+        `cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`,
+        { hint: false },
+      );
     }
     throw err;
   }

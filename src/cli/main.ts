@@ -28,7 +28,11 @@ const OVERRIDES_HELP = 'Hydra-style overrides applied before interpolation: a.b=
  * `--backend`: the tfjs backend of the rollout and update workers this command starts. It is passed on as
  * STARPO_BACKEND (which initBackend reads, and spawned workers inherit), so it wins over an inherited value.
  */
-const backendOption = () => new Option('--backend <name>', `tfjs backend of the rollout and update workers: ${BACKEND_NAMES.join(', ')} (default: each role's choice on this host, see starpo backend status)`).argParser(backendArgument);
+const backendOption = () =>
+  new Option(
+    '--backend <name>',
+    `tfjs backend of the rollout and update workers: ${BACKEND_NAMES.join(', ')} (default: each role's choice on this host, see starpo backend status)`,
+  ).argParser(backendArgument);
 
 /**
  * Applies `--backend`, then refuses (before anything starts) a backend that STARPO_BACKEND or the flag names
@@ -73,13 +77,15 @@ program
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
   .addOption(backendOption())
-  .action(async (path: string, overrides: string[], opts: { runId?: string; workers: boolean; rolloutWorkers: number; backend?: string }) => {
-    const { input, ...accepted } = runInputFromFile(path, opts.runId, overrides);
-    if (opts.workers) useBackend(opts.backend);
-    acceptedNotes(accepted).forEach(log);
-    const { train } = require('./train') as typeof import('./train');
-    await train(input, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
-  });
+  .action(
+    async (path: string, overrides: string[], opts: { runId?: string; workers: boolean; rolloutWorkers: number; backend?: string }) => {
+      const { input, ...accepted } = runInputFromFile(path, opts.runId, overrides);
+      if (opts.workers) useBackend(opts.backend);
+      acceptedNotes(accepted).forEach(log);
+      const { train } = require('./train') as typeof import('./train');
+      await train(input, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
+    },
+  );
 
 program
   .command('resume')
@@ -99,21 +105,34 @@ program
   .description('validation only, for a checkpoint of a run, through the rollout activities: per-tag success and score')
   .argument('<target>', 'a run id (its latest checkpoint, or --step N) or a checkpoint key runs/<runId>/checkpoints/step-N/manifest.json')
   .option('--step <n>', 'checkpoint step of the run (0 = the warm-up)', nonNegativeInt)
-  .option('--config <file>', "play this config's validation settings (val_env_manager, val_batch_size, custom_envs, seed, ...) instead of the run's")
+  .option(
+    '--config <file>',
+    "play this config's validation settings (val_env_manager, val_batch_size, custom_envs, seed, ...) instead of the run's",
+  )
   .option('--episodes <n>', 'validation episodes (val_batch_size): a multiple of val_env_manager.group_size', positiveInt)
   .option('--json', 'print the result as JSON (progress and notes on stderr)')
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
-  .action(async (target: string, opts: { step?: number; config?: string; episodes?: number; json?: boolean; workers: boolean; rolloutWorkers: number }) => {
-    const { evaluate, formatEval } = require('./eval') as typeof import('./eval');
-    const info = opts.json ? (line: string) => console.error(line) : log;
-    const out = await evaluate({ target, step: opts.step, config: opts.config, episodes: opts.episodes }, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log: info });
-    log(opts.json ? JSON.stringify(out, null, 2) : formatEval(out).join('\n'));
-  });
+  .action(
+    async (
+      target: string,
+      opts: { step?: number; config?: string; episodes?: number; json?: boolean; workers: boolean; rolloutWorkers: number },
+    ) => {
+      const { evaluate, formatEval } = require('./eval') as typeof import('./eval');
+      const info = opts.json ? (line: string) => console.error(line) : log;
+      const out = await evaluate(
+        { target, step: opts.step, config: opts.config, episodes: opts.episodes },
+        { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log: info },
+      );
+      log(opts.json ? JSON.stringify(out, null, 2) : formatEval(out).join('\n'));
+    },
+  );
 
 program
   .command('export')
-  .description('write an HF-format model folder (config.json, model.safetensors, tokenizer files) from a checkpoint of a run; load it with `pretrain: DIR`')
+  .description(
+    'write an HF-format model folder (config.json, model.safetensors, tokenizer files) from a checkpoint of a run; load it with `pretrain: DIR`',
+  )
   .argument('<runId>', 'run id (see starpo list)', runIdArgument)
   .option('--step <n>', 'checkpoint step (0 = the step-0 policy); default the newest complete checkpoint', nonNegativeInt)
   .requiredOption('--to <dir>', 'output folder: must not exist or be empty (written to a temp folder, then renamed)')
@@ -147,44 +166,69 @@ function integer(value: string): number {
 
 program
   .command('generate')
-  .description("a reply from a model (an HF folder, a run's checkpoint or the tiny preset) to a prompt rendered with its own chat template; --score scores a given reply instead")
+  .description(
+    "a reply from a model (an HF folder, a run's checkpoint or the tiny preset) to a prompt rendered with its own chat template; --score scores a given reply instead",
+  )
   .option('--model <dir>', 'an HF Qwen2 folder (checked as `config check` checks pretrain), or "tiny" (the preset\'s seeded random init)')
   .option('--run <runId>', "a run's checkpoint (its newest complete one, or --step N), read from the object store", runIdArgument)
   .option('--step <n>', 'with --run: the checkpoint step (0 = the step-0 policy)', nonNegativeInt)
   .option('--prompt <text>', 'the prompt, as one user message')
   .option('--chat <file>', 'the prompt as a chat: a JSON list of {role, content} (system, user, assistant); - reads stdin')
-  .option('--score <text>', "print the log-prob of every token of this reply instead of generating")
+  .option('--score <text>', 'print the log-prob of every token of this reply instead of generating')
   .option('--max-new-tokens <n>', "generating_args.max_new_tokens (default: the run's, else 32)", positiveInt)
   .option('--temperature <t>', "generating_args.temperature (0: greedy; default: the run's, else 0.95)", nonNegativeNumber)
   .option('--top-p <p>', "generating_args.top_p (default: the run's, else 0.7)", unitInterval)
   .option('--top-k <k>', "generating_args.top_k (0: off; default: the run's, else 50)", nonNegativeInt)
   .option('--do-sample', "sample (generating_args.do_sample; default: the run's, else true)")
   .option('--no-do-sample', 'decode greedily')
-  .option('--seed <n>', 'seed of the sampling stream and of the tiny preset\'s init', integer, 42)
+  .option('--seed <n>', "seed of the sampling stream and of the tiny preset's init", integer, 42)
   .option('--json', 'print the prompt ids, the generated (or scored) ids and their log-probs as JSON')
-  .action(async (opts: {
-    model?: string; run?: string; step?: number; prompt?: string; chat?: string; score?: string;
-    maxNewTokens?: number; temperature?: number; topP?: number; topK?: number; doSample?: boolean; seed: number; json?: boolean;
-  }) => {
-    const g = require('./generate') as typeof import('./generate');
-    const messages = g.readMessages(opts);
-    const store = async () => {
-      const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
-      return new ObjectStore((await resolveEndpoints({ start: false, log: (line) => console.error(line) })).s3);
-    };
-    const loaded = await g.loadModel(opts, store, (line) => console.error(line));
-    try {
-      const out = opts.score !== undefined
-        ? g.scoreReply(loaded, messages, opts.score)
-        : g.generateReply(loaded, messages, g.generatingArgs(loaded.generating, {
-          max_new_tokens: opts.maxNewTokens, temperature: opts.temperature, top_p: opts.topP, top_k: opts.topK, do_sample: opts.doSample,
-        }), opts.seed);
-      console.error(g.describeRun(out));
-      log(opts.json ? JSON.stringify(out, null, 2) : g.formatOutput(out, loaded.tokenizer).join('\n'));
-    } finally {
-      loaded.model.dispose();
-    }
-  });
+  .action(
+    async (opts: {
+      model?: string;
+      run?: string;
+      step?: number;
+      prompt?: string;
+      chat?: string;
+      score?: string;
+      maxNewTokens?: number;
+      temperature?: number;
+      topP?: number;
+      topK?: number;
+      doSample?: boolean;
+      seed: number;
+      json?: boolean;
+    }) => {
+      const g = require('./generate') as typeof import('./generate');
+      const messages = g.readMessages(opts);
+      const store = async () => {
+        const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
+        return new ObjectStore((await resolveEndpoints({ start: false, log: (line) => console.error(line) })).s3);
+      };
+      const loaded = await g.loadModel(opts, store, (line) => console.error(line));
+      try {
+        const out =
+          opts.score !== undefined
+            ? g.scoreReply(loaded, messages, opts.score)
+            : g.generateReply(
+                loaded,
+                messages,
+                g.generatingArgs(loaded.generating, {
+                  max_new_tokens: opts.maxNewTokens,
+                  temperature: opts.temperature,
+                  top_p: opts.topP,
+                  top_k: opts.topK,
+                  do_sample: opts.doSample,
+                }),
+                opts.seed,
+              );
+        console.error(g.describeRun(out));
+        log(opts.json ? JSON.stringify(out, null, 2) : g.formatOutput(out, loaded.tokenizer).join('\n'));
+      } finally {
+        loaded.model.dispose();
+      }
+    },
+  );
 
 program
   .command('worker')
@@ -211,13 +255,20 @@ program
   });
 
 const config = program.command('config').description('config files (Hydra defaults lists and ${...} interpolations resolved)');
-config.command('check').argument('<file>').argument('[overrides...]', OVERRIDES_HELP).description('validate only')
+config
+  .command('check')
+  .argument('<file>')
+  .argument('[overrides...]', OVERRIDES_HELP)
+  .description('validate only')
   .action((path: string, overrides: string[]) => {
     const loaded = loadConfigFile(path, overrides);
     log(`${path}: ok`);
     acceptedNotes(loaded).forEach(log);
   });
-config.command('print').argument('<file>').argument('[overrides...]', OVERRIDES_HELP)
+config
+  .command('print')
+  .argument('<file>')
+  .argument('[overrides...]', OVERRIDES_HELP)
   .description('print the resolved config as YAML, defaults applied (ignored keys and variables on stderr)')
   .action((path: string, overrides: string[]) => {
     const loaded = loadConfigFile(path, overrides);

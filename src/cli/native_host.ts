@@ -95,13 +95,27 @@ export function versionAtLeast(a: string, b: string): boolean {
  */
 export function missingPrerequisites(f: HostFacts): string[] {
   if (f.platform !== 'linux' || f.arch !== 'x64') {
-    return [`the native TensorFlow backend is built for linux x64 only (PyPI's ${NATIVE_CPU.wheel.name} ${NATIVE_CPU.wheel.platform} wheel); this host is ${f.platform} ${f.arch}: use the wasm backend`];
+    return [
+      `the native TensorFlow backend is built for linux x64 only (PyPI's ${NATIVE_CPU.wheel.name} ${NATIVE_CPU.wheel.platform} wheel); this host is ${f.platform} ${f.arch}: use the wasm backend`,
+    ];
   }
   const missing: string[] = [];
-  if (f.glibc === null) missing.push(`glibc: this Node does not run on glibc (musl?); the TensorFlow libraries need glibc >= ${NATIVE_CPU.minGlibc} (use a glibc-based distribution or image, e.g. Debian or Ubuntu)`);
-  else if (!versionAtLeast(f.glibc, NATIVE_CPU.minGlibc)) missing.push(`glibc ${f.glibc} is too old: the TensorFlow libraries need glibc >= ${NATIVE_CPU.minGlibc} (Debian 10+, Ubuntu 18.04+, RHEL 8+)`);
-  if (!f.python) missing.push('pip: neither `python3 -m pip` nor `python -m pip` runs; it downloads the TensorFlow wheel from PyPI (Debian/Ubuntu: apt-get install python3-pip)');
-  if (!f.compiler) missing.push(`a C++ compiler: \`${compilerCommand()} --version\` does not run (Debian/Ubuntu: apt-get install g++; or set CXX to your compiler)`);
+  if (f.glibc === null)
+    missing.push(
+      `glibc: this Node does not run on glibc (musl?); the TensorFlow libraries need glibc >= ${NATIVE_CPU.minGlibc} (use a glibc-based distribution or image, e.g. Debian or Ubuntu)`,
+    );
+  else if (!versionAtLeast(f.glibc, NATIVE_CPU.minGlibc))
+    missing.push(
+      `glibc ${f.glibc} is too old: the TensorFlow libraries need glibc >= ${NATIVE_CPU.minGlibc} (Debian 10+, Ubuntu 18.04+, RHEL 8+)`,
+    );
+  if (!f.python)
+    missing.push(
+      'pip: neither `python3 -m pip` nor `python -m pip` runs; it downloads the TensorFlow wheel from PyPI (Debian/Ubuntu: apt-get install python3-pip)',
+    );
+  if (!f.compiler)
+    missing.push(
+      `a C++ compiler: \`${compilerCommand()} --version\` does not run (Debian/Ubuntu: apt-get install g++; or set CXX to your compiler)`,
+    );
   if (!f.make) missing.push('make: `make --version` does not run; node-gyp builds with it (Debian/Ubuntu: apt-get install make)');
   if (!f.npm) missing.push('npm: `npm --version` does not run; it fetches @tensorflow/tfjs-node (it ships with Node)');
   if (!f.nodeHeaders) {
@@ -109,6 +123,9 @@ export function missingPrerequisites(f: HostFacts): string[] {
       `Node's headers: ${path.join(f.nodedir, 'include', 'node', 'node_api.h')} is missing; they come with the official Node tarballs, nvm and NodeSource packages (Debian/Ubuntu's own nodejs package: apt-get install libnode-dev)`,
     );
   }
-  if (!f.nodeGyp) missing.push(`node-gyp: npm's bundled copy is not at ${path.join(f.nodedir, 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp')}; run the install through npm (npm run backend:install), which sets npm_config_node_gyp`);
+  if (!f.nodeGyp)
+    missing.push(
+      `node-gyp: npm's bundled copy is not at ${path.join(f.nodedir, 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp')}; run the install through npm (npm run backend:install), which sets npm_config_node_gyp`,
+    );
   return missing;
 }

@@ -3,10 +3,25 @@
  * workflow's `progress` query, its `pause` / `unpause` / `stop` updates (api.ts), its search
  * attributes and memo, and the visibility list of starpoTraining workflows.
  */
-import { type Client, type WorkflowExecutionDescription, WorkflowFailedError, type WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import {
-  type ControlReply, pauseUpdate, type Progress, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, unpauseUpdate, WORKFLOW_TYPE,
-  type RunStatus, type StarpoRunResult,
+  type Client,
+  type WorkflowExecutionDescription,
+  WorkflowFailedError,
+  type WorkflowHandle,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
+import {
+  type ControlReply,
+  pauseUpdate,
+  type Progress,
+  progressQuery,
+  SEARCH_ATTRIBUTE_KEYS,
+  stopUpdate,
+  unpauseUpdate,
+  WORKFLOW_TYPE,
+  type RunStatus,
+  type StarpoRunResult,
 } from '../contract';
 import { describeCompute, formatNumber, progressLine } from '../workflows/format';
 import { BadInputError, NoControlWorkerError } from './exit_codes';
@@ -16,7 +31,14 @@ const QUERY_SECONDS = 5;
 
 /** Metrics `starpo status` shows of the last step, when present. */
 const STATUS_METRICS = [
-  'env/success', 'env/score', 'actor/pg_loss', 'actor/entropy', 'actor/grad_norm', 'critic/loss', 'rollout/in_group_std', 'time/step',
+  'env/success',
+  'env/score',
+  'actor/pg_loss',
+  'actor/entropy',
+  'actor/grad_norm',
+  'critic/loss',
+  'rollout/in_group_std',
+  'time/step',
 ];
 
 /** Describes the newest execution of a run. @throws WorkflowNotFoundError (exit 2) naming the run id when unknown */
@@ -24,7 +46,8 @@ export async function describeRun(handle: WorkflowHandle, runId: string): Promis
   try {
     return await handle.describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new WorkflowNotFoundError(`unknown run id ${JSON.stringify(runId)} (see starpo list)`, runId, undefined);
+    if (err instanceof WorkflowNotFoundError)
+      throw new WorkflowNotFoundError(`unknown run id ${JSON.stringify(runId)} (see starpo list)`, runId, undefined);
     throw err;
   }
 }
@@ -47,8 +70,11 @@ export async function runStatus(client: Client, runId: string): Promise<RunStatu
   const d = await describeRun(handle, runId);
   const attrs = d.typedSearchAttributes;
   const out: RunStatus = {
-    runId, status: d.status.name, config: attrs.get(SEARCH_ATTRIBUTE_KEYS.config) ?? null,
-    step: attrs.get(SEARCH_ATTRIBUTE_KEYS.step) ?? null, valSuccess: attrs.get(SEARCH_ATTRIBUTE_KEYS.valSuccess) ?? null,
+    runId,
+    status: d.status.name,
+    config: attrs.get(SEARCH_ATTRIBUTE_KEYS.config) ?? null,
+    step: attrs.get(SEARCH_ATTRIBUTE_KEYS.step) ?? null,
+    valSuccess: attrs.get(SEARCH_ATTRIBUTE_KEYS.valSuccess) ?? null,
   };
   if (out.status === 'RUNNING') {
     const progress = await queryProgress(handle);
@@ -70,7 +96,11 @@ export async function runStatus(client: Client, runId: string): Promise<RunStatu
   return out;
 }
 
-const pick = (metrics: Record<string, number>, keys: string[]) => keys.filter((k) => k in metrics).map((k) => `${k} ${formatNumber(metrics[k], 4)}`).join(' · ');
+const pick = (metrics: Record<string, number>, keys: string[]) =>
+  keys
+    .filter((k) => k in metrics)
+    .map((k) => `${k} ${formatNumber(metrics[k], 4)}`)
+    .join(' · ');
 
 /** The readable form of a RunStatus, one "label  value" line each. */
 export function formatStatus(s: RunStatus): string[] {
@@ -80,14 +110,18 @@ export function formatStatus(s: RunStatus): string[] {
   if (p) {
     lines.push(row('progress', progressLine(p)), row('phase', p.phase + (p.stopRequested ? ` (stopping: ${p.stopRequested})` : '')));
     if (Object.keys(p.lastMetrics).length > 0) lines.push(row('last step', pick(p.lastMetrics, STATUS_METRICS) || '-'));
-    if (p.lastValidation) lines.push(row('validation', `step ${p.lastValidation.step}: ${pick(p.lastValidation.metrics, ['val/env/success', 'val/score']) || '-'}`));
+    if (p.lastValidation)
+      lines.push(
+        row('validation', `step ${p.lastValidation.step}: ${pick(p.lastValidation.metrics, ['val/env/success', 'val/score']) || '-'}`),
+      );
     if (p.compute) lines.push(row('compute', describeCompute(p.compute)));
     lines.push(row('checkpoint', p.latestCheckpoint?.key ?? '-'));
   } else if (s.result) {
     const r = s.result;
     lines.push(row('result', `${r.steps} steps${r.stoppedBy ? ` · stopped by ${r.stoppedBy}` : ''}`));
     if (Object.keys(r.lastMetrics).length > 0) lines.push(row('last step', pick(r.lastMetrics, STATUS_METRICS) || '-'));
-    if (r.validationCurve.length > 0) lines.push(row('validation', r.validationCurve.map((v) => `${v.step}: ${formatNumber(v.success)}`).join(', ')));
+    if (r.validationCurve.length > 0)
+      lines.push(row('validation', r.validationCurve.map((v) => `${v.step}: ${formatNumber(v.success)}`).join(', ')));
     lines.push(row('checkpoint', r.finalCheckpoint.key));
   } else {
     lines.push(row('step', `${s.step ?? '-'} · val success ${formatNumber(s.valSuccess)}`));
@@ -111,7 +145,9 @@ export async function sendControl(client: Client, runId: string, action: keyof t
   if (status !== 'RUNNING') throw new BadInputError(`run ${runId} is ${status.toLowerCase()}; nothing to ${action}`);
   // An update waits for a control worker; check that one answers instead of hanging.
   if (!(await queryProgress(handle))) {
-    throw new NoControlWorkerError(`no control worker answered within ${QUERY_SECONDS} s; start one (starpo resume ${runId}, or starpo worker --role control) and try again`);
+    throw new NoControlWorkerError(
+      `no control worker answered within ${QUERY_SECONDS} s; start one (starpo resume ${runId}, or starpo worker --role control) and try again`,
+    );
   }
   try {
     if (action === 'stop') return await handle.executeUpdate(stopUpdate, { args: [reason ?? ''] });
@@ -125,7 +161,10 @@ export async function sendControl(client: Client, runId: string, action: keyof t
 /** What the reply of a control update means, in words. */
 export function describeReply(runId: string, action: keyof typeof CONTROLS, r: ControlReply): string {
   const at = r.takesEffectAtStep === r.step ? `at step ${r.step}` : `after step ${r.takesEffectAtStep} (the step in flight finishes first)`;
-  if (action === 'pause') return r.phase === 'paused' ? `run ${runId} is paused at step ${r.step}` : `run ${runId} pauses ${at}; continue it with: starpo unpause ${runId}`;
+  if (action === 'pause')
+    return r.phase === 'paused'
+      ? `run ${runId} is paused at step ${r.step}`
+      : `run ${runId} pauses ${at}; continue it with: starpo unpause ${runId}`;
   if (action === 'unpause') return `run ${runId} continues from step ${r.takesEffectAtStep}`;
   return `run ${runId} stops ${at}, then runs its final validation when eval_steps > 0; follow it with: starpo status ${runId}`;
 }
@@ -157,9 +196,14 @@ export async function listRuns(client: Client, opts: { query?: string; limit: nu
     seen.add(w.workflowId);
     const a = w.typedSearchAttributes;
     rows.push({
-      runId: w.workflowId, status: w.status.name, paused: w.memo?.paused === true, step: a.get(SEARCH_ATTRIBUTE_KEYS.step) ?? null,
-      maxSteps: typeof w.memo?.maxSteps === 'number' ? w.memo.maxSteps : null, config: a.get(SEARCH_ATTRIBUTE_KEYS.config) ?? null,
-      valSuccess: a.get(SEARCH_ATTRIBUTE_KEYS.valSuccess) ?? null, started: w.startTime.toISOString(),
+      runId: w.workflowId,
+      status: w.status.name,
+      paused: w.memo?.paused === true,
+      step: a.get(SEARCH_ATTRIBUTE_KEYS.step) ?? null,
+      maxSteps: typeof w.memo?.maxSteps === 'number' ? w.memo.maxSteps : null,
+      config: a.get(SEARCH_ATTRIBUTE_KEYS.config) ?? null,
+      valSuccess: a.get(SEARCH_ATTRIBUTE_KEYS.valSuccess) ?? null,
+      started: w.startTime.toISOString(),
     });
     if (rows.length >= opts.limit) break;
   }
@@ -171,10 +215,19 @@ export function formatRuns(rows: RunRow[]): string[] {
   const table = [
     ['RUN ID', 'STATUS', 'STEP', 'CONFIG', 'VAL SUCCESS', 'STARTED'],
     ...rows.map((r) => [
-      r.runId, r.status + (r.paused && r.status === 'RUNNING' ? ' (paused)' : ''), `${r.step ?? '-'}/${r.maxSteps ?? '-'}`,
-      r.config ?? '-', formatNumber(r.valSuccess), r.started.replace('T', ' ').slice(0, 19),
+      r.runId,
+      r.status + (r.paused && r.status === 'RUNNING' ? ' (paused)' : ''),
+      `${r.step ?? '-'}/${r.maxSteps ?? '-'}`,
+      r.config ?? '-',
+      formatNumber(r.valSuccess),
+      r.started.replace('T', ' ').slice(0, 19),
     ]),
   ];
   const widths = table[0].map((_, i) => Math.max(...table.map((cells) => cells[i].length)));
-  return table.map((cells) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
+  return table.map((cells) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd(),
+  );
 }

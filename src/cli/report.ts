@@ -17,11 +17,13 @@ import { BadInputError, errorMessage } from './exit_codes';
 import { loadRunSpec, runIdArgument } from './known_run';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
-export const intAtLeast = (min: number) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${JSON.stringify(value)} is not an integer >= ${min}`);
-  return n;
-};
+export const intAtLeast =
+  (min: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${JSON.stringify(value)} is not an integer >= ${min}`);
+    return n;
+  };
 
 /** The servers in use (never starts them). @throws InfraUnavailableError (exit 3) */
 function endpoints(): Promise<InfraEndpoints> {
@@ -42,7 +44,9 @@ export function checkOutputFile(option: string, path: string): string {
   let parent = dirname(file);
   while (!existsSync(parent)) parent = dirname(parent);
   if (!statSync(parent).isDirectory()) {
-    throw new BadInputError(`${option} ${path}: ${parent} is a file, not a folder; allowed: a file path (missing parent folders are created)`);
+    throw new BadInputError(
+      `${option} ${path}: ${parent} is a file, not a folder; allowed: a file path (missing parent folders are created)`,
+    );
   }
   return file;
 }
@@ -120,7 +124,12 @@ export function registerReportCommands(program: Command): void {
     .description('write one self-contained HTML report of a run: learning curves, validation, collapse signals, trajectory browser')
     .argument('<runId>', 'run id (see starpo list)', runIdArgument)
     .option('-o, --output <file>', 'output file (default report-<runId>.html; missing folders are created)')
-    .option('--trajectory-steps <n>', 'at most this many train steps in the trajectory browser (evenly spaced, first and last included)', intAtLeast(1), 50)
+    .option(
+      '--trajectory-steps <n>',
+      'at most this many train steps in the trajectory browser (evenly spaced, first and last included)',
+      intAtLeast(1),
+      50,
+    )
     .action(async (runId: string, opts: { output?: string; trajectorySteps: number }) => {
       const output = opts.output ?? `report-${runId}.html`;
       const file = checkOutputFile('-o', output);
@@ -128,23 +137,35 @@ export function registerReportCommands(program: Command): void {
       const e = await endpoints();
       const store = new ObjectStore(e.s3);
       const state = await runState(e, runId);
-      const html = await buildReport(store, await loadRunSpec(store, runId), { trajectorySteps: opts.trajectorySteps, state, warn: (line) => console.error(line) });
+      const html = await buildReport(store, await loadRunSpec(store, runId), {
+        trajectorySteps: opts.trajectorySteps,
+        state,
+        warn: (line) => console.error(line),
+      });
       writeFileAtomically(file, html);
       console.log(`wrote ${output} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB); open it in a browser, it needs no network`);
     });
 
   program
     .command('trajectories')
-    .description("show a step's env groups in the terminal: the best and worst turn by turn (observation, response, action, reward, scores)")
+    .description(
+      "show a step's env groups in the terminal: the best and worst turn by turn (observation, response, action, reward, scores)",
+    )
     .argument('<runId>', 'run id (see starpo list)', runIdArgument)
     .requiredOption('--step <n>', 'pipeline step whose rollouts to show', intAtLeast(0))
     .option('--tag <tag>', 'only groups of this env tag')
     .option('--group <group>', 'show this group only: its group id or trajGroupId')
-    .addOption(new Option('--split <split>', 'train rollouts, or the validation rollouts of an evaluation step').choices(['train', 'val']).default('train'))
+    .addOption(
+      new Option('--split <split>', 'train rollouts, or the validation rollouts of an evaluation step')
+        .choices(['train', 'val'])
+        .default('train'),
+    )
     .option('--width <n>', 'line width (default: the terminal width, else 160)', intAtLeast(40))
     .action(async (runId: string, opts: { step: number; tag?: string; group?: string; split: 'train' | 'val'; width?: number }) => {
       const { trajectoriesText } = require('./trajectories') as typeof import('./trajectories');
       const width = opts.width ?? (process.stdout.columns || 160);
-      console.log(await trajectoriesText(new ObjectStore((await endpoints()).s3), runId, { ...opts, width, warn: (line) => console.error(line) }));
+      console.log(
+        await trajectoriesText(new ObjectStore((await endpoints()).s3), runId, { ...opts, width, warn: (line) => console.error(line) }),
+      );
     });
 }

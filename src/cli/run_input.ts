@@ -18,7 +18,11 @@ export function newRunId(configName: string, now = new Date()): string {
  * @throws ConfigError (exit code 2) for a missing file, bad YAML, a bad override, a bad key or a run id
  *   the store would refuse (the contract's run-id rule)
  */
-export function runInputFromFile(path: string, runId?: string, overrides: readonly string[] = []): { input: RunSpec } & Omit<LoadedConfig, 'config'> {
+export function runInputFromFile(
+  path: string,
+  runId?: string,
+  overrides: readonly string[] = [],
+): { input: RunSpec } & Omit<LoadedConfig, 'config'> {
   const { config, ...accepted } = loadConfigFile(path, overrides);
   const configName = basename(path, extname(path));
   const id = runId ?? newRunId(configName);

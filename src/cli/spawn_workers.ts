@@ -69,10 +69,17 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
  * logging to the same file, until `stop`.
  * @param backends the `--backend` of each role's processes (a role left out uses the worker's default)
  */
-export function spawnWorkers(roles: Role[], endpoints: InfraEndpoints, logDir: string, backends: Partial<Record<Role, BackendName>> = {}): WorkerProcesses {
+export function spawnWorkers(
+  roles: Role[],
+  endpoints: InfraEndpoints,
+  logDir: string,
+  backends: Partial<Record<Role, BackendName>> = {},
+): WorkerProcesses {
   let stopping = false;
   let reportExit: (exit: WorkerExit) => void = () => undefined;
-  const died = new Promise<WorkerExit>((resolve) => { reportExit = resolve; });
+  const died = new Promise<WorkerExit>((resolve) => {
+    reportExit = resolve;
+  });
   const start = (entry: { role: Role; child: ChildProcess }, suffix: string): void => {
     entry.child = spawnWorker(entry.role, endpoints, logDir, suffix, backends[entry.role]);
     entry.child.once('exit', (code, signal) => {

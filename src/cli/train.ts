@@ -48,7 +48,10 @@ export async function connectClient(e: InfraEndpoints): Promise<Client> {
   try {
     connection = await Connection.connect({ address: e.temporalAddress });
   } catch (err) {
-    throw new InfraUnavailableError(`cannot reach the Temporal server at ${e.temporalAddress} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS`, { hint: false });
+    throw new InfraUnavailableError(
+      `cannot reach the Temporal server at ${e.temporalAddress} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS`,
+      { hint: false },
+    );
   }
   return new Client({ connection, namespace: e.temporalNamespace });
 }
@@ -69,7 +72,11 @@ function policyParams(config: RunConfig): number {
  * (backend_choice.ts defaultBackend); none when STARPO_BACKEND (or `--backend`) names one for all, or
  * when the config is not known (the workers pick their own).
  */
-export function roleBackends(config: RunConfig | null, host: HostBackends = hostBackends(), env: NodeJS.ProcessEnv = process.env): Partial<Record<Role, BackendName>> {
+export function roleBackends(
+  config: RunConfig | null,
+  host: HostBackends = hostBackends(),
+  env: NodeJS.ProcessEnv = process.env,
+): Partial<Record<Role, BackendName>> {
   if (env.STARPO_BACKEND || !config) return {};
   const params = policyParams(config);
   return { rollout: defaultBackend('rollout', host, params), update: defaultBackend('update', host, params) };
@@ -82,7 +89,11 @@ export function roleBackends(config: RunConfig | null, host: HostBackends = host
 function brokenBuilds(): string[] {
   return NATIVE_VARIANTS.flatMap((v) => {
     const build = inspectNativeBuild(v);
-    return build.state === 'broken' ? [`the native ${v.backend} build is unusable (${build.problem}); the workers use another backend; repair it with ${installCommand(v)}`] : [];
+    return build.state === 'broken'
+      ? [
+          `the native ${v.backend} build is unusable (${build.problem}); the workers use another backend; repair it with ${installCommand(v)}`,
+        ]
+      : [];
   });
 }
 
@@ -91,11 +102,18 @@ function workerExitError(runId: string, exit: WorkerExit): Error {
   const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
   let tail = '';
   try {
-    tail = readFileSync(exit.log, 'utf8').trimEnd().split('\n').slice(-5).map((l) => `  ${l}`).join('\n');
+    tail = readFileSync(exit.log, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(-5)
+      .map((l) => `  ${l}`)
+      .join('\n');
   } catch {
     tail = '  (no log)';
   }
-  return new Error(`the ${exit.role} worker ${how}; the end of ${exit.log}:\n${tail}\nthe run stays durable; continue it with:  starpo resume ${runId}`);
+  return new Error(
+    `the ${exit.role} worker ${how}; the end of ${exit.log}:\n${tail}\nthe run stays durable; continue it with:  starpo resume ${runId}`,
+  );
 }
 
 /** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
@@ -107,11 +125,19 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
     const backends = roleBackends(config);
     for (const problem of brokenBuilds()) opts.log(`warning: ${problem}`);
     workers = spawnWorkers(roles, e, logDir, backends);
-    const on = process.env.STARPO_BACKEND ? `; every worker on ${process.env.STARPO_BACKEND}` : Object.keys(backends).length > 0 ? `; rollout on ${backends.rollout}, update on ${backends.update}` : '';
+    const on = process.env.STARPO_BACKEND
+      ? `; every worker on ${process.env.STARPO_BACKEND}`
+      : Object.keys(backends).length > 0
+        ? `; rollout on ${backends.rollout}, update on ${backends.update}`
+        : '';
     opts.log(`workers: ${roles.join(', ')} (logs in ${logDir}${on})`);
   }
   // A worker that exits by itself (e.g. a backend it cannot load) would leave the run waiting for it.
-  const died = workers ? workers.died.then((exit) => { throw workerExitError(runId, exit); }) : new Promise<never>(() => undefined);
+  const died = workers
+    ? workers.died.then((exit) => {
+        throw workerExitError(runId, exit);
+      })
+    : new Promise<never>(() => undefined);
   const onSigint = () => {
     opts.log(`\nstopping local workers; run ${runId} stays durable in Temporal.`);
     opts.log(`continue it with:  starpo resume ${runId}`);
@@ -127,7 +153,9 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
     }
     const val = result.lastValidation;
     if (val) {
-      const parts = Object.entries(val.metrics).filter(([k]) => k.endsWith('/success')).map(([k, v]) => `${k} ${v.toFixed(3)}`);
+      const parts = Object.entries(val.metrics)
+        .filter(([k]) => k.endsWith('/success'))
+        .map(([k, v]) => `${k} ${v.toFixed(3)}`);
       opts.log(`validation at step ${val.step}: ${parts.join(', ')}`);
     }
   } catch (err) {
@@ -156,7 +184,9 @@ export async function refuseExistingRun(client: Client, store: ObjectStore, runI
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   if (exists) {
-    throw new ConfigError('--run-id', [`run ${JSON.stringify(runId)} already exists; continue it with \`starpo resume ${runId}\` or pick another --run-id`]);
+    throw new ConfigError('--run-id', [
+      `run ${JSON.stringify(runId)} already exists; continue it with \`starpo resume ${runId}\` or pick another --run-id`,
+    ]);
   }
 }
 
@@ -166,7 +196,10 @@ export async function refuseExistingRun(client: Client, store: ObjectStore, runI
  */
 async function startWorkflow(client: Client, input: RunSpec, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE'): Promise<void> {
   await client.workflow.start(WORKFLOW_TYPE, {
-    taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input], workflowIdReusePolicy: reuse,
+    taskQueue: TASK_QUEUES.control,
+    workflowId: input.runId,
+    args: [input],
+    workflowIdReusePolicy: reuse,
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTE_KEYS.runId, value: input.runId },
       { key: SEARCH_ATTRIBUTE_KEYS.config, value: input.configName },
@@ -201,16 +234,22 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
   const status = (await describeRun(handle, runId)).status.name;
   const store = new ObjectStore(e.s3);
   // A run that is still preparing may not have stored its run.json yet; its workers then pick their own backends.
-  const spec = (await store.exists(runKey(runId))) ? (await store.getJson<RunSpec>(runKey(runId))) : null;
+  const spec = (await store.exists(runKey(runId))) ? await store.getJson<RunSpec>(runKey(runId)) : null;
   if (status !== 'RUNNING') {
     if (!spec) throw new Error(`run ${runId} has no run.json in the object store; start it again with starpo train`);
     if (status === 'COMPLETED') {
       const done: StarpoRunResult = await handle.result();
-      if (!done.stoppedBy || done.steps >= spec.config.max_steps) throw new BadInputError(`run ${runId} already completed ${done.steps} steps; nothing to resume`);
+      if (!done.stoppedBy || done.steps >= spec.config.max_steps)
+        throw new BadInputError(`run ${runId} already completed ${done.steps} steps; nothing to resume`);
     }
     const latest = await readLatestComplete(store, runId, opts.log);
     if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
-    const input: RunSpec = { runId, configName: spec.configName, config: spec.config, resumeFrom: { checkpoint: latest.ref, step: latest.step } };
+    const input: RunSpec = {
+      runId,
+      configName: spec.configName,
+      config: spec.config,
+      resumeFrom: { checkpoint: latest.ref, step: latest.step },
+    };
     try {
       await startWorkflow(client, input, 'ALLOW_DUPLICATE');
     } catch (err) {

@@ -35,11 +35,17 @@ export async function trajectoriesText(store: ObjectStore, runId: string, opts: 
   const spec = await loadRunSpec(store, runId);
   const index = (await rolloutIndex(store, runId))[opts.split];
   const shards = index.get(opts.step);
-  if (!shards) throw new BadInputError(`--step ${opts.step}: run ${runId} has no ${opts.split} rollouts at step ${opts.step}; available steps: ${integerRanges(index.keys())}`);
+  if (!shards)
+    throw new BadInputError(
+      `--step ${opts.step}: run ${runId} has no ${opts.split} rollouts at step ${opts.step}; available steps: ${integerRanges(index.keys())}`,
+    );
   let trajectories = await loadTrajectories(store, runId, opts.step, opts.split, shards);
   const tags = [...new Set(trajectories.map((t) => t.tag))];
   if (opts.tag !== undefined) {
-    if (!tags.includes(opts.tag)) throw new BadInputError(`--tag ${JSON.stringify(opts.tag)}: no ${opts.split} groups of that tag at step ${opts.step}; available tags: ${tags.join(', ')}`);
+    if (!tags.includes(opts.tag))
+      throw new BadInputError(
+        `--tag ${JSON.stringify(opts.tag)}: no ${opts.split} groups of that tag at step ${opts.step}; available tags: ${tags.join(', ')}`,
+      );
     trajectories = trajectories.filter((t) => t.tag === opts.tag);
   }
   const scores = opts.split === 'train' ? await loadScores(store, runId, opts.step, opts.warn) : null;
@@ -49,12 +55,18 @@ export async function trajectoriesText(store: ObjectStore, runId: string, opts: 
     const match = shown.groups.find((g) => g.id === opts.group || String(g.groupId) === opts.group);
     if (!match) {
       const available = shown.groups.map((g) => `${g.groupId} (${g.id})`).join(', ');
-      throw new BadInputError(`--group ${JSON.stringify(opts.group)}: no such ${opts.split} group at step ${opts.step}${opts.tag ? ` with tag ${opts.tag}` : ''}; available groups: ${available}`);
+      throw new BadInputError(
+        `--group ${JSON.stringify(opts.group)}: no such ${opts.split} group at step ${opts.step}${opts.tag ? ` with tag ${opts.tag}` : ''}; available groups: ${available}`,
+      );
     }
     group = match.id;
   }
-  const header = `run ${runId} · step ${opts.step} · ${opts.split} · ${shown.groups.length} groups, ${trajectories.length} trajectories` +
+  const header =
+    `run ${runId} · step ${opts.step} · ${opts.split} · ${shown.groups.length} groups, ${trajectories.length} trajectories` +
     `${opts.tag ? ` · tag ${opts.tag}` : ''}${scores ? '' : opts.split === 'train' ? ' · update scores not recorded' : ''}`;
-  const legends = gridLegends(spec.config, shown.groups.map((g) => g.tag)).map((line) => `grid symbols: ${line}`);
+  const legends = gridLegends(
+    spec.config,
+    shown.groups.map((g) => g.tag),
+  ).map((line) => `grid symbols: ${line}`);
   return formatStep(shown, { header: [header, ...legends].join('\n'), width: opts.width, group });
 }

@@ -33,7 +33,10 @@ class Resolver {
   private readonly active: string[] = [];
   readonly referenced = new Set<string>();
 
-  constructor(private readonly root: Mapping, private readonly opts: InterpolationOptions) {}
+  constructor(
+    private readonly root: Mapping,
+    private readonly opts: InterpolationOptions,
+  ) {}
 
   /** A ConfigError about the value at `path`. */
   fail(path: readonly string[], message: string): never {
@@ -72,14 +75,19 @@ class Resolver {
     const parts = this.split(path, s);
     const only = parts.length === 1 ? parts[0] : undefined;
     if (only && 'expr' in only) return this.lookup(path, only.expr);
-    return parts.map((p) => {
-      if ('text' in p) return p.text;
-      const v = this.lookup(path, p.expr);
-      if (v !== null && typeof v === 'object') {
-        this.fail(path, `\`\${${p.expr}}\` is a ${Array.isArray(v) ? 'list' : 'mapping'}; it can only be used as the whole value, not inside ${JSON.stringify(s)}`);
-      }
-      return String(v);
-    }).join('');
+    return parts
+      .map((p) => {
+        if ('text' in p) return p.text;
+        const v = this.lookup(path, p.expr);
+        if (v !== null && typeof v === 'object') {
+          this.fail(
+            path,
+            `\`\${${p.expr}}\` is a ${Array.isArray(v) ? 'list' : 'mapping'}; it can only be used as the whole value, not inside ${JSON.stringify(s)}`,
+          );
+        }
+        return String(v);
+      })
+      .join('');
   }
 
   /** Splits `s` into text and top-level `${...}` expressions, honouring nesting and `\${`. */
@@ -149,6 +157,8 @@ class Resolver {
  */
 export function resolveInterpolations(root: Mapping, opts: InterpolationOptions): Resolved {
   const resolver = new Resolver(root, opts);
-  const tree = Object.fromEntries(Object.entries(root).map(([k, v]) => [k, UNRESOLVED_BLOCKS.includes(k) ? v : resolver.resolveNode([k], v)]));
+  const tree = Object.fromEntries(
+    Object.entries(root).map(([k, v]) => [k, UNRESOLVED_BLOCKS.includes(k) ? v : resolver.resolveNode([k], v)]),
+  );
   return { tree, referenced: resolver.referenced };
 }

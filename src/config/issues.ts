@@ -42,7 +42,10 @@ function unknownKeys(issue: Extract<z.core.$ZodIssue, { code: 'unrecognized_keys
     const agentic = at.length === 0 ? AGENTIC_PATHS[key] : undefined;
     const near = agentic ?? nearestKey(key, known);
     const allowed = i === issue.keys.length - 1 ? ` (allowed ${level}: ${known.join(', ')})` : '';
-    return { text: `unknown key \`${[...at, key].join('.')}\`${fromNote(origin, source)}${near ? `; did you mean \`${near}\`?` : ''}${allowed}`, origin };
+    return {
+      text: `unknown key \`${[...at, key].join('.')}\`${fromNote(origin, source)}${near ? `; did you mean \`${near}\`?` : ''}${allowed}`,
+      origin,
+    };
   });
 }
 

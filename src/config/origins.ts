@@ -30,7 +30,9 @@ const startsWith = (path: readonly string[], prefix: readonly string[]) => prefi
  */
 export function originFinder(layers: readonly Layer[], composed: Mapping, overrides: readonly Override[]): OriginOf {
   return (path) => {
-    const override = [...overrides].reverse().find((o) => startsWith(path, o.path) || (startsWith(o.path, path) && valueAt(composed, path) === undefined));
+    const override = [...overrides]
+      .reverse()
+      .find((o) => startsWith(path, o.path) || (startsWith(o.path, path) && valueAt(composed, path) === undefined));
     if (override) return { override: override.arg };
     for (let n = path.length; n > 0; n--) {
       const layer = [...layers].reverse().find((l) => valueAt(l.tree, path.slice(0, n)) !== undefined);
@@ -50,5 +52,8 @@ export function fromNote(origin: Origin | undefined, source: string): string {
 /** A ConfigError for `problems` of the config loaded from `source`; its source is the command line when only overrides caused them. */
 export function problemsError(source: string, problems: readonly Problem[]): ConfigError {
   const onlyOverrides = problems.length > 0 && problems.every((p) => p.origin !== undefined && 'override' in p.origin);
-  return new ConfigError(onlyOverrides ? COMMAND_LINE : source, problems.map((p) => p.text));
+  return new ConfigError(
+    onlyOverrides ? COMMAND_LINE : source,
+    problems.map((p) => p.text),
+  );
 }

@@ -47,9 +47,10 @@ function parseOverride(arg: string): Override {
 function notAMapping(o: Override, at: number, child: unknown): ConfigError {
   const where = o.path.slice(0, at + 1).join('.');
   const ref = typeof child === 'string' ? ONE_REFERENCE.exec(child)?.[1].trim() : undefined;
-  const problem = ref === undefined
-    ? `\`${where}\` is ${JSON.stringify(child)}, not a mapping`
-    : `\`${where}\` is the interpolation \`${child as string}\`; override the referenced path instead: ${o.prefix}${[ref, ...o.path.slice(at + 1)].join('.')}=${o.text}`;
+  const problem =
+    ref === undefined
+      ? `\`${where}\` is ${JSON.stringify(child)}, not a mapping`
+      : `\`${where}\` is the interpolation \`${child as string}\`; override the referenced path instead: ${o.prefix}${[ref, ...o.path.slice(at + 1)].join('.')}=${o.text}`;
   return new ConfigError(COMMAND_LINE, [`\`${o.arg}\`: ${problem}`]);
 }
 
@@ -66,7 +67,9 @@ function applyOne(root: Mapping, o: Override): Mapping {
   const last = o.path[o.path.length - 1];
   if (o.prefix === '+' && node[last] !== undefined) {
     const key = o.path.join('.');
-    throw new ConfigError(COMMAND_LINE, [`\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`]);
+    throw new ConfigError(COMMAND_LINE, [
+      `\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`,
+    ]);
   }
   node[last] = o.value;
   return out;

@@ -31,7 +31,9 @@ export function schemaAt(path: ReadonlyArray<PropertyKey>): z.ZodType | undefine
 
 /** The keys of an object schema: all of them, or only those starpo uses (not IGNORED). */
 export function keysOf(schema: z.ZodObject, which: 'all' | 'used'): string[] {
-  return Object.entries(schema.shape as Record<string, z.ZodType>).filter(([, s]) => which === 'all' || s !== IGNORED).map(([k]) => k);
+  return Object.entries(schema.shape as Record<string, z.ZodType>)
+    .filter(([, s]) => which === 'all' || s !== IGNORED)
+    .map(([k]) => k);
 }
 
 function collectIgnored(schema: z.ZodType, value: unknown, path: string[], out: string[]): void {

@@ -16,11 +16,12 @@ const ENV_GROUP_GROUPINGS = ['traj_group_id', 'trajGroupId'];
  */
 function singletonGroupWarning(cfg: RunConfig): string[] {
   const { grouping } = cfg.reward_normalization;
-  const why = grouping === 'trajId'
-    ? `reward_normalization.grouping ${grouping} puts each trajectory in a group of its own`
-    : ENV_GROUP_GROUPINGS.includes(grouping) && cfg.train_env_manager.group_size === 1
-      ? `train_env_manager.group_size 1 with reward_normalization.grouping ${grouping} puts each trajectory in a group of its own`
-      : undefined;
+  const why =
+    grouping === 'trajId'
+      ? `reward_normalization.grouping ${grouping} puts each trajectory in a group of its own`
+      : ENV_GROUP_GROUPINGS.includes(grouping) && cfg.train_env_manager.group_size === 1
+        ? `train_env_manager.group_size 1 with reward_normalization.grouping ${grouping} puts each trajectory in a group of its own`
+        : undefined;
   if (why === undefined) return [];
   const types = resolveNormTypes(cfg.reward_normalization);
   const zeroing = [
@@ -29,10 +30,13 @@ function singletonGroupWarning(cfg: RunConfig): string[] {
   ].filter((t) => t !== undefined);
   if (zeroing.length === 0) return [];
   // A null type is filled from `method`, so the remedy without group statistics names `method` too.
-  const groups = grouping === 'trajId' ? 'reward_normalization.grouping traj_group_id with group_size >= 2' : 'train_env_manager.group_size >= 2';
-  return [`${why}, and reward_normalization ${zeroing.join(' / ')} then makes every normalised score and every advantage 0 `
-    + `(nothing is learnt); use ${groups}, grouping batch or tags, or no group statistics `
-    + '(reward_normalization.method identity, or method mean with norm_mean_type batch)'];
+  const groups =
+    grouping === 'trajId' ? 'reward_normalization.grouping traj_group_id with group_size >= 2' : 'train_env_manager.group_size >= 2';
+  return [
+    `${why}, and reward_normalization ${zeroing.join(' / ')} then makes every normalised score and every advantage 0 ` +
+      `(nothing is learnt); use ${groups}, grouping batch or tags, or no group statistics ` +
+      '(reward_normalization.method identity, or method mean with norm_mean_type batch)',
+  ];
 }
 
 /**
@@ -43,10 +47,14 @@ function singletonGroupWarning(cfg: RunConfig): string[] {
 function unusedKeyWarnings(cfg: RunConfig): string[] {
   const out: string[] = [];
   if (cfg.exp_name !== 'starpo') {
-    out.push(`\`exp_name\` (${JSON.stringify(cfg.exp_name)}) is ignored: a run is named by its run id (\`--run-id\`, default <config name>-<time>)`);
+    out.push(
+      `\`exp_name\` (${JSON.stringify(cfg.exp_name)}) is ignored: a run is named by its run id (\`--run-id\`, default <config name>-<time>)`,
+    );
   }
   if (cfg.logging_steps !== 1) {
-    out.push(`\`logging_steps\` (${cfg.logging_steps}) is ignored: every step's metrics are written (runs/<run>/metrics/step-N.json) and logged`);
+    out.push(
+      `\`logging_steps\` (${cfg.logging_steps}) is ignored: every step's metrics are written (runs/<run>/metrics/step-N.json) and logged`,
+    );
   }
   return out;
 }

@@ -7,8 +7,18 @@
 import { z } from 'zod';
 import { ADV_ESTIMATORS, FILTER_TYPES, KL_PENALTIES, LOSS_AGG_MODES } from './enums';
 import {
-  actorInferSchema, actorTrainSchema, collapseGuardSchema, criticSchema, customEnvSchema, envManagerSchema,
-  type generatingArgsSchema, ignoredShape, nonNegativeInt, positiveInt, rewardNormalizationSchema, warmupSchema,
+  actorInferSchema,
+  actorTrainSchema,
+  collapseGuardSchema,
+  criticSchema,
+  customEnvSchema,
+  envManagerSchema,
+  type generatingArgsSchema,
+  ignoredShape,
+  nonNegativeInt,
+  positiveInt,
+  rewardNormalizationSchema,
+  warmupSchema,
 } from './run_config_blocks';
 
 /**
@@ -16,8 +26,18 @@ import {
  * block, and the `reference` role (the reference policy is the run's step-0 policy, docs/numerics.md §5.2).
  */
 const TOP_IGNORED_KEYS = [
-  'track_with', 'tracker_kwargs', 'output_dir', 'logging_dir', 'checkpoint_config', 'num_gpus_per_node',
-  'system_envs', 'render_save_dir', 'resume_from_checkpoint', 'reward_pretrain', 'hydra', 'reference',
+  'track_with',
+  'tracker_kwargs',
+  'output_dir',
+  'logging_dir',
+  'checkpoint_config',
+  'num_gpus_per_node',
+  'system_envs',
+  'render_save_dir',
+  'resume_from_checkpoint',
+  'reward_pretrain',
+  'hydra',
+  'reference',
 ] as const;
 
 const probability = z.number().gt(0).lte(1);
@@ -45,7 +65,10 @@ export const runConfigSchema = z
      * resolved relative to the config file that sets it and checked at load time (src/preflight).
      * Only the update worker that prepares the run reads the folder.
      */
-    pretrain: z.string().min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' }).default('tiny'),
+    pretrain: z
+      .string()
+      .min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' })
+      .default('tiny'),
 
     // Advantages (docs/numerics.md §5): gae needs the critic below; grpo is the reinforce code path.
     adv_estimator: z.enum(ADV_ESTIMATORS).default('gae'),
@@ -101,7 +124,10 @@ export const runConfigSchema = z
     warmup: warmupSchema.default(warmupSchema.parse({})), // starpo's own: the format warm-up
     // starpo's own: an activity without progress (a heartbeat) for this long ends its worker process,
     // so Temporal retries the attempt on a fresh one (activities/watchdog.ts); 0 = off.
-    watchdog_seconds: z.number().refine((s) => s === 0 || s >= 10, { message: 'allowed: 0 (off) or a number of seconds >= 10' }).default(WATCHDOG_DEFAULT_SECONDS),
+    watchdog_seconds: z
+      .number()
+      .refine((s) => s === 0 || s >= 10, { message: 'allowed: 0 (off) or a number of seconds >= 10' })
+      .default(WATCHDOG_DEFAULT_SECONDS),
     ...ignoredShape(TOP_IGNORED_KEYS),
   })
   .strict();
@@ -111,4 +137,3 @@ export type RunConfig = z.infer<typeof runConfigSchema>;
 export type EnvManagerConfig = z.infer<typeof envManagerSchema>;
 export type CustomEnvConfig = z.infer<typeof customEnvSchema>;
 export type GeneratingArgs = z.infer<typeof generatingArgsSchema>;
-

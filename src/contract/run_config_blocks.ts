@@ -41,7 +41,11 @@ type Overrides<S> = { [K in keyof S]: S[K] extends z.ZodDefault<infer T> ? z.Zod
  * what it leaves out comes from actor_infer.generating_args (zod's .partial() would keep the defaults).
  */
 export const generatingArgsOverridesSchema = z
-  .object(Object.fromEntries(Object.entries(generatingArgsSchema.shape).map(([k, s]) => [k, s.unwrap().optional()])) as Overrides<typeof generatingArgsSchema.shape>)
+  .object(
+    Object.fromEntries(Object.entries(generatingArgsSchema.shape).map(([k, s]) => [k, s.unwrap().optional()])) as Overrides<
+      typeof generatingArgsSchema.shape
+    >,
+  )
   .strict();
 
 /** The optimizer keys of ROLL <role>.training_args (AdamW + lr schedule); docs/configs.md, §6. */
@@ -84,13 +88,22 @@ const PLACEMENT_KEYS = ['model_args', 'strategy_args', 'device_mapping', 'infer_
  * (run_config.ts): the reference policy is the run's step-0 policy.
  */
 export const actorTrainSchema = z
-  .object({ training_args: trainingArgsSchema.default(trainingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']) })
+  .object({
+    training_args: trainingArgsSchema.default(trainingArgsSchema.parse({})),
+    ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']),
+  })
   .strict();
 export const actorInferSchema = z
-  .object({ generating_args: generatingArgsSchema.default(generatingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'training_args']) })
+  .object({
+    generating_args: generatingArgsSchema.default(generatingArgsSchema.parse({})),
+    ...ignoredShape([...PLACEMENT_KEYS, 'training_args']),
+  })
   .strict();
 export const criticSchema = z
-  .object({ training_args: criticTrainingArgsSchema.default(criticTrainingArgsSchema.parse({})), ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']) })
+  .object({
+    training_args: criticTrainingArgsSchema.default(criticTrainingArgsSchema.parse({})),
+    ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']),
+  })
   .strict();
 
 /**
@@ -131,7 +144,13 @@ export const customEnvSchema = z
     env_config: z.record(z.string(), z.unknown()).default({}),
     episode_timeout_seconds: z.number().positive().default(60),
     ...ignoredShape([
-      'env_manager_cls', 'agent_runner_cls', 'use_thread_lock', 'max_env_step_concurrent', 'history_length', 'user_prompt_format', 'reward_template',
+      'env_manager_cls',
+      'agent_runner_cls',
+      'use_thread_lock',
+      'max_env_step_concurrent',
+      'history_length',
+      'user_prompt_format',
+      'reward_template',
     ]),
   })
   .strict();
@@ -141,7 +160,17 @@ type ScalarField = { [K in keyof Trajectory]-?: Trajectory[K] extends string | n
 
 /** reward_normalization.grouping by a trajectory field (algo/update.ts groupKeyOf reads it). */
 export const TRAJECTORY_GROUP_FIELDS = [
-  'trajGroupId', 'trajId', 'tag', 'groupId', 'envId', 'seed', 'split', 'step', 'episodeScore', 'success', 'truncated',
+  'trajGroupId',
+  'trajId',
+  'tag',
+  'groupId',
+  'envId',
+  'seed',
+  'split',
+  'step',
+  'episodeScore',
+  'success',
+  'truncated',
 ] as const satisfies readonly ScalarField[];
 /** Fails to compile when a scalar field of Trajectory is missing from TRAJECTORY_GROUP_FIELDS. */
 type Holds<T extends true> = T;
@@ -158,16 +187,22 @@ export const REWARD_GROUPINGS = ['batch', 'traj_group_id', 'tags', ...TRAJECTORY
  * but never applies them: accepted and ignored.
  */
 /** A norm type, or null (filled from `method`): the error names null as allowed too. */
-const normType = () => z.enum(NORM_TYPES, { error: `expected one of ${NORM_TYPES.map((t) => `"${t}"`).join('|')} or null` }).nullable().default(null);
+const normType = () =>
+  z
+    .enum(NORM_TYPES, { error: `expected one of ${NORM_TYPES.map((t) => `"${t}"`).join('|')} or null` })
+    .nullable()
+    .default(null);
 
 export const rewardNormalizationSchema = z
   .object({
-    grouping: z.enum(REWARD_GROUPINGS, {
-      error: (issue) => {
-        const near = nearestKey(String(issue.input), REWARD_GROUPINGS);
-        return `expected batch, traj_group_id, tags or a trajectory field (${TRAJECTORY_GROUP_FIELDS.join(', ')})${near ? `; did you mean "${near}"?` : ''}`;
-      },
-    }).default('batch'),
+    grouping: z
+      .enum(REWARD_GROUPINGS, {
+        error: (issue) => {
+          const near = nearestKey(String(issue.input), REWARD_GROUPINGS);
+          return `expected batch, traj_group_id, tags or a trajectory field (${TRAJECTORY_GROUP_FIELDS.join(', ')})${near ? `; did you mean "${near}"?` : ''}`;
+        },
+      })
+      .default('batch'),
     method: z.enum(NORM_METHODS).default('identity'),
     norm_mean_type: normType(),
     norm_std_type: normType(),

@@ -28,7 +28,9 @@ export interface ObjectRef {
 export const checkpointManifestSchema = z.object({
   format: z.literal('starpo-checkpoint/1'),
   prefix: z.string(),
-  objects: z.array(z.object({ name: z.string(), key: z.string(), bytes: z.number().int().nonnegative(), sha256: z.string().regex(SHA256_HEX) })),
+  objects: z.array(
+    z.object({ name: z.string(), key: z.string(), bytes: z.number().int().nonnegative(), sha256: z.string().regex(SHA256_HEX) }),
+  ),
   meta: z.record(z.string(), z.unknown()),
   createdAt: z.string(),
 });

@@ -6,7 +6,15 @@
  */
 import { Rng } from '../util/rng';
 import {
-  checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, getString, type RawEnvConfig,
+  checkKeys,
+  checkRegex,
+  checkTextRenderMode,
+  getBool,
+  getInstruction,
+  getInt,
+  getNumber,
+  getString,
+  type RawEnvConfig,
 } from './config';
 import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
 
@@ -17,13 +25,28 @@ import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type 
  */
 export const BANDIT_ARM_PAIRS: Readonly<Record<'train' | 'test', ReadonlyArray<readonly [string, string]>>> = {
   train: [
-    ['Teacher', 'Trader'], ['Nurse', 'StartupFounder'], ['Librarian', 'Investor'], ['Accountant', 'StockBroker'],
-    ['Engineer', 'RealEstateAgent'], ['Pharmacist', 'Musician'], ['Clerk', 'Freelancer'], ['Technician', 'Youtuber'],
-    ['Planner', 'Artist'], ['Postman', 'Pilot'], ['Banker', 'VentureCapitalist'], ['Gardener', 'Cryptominer'],
+    ['Teacher', 'Trader'],
+    ['Nurse', 'StartupFounder'],
+    ['Librarian', 'Investor'],
+    ['Accountant', 'StockBroker'],
+    ['Engineer', 'RealEstateAgent'],
+    ['Pharmacist', 'Musician'],
+    ['Clerk', 'Freelancer'],
+    ['Technician', 'Youtuber'],
+    ['Planner', 'Artist'],
+    ['Postman', 'Pilot'],
+    ['Banker', 'VentureCapitalist'],
+    ['Gardener', 'Cryptominer'],
   ],
   test: [
-    ['Receptionist', 'Explorer'], ['Archivist', 'Filmmaker'], ['Bookkeeper', 'Consultant'], ['SocialWorker', 'Photographer'],
-    ['Mechanic', 'GameDesigner'], ['Secretary', 'Entrepreneur'], ['Cashier', 'DataScientist'], ['CivilServant', 'StartupAccelerator'],
+    ['Receptionist', 'Explorer'],
+    ['Archivist', 'Filmmaker'],
+    ['Bookkeeper', 'Consultant'],
+    ['SocialWorker', 'Photographer'],
+    ['Mechanic', 'GameDesigner'],
+    ['Secretary', 'Entrepreneur'],
+    ['Cashier', 'DataScientist'],
+    ['CivilServant', 'StartupAccelerator'],
   ],
 };
 
@@ -56,8 +79,19 @@ export interface BanditConfig {
 
 /** Allowed env_config keys of bandit. */
 export const BANDIT_KEYS = [
-  'lo_arm_name', 'hi_arm_name', 'arm_pairs', 'reverse_risk', 'lo_arm_score', 'hi_arm_score', 'hi_arm_loscore',
-  'hi_arm_hiscore_prob', 'format_penalty', 'env_instruction', 'hi_arm_hiscore', 'action_space_start', 'render_mode',
+  'lo_arm_name',
+  'hi_arm_name',
+  'arm_pairs',
+  'reverse_risk',
+  'lo_arm_score',
+  'hi_arm_score',
+  'hi_arm_loscore',
+  'hi_arm_hiscore_prob',
+  'format_penalty',
+  'env_instruction',
+  'hi_arm_hiscore',
+  'action_space_start',
+  'render_mode',
   'action_pattern',
 ] as const;
 
@@ -90,7 +124,9 @@ function parseArmPairs(where: string, r: Record<string, unknown>): ReadonlyArray
   }
   if (v === 'train' || v === 'test') return BANDIT_ARM_PAIRS[v];
   if (!Array.isArray(v) || v.length === 0) {
-    throw new Error(`${where}: arm_pairs must be "train", "test" or a non-empty list of [low-risk name, high-risk name] pairs, got ${JSON.stringify(v)}`);
+    throw new Error(
+      `${where}: arm_pairs must be "train", "test" or a non-empty list of [low-risk name, high-risk name] pairs, got ${JSON.stringify(v)}`,
+    );
   }
   return v.map((pair: unknown, i) => checkPair(where, pair, i));
 }
@@ -103,7 +139,9 @@ export function parseBanditConfig(raw: RawEnvConfig): BanditConfig {
   checkTextRenderMode(where, r);
   getInt(where, r, 'action_space_start', 1, 0, 1_000_000);
   if (r.hi_arm_score !== undefined && r.hi_arm_hiscore !== undefined) {
-    throw new Error(`${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${String(r.hi_arm_score)} and ${String(r.hi_arm_hiscore)}`);
+    throw new Error(
+      `${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${String(r.hi_arm_score)} and ${String(r.hi_arm_hiscore)}`,
+    );
   }
   const hiScoreKey = r.hi_arm_hiscore === undefined ? 'hi_arm_score' : 'hi_arm_hiscore';
   return {
@@ -164,9 +202,7 @@ export class BanditEnv implements Env {
     const pairs = this.config.arm_pairs;
     this.pair = pairs[new Rng('bandit/pair', seed).int(pairs.length)];
     const order = new Rng('bandit/order', seed).shuffle([...this.pair]);
-    this.payout = this.options.envId === undefined
-      ? new Rng('bandit/payout', seed)
-      : new Rng('bandit/payout', seed, this.options.envId);
+    this.payout = this.options.envId === undefined ? new Rng('bandit/payout', seed) : new Rng('bandit/payout', seed, this.options.envId);
     this.done = false;
     this.lastObservation = `Arms: ${order.join(', ')}`;
     return { observation: this.lastObservation, info: { env_instruction: this.config.env_instruction ?? BANDIT_INSTRUCTION } };
@@ -186,7 +222,9 @@ export class BanditEnv implements Env {
     const reward = high ? (this.payout.next() < c.hi_arm_hiscore_prob ? c.hi_arm_score : c.hi_arm_loscore) : c.lo_arm_score;
     this.lastObservation = `${action}: ${reward} points`;
     return {
-      observation: this.lastObservation, reward, terminated: true,
+      observation: this.lastObservation,
+      reward,
+      terminated: true,
       info: { success: high, action_is_valid: true, action_is_effective: true, format_penalty: 0 },
     };
   }

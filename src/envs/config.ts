@@ -29,9 +29,7 @@ export function checkKeys(where: string, raw: RawEnvConfig, allowed: readonly st
   }
   for (const key of Object.keys(raw)) {
     if (!allowed.includes(key)) {
-      throw new Error(
-        `${where}: unknown key "${key}"${hint(key, allowed)}; allowed keys: ${allowed.join(', ')}`,
-      );
+      throw new Error(`${where}: unknown key "${key}"${hint(key, allowed)}; allowed keys: ${allowed.join(', ')}`);
     }
   }
   return raw;
@@ -39,8 +37,13 @@ export function checkKeys(where: string, raw: RawEnvConfig, allowed: readonly st
 
 /** A finite number in [lo, hi] (bounds inclusive unless `openLo`). Throws Error naming key and value. */
 export function getNumber(
-  where: string, raw: Record<string, unknown>, key: string, dflt: number,
-  lo = -Infinity, hi = Infinity, openLo = false,
+  where: string,
+  raw: Record<string, unknown>,
+  key: string,
+  dflt: number,
+  lo = -Infinity,
+  hi = Infinity,
+  openLo = false,
 ): number {
   const v = raw[key];
   if (v === undefined) return dflt;
@@ -71,9 +74,7 @@ export function getBool(where: string, raw: Record<string, unknown>, key: string
 }
 
 /** A non-empty string (optionally matching `pattern`, described by `what`). Throws Error naming key and value. */
-export function getString(
-  where: string, raw: Record<string, unknown>, key: string, dflt: string, pattern?: RegExp, what?: string,
-): string {
+export function getString(where: string, raw: Record<string, unknown>, key: string, dflt: string, pattern?: RegExp, what?: string): string {
   const v = raw[key];
   if (v === undefined) return dflt;
   if (typeof v !== 'string' || v.length === 0 || (pattern !== undefined && !pattern.test(v))) {

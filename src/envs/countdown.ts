@@ -41,7 +41,8 @@ export function parseCountdownConfig(raw: RawEnvConfig): CountdownConfig {
 }
 
 /** Default instruction: short on purpose (the quickstart model uses a char tokenizer). */
-export const COUNTDOWN_INSTRUCTION = 'Countdown. Use each number once with + - * / ( ) to reach the target. Answer <answer>expression</answer>.';
+export const COUNTDOWN_INSTRUCTION =
+  'Countdown. Use each number once with + - * / ( ) to reach the target. Answer <answer>expression</answer>.';
 
 /** A Countdown instance: the numbers in observation order, the sign each was given, and the target. */
 export interface CountdownInstance {
@@ -223,7 +224,9 @@ export class CountdownEnv implements Env {
     const score = correct ? 1 : numbersOk ? this.config.format_score : 0;
     this.lastObservation = `Your answer gets ${score} points.`;
     return {
-      observation: this.lastObservation, reward: score, terminated: true,
+      observation: this.lastObservation,
+      reward: score,
+      terminated: true,
       info: { success: correct, action_is_valid: true, action_is_effective: numbersOk, format_penalty: 0 },
     };
   }

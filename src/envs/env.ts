@@ -140,7 +140,9 @@ export function parseAction(text: string, actionNames: readonly string[], opts: 
  */
 export function invalidAnswer(observation: string, penalty: number, terminated: boolean): StepResult {
   return {
-    observation, reward: penalty, terminated,
+    observation,
+    reward: penalty,
+    terminated,
     info: { success: false, action_is_valid: false, action_is_effective: false, format_penalty: penalty },
   };
 }

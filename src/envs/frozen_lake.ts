@@ -4,9 +4,7 @@
  * and a BFS solver for tests and solver demonstrations.
  */
 import { Rng } from '../util/rng';
-import {
-  checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, type RawEnvConfig,
-} from './config';
+import { checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
 import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
 
 /**
@@ -32,8 +30,16 @@ export interface FrozenLakeConfig {
 
 /** Allowed env_config keys of frozen_lake. */
 export const FROZEN_LAKE_KEYS = [
-  'size', 'p', 'is_slippery', 'success_rate', 'format_penalty', 'env_instruction', 'max_steps',
-  'action_pattern', 'render_mode', 'map_seed',
+  'size',
+  'p',
+  'is_slippery',
+  'success_rate',
+  'format_penalty',
+  'env_instruction',
+  'max_steps',
+  'action_pattern',
+  'render_mode',
+  'map_seed',
 ] as const;
 
 /** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
@@ -57,8 +63,7 @@ export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
 
 /** Default instruction: short on purpose (the quickstart model uses a char tokenizer). */
 export function frozenLakeInstruction(slippery: boolean): string {
-  return 'FrozenLake. Reach G, avoid O. P is you.' + (slippery ? ' Ice is slippery.' : '') +
-    ' Answer <answer>Left|Down|Right|Up</answer>.';
+  return 'FrozenLake. Reach G, avoid O. P is you.' + (slippery ? ' Ice is slippery.' : '') + ' Answer <answer>Left|Down|Right|Up</answer>.';
 }
 
 // Map generation and BFS: pure functions, no env state (ROLL roll/pipeline/agentic/env/frozen_lake/utils.py
@@ -86,7 +91,12 @@ export const LAKE_ACTIONS = ['Left', 'Down', 'Right', 'Up'] as const;
 /** One of LAKE_ACTIONS. */
 export type LakeAction = (typeof LAKE_ACTIONS)[number];
 
-const DELTAS: ReadonlyArray<readonly [number, number]> = [[0, -1], [1, 0], [0, 1], [-1, 0]];
+const DELTAS: ReadonlyArray<readonly [number, number]> = [
+  [0, -1],
+  [1, 0],
+  [0, 1],
+  [-1, 0],
+];
 
 /**
  * The cell reached by moving from `pos` with action id `a` (0 Left, 1 Down, 2 Right, 3 Up);
@@ -173,7 +183,12 @@ export function generateMap(size: number, p: number, rng: Rng): LakeMap {
 
 /** The symbols renderLake draws, [symbol, meaning] (docs/envs.md, ROLL grid_lookup); shown as a legend by `starpo report`. */
 export const LAKE_SYMBOLS: ReadonlyArray<readonly [string, string]> = [
-  ['P', 'player'], ['_', 'frozen'], ['O', 'hole'], ['G', 'goal'], ['X', 'player in a hole'], ['√', 'player on the goal'],
+  ['P', 'player'],
+  ['_', 'frozen'],
+  ['O', 'hole'],
+  ['G', 'goal'],
+  ['X', 'player in a hole'],
+  ['√', 'player on the goal'],
 ];
 
 /** Renders a map with the player: rows joined by "\n", one LAKE_SYMBOLS symbol per cell. */
@@ -235,9 +250,8 @@ export class FrozenLakeEnv implements Env {
     checkSeed(this.envType, seed);
     this.map = generateMap(this.config.size, this.config.p, new Rng('frozen_lake/map', seed));
     this.player = { ...this.map.start };
-    this.slip = this.options.envId === undefined
-      ? new Rng('frozen_lake/slip', seed)
-      : new Rng('frozen_lake/slip', seed, this.options.envId);
+    this.slip =
+      this.options.envId === undefined ? new Rng('frozen_lake/slip', seed) : new Rng('frozen_lake/slip', seed, this.options.envId);
     this.done = false;
     this.steps = 0;
     const env_instruction = this.config.env_instruction ?? frozenLakeInstruction(this.config.is_slippery);
@@ -265,7 +279,9 @@ export class FrozenLakeEnv implements Env {
       const cell = this.map.desc[next.row][next.col];
       const success = cell === 'G';
       result = {
-        observation: this.render(), reward: success ? 1 : 0, terminated: success || cell === 'H',
+        observation: this.render(),
+        reward: success ? 1 : 0,
+        terminated: success || cell === 'H',
         info: { success, action_is_valid: true, action_is_effective: moved, format_penalty: 0 },
       };
     }

@@ -47,8 +47,18 @@ export interface SokobanConfig {
 
 /** Allowed env_config keys of sokoban. */
 export const SOKOBAN_KEYS = [
-  'dim_x', 'dim_y', 'dim_room', 'num_boxes', 'max_steps', 'search_depth', 'format_penalty', 'env_instruction',
-  'action_pattern', 'grid_lookup', 'grid_vocab', 'render_mode',
+  'dim_x',
+  'dim_y',
+  'dim_room',
+  'num_boxes',
+  'max_steps',
+  'search_depth',
+  'format_penalty',
+  'env_instruction',
+  'action_pattern',
+  'grid_lookup',
+  'grid_vocab',
+  'render_mode',
 ] as const;
 
 const show = (v: unknown): string => JSON.stringify(v) ?? String(v);
@@ -129,7 +139,8 @@ export function parseSokobanConfig(raw: RawEnvConfig): SokobanConfig {
   const maxBoxes = (dim_room[0] - 2) * (dim_room[1] - 2) - 2;
   if (maxBoxes < 1) {
     throw new Error(
-      `${where}: dim_room ${show(dim_room)} has ${maxBoxes + 2} interior cells; a room needs at least 3 (player, box, one more)`);
+      `${where}: dim_room ${show(dim_room)} has ${maxBoxes + 2} interior cells; a room needs at least 3 (player, box, one more)`,
+    );
   }
   const grid_lookup = parseLookup(where, r);
   return {
@@ -155,8 +166,10 @@ export const SOKOBAN_INSTRUCTION =
  */
 export function sokobanInstruction(config: SokobanConfig): string {
   const legend = config.grid_vocab.map(([s, meaning]) => `${s}: ${meaning}`).join(', ');
-  return `${config.env_instruction ?? SOKOBAN_INSTRUCTION}\nThe meaning of each symbol in the state is:\n${legend}` +
-    `\nYour available actions are:\n${SOKOBAN_ACTIONS.join(', ')}`;
+  return (
+    `${config.env_instruction ?? SOKOBAN_INSTRUCTION}\nThe meaning of each symbol in the state is:\n${legend}` +
+    `\nYour available actions are:\n${SOKOBAN_ACTIONS.join(', ')}`
+  );
 }
 
 /** Renders a state: rows joined by "\n", one `lookup` symbol per cell (codes as DEFAULT_GRID_LOOKUP). */
@@ -251,9 +264,13 @@ export class SokobanEnv implements Env {
     const success = this.onTargets === this.config.num_boxes;
     if (success) reward += ALL_PLACED;
     const result: StepResult = {
-      observation: this.render(), reward, terminated: success || this.steps >= this.config.max_steps,
+      observation: this.render(),
+      reward,
+      terminated: success || this.steps >= this.config.max_steps,
       info: {
-        success, action_is_valid: action !== null, action_is_effective: moved,
+        success,
+        action_is_valid: action !== null,
+        action_is_effective: moved,
         format_penalty: action === null ? this.config.format_penalty : 0,
       },
     };

@@ -61,13 +61,38 @@ export function tryMove(fixed: Uint8Array, boxes: Uint8Array, player: number, de
 
 /** The 3x3 floor masks stamped along the random walk (gym-sokoban room_topology_generation). */
 const MASKS: ReadonlyArray<ReadonlyArray<readonly number[]>> = [
-  [[0, 0, 0], [1, 1, 1], [0, 0, 0]],
-  [[0, 1, 0], [0, 1, 0], [0, 1, 0]],
-  [[0, 0, 0], [1, 1, 0], [0, 1, 0]],
-  [[0, 0, 0], [1, 1, 0], [1, 1, 0]],
-  [[0, 0, 0], [0, 1, 1], [0, 1, 0]],
+  [
+    [0, 0, 0],
+    [1, 1, 1],
+    [0, 0, 0],
+  ],
+  [
+    [0, 1, 0],
+    [0, 1, 0],
+    [0, 1, 0],
+  ],
+  [
+    [0, 0, 0],
+    [1, 1, 0],
+    [0, 1, 0],
+  ],
+  [
+    [0, 0, 0],
+    [1, 1, 0],
+    [1, 1, 0],
+  ],
+  [
+    [0, 0, 0],
+    [0, 1, 1],
+    [0, 1, 0],
+  ],
 ];
-const WALK_DIRECTIONS: ReadonlyArray<readonly [number, number]> = [[1, 0], [0, 1], [-1, 0], [0, -1]];
+const WALK_DIRECTIONS: ReadonlyArray<readonly [number, number]> = [
+  [1, 0],
+  [0, 1],
+  [-1, 0],
+  [0, -1],
+];
 
 /**
  * Room topology (gym-sokoban room_topology_generation): a random walk of `steps` steps starting at
@@ -130,7 +155,9 @@ function displacement(boxOf: Map<number, number>, cols: number): number {
  */
 function reversePlay(fixed: Uint8Array, start: Uint8Array, cols: number, searchDepth: number): ReversePlay {
   const targets: number[] = [];
-  fixed.forEach((v, i) => { if (v === TARGET) targets.push(i); });
+  fixed.forEach((v, i) => {
+    if (v === TARGET) targets.push(i);
+  });
   const deltas = cellDeltas(cols);
   const explored = new Set<string>();
   let best: ReversePlay = { grid: start, boxOf: new Map(targets.map((t) => [t, t])), score: -1 };
@@ -159,7 +186,11 @@ function reversePlay(fixed: Uint8Array, start: Uint8Array, cols: number, searchD
         g[player] = PULLED_BOX;
         g[behind] = fixed[behind];
         nextBoxOf = new Map(boxOf);
-        for (const [t, b] of boxOf) if (b === behind) { nextBoxOf.set(t, player); pull = t; }
+        for (const [t, b] of boxOf)
+          if (b === behind) {
+            nextBoxOf.set(t, player);
+            pull = t;
+          }
       }
       dfs(g, nextBoxOf, pull !== lastPull ? swaps + 1 : swaps, pull, ttl);
     }
@@ -176,8 +207,9 @@ function reversePlay(fixed: Uint8Array, start: Uint8Array, cols: number, searchD
 function nudgePlayer(fixed: Uint8Array, boxes: Uint8Array, player: number, cols: number, moveProbability: number, rng: Rng): number {
   if (rng.next() > moveProbability) return player;
   const visited = [player];
-  for (let steps = 0; steps < 3;) {
-    const options = cellDeltas(cols).map((d) => player + d)
+  for (let steps = 0; steps < 3; ) {
+    const options = cellDeltas(cols)
+      .map((d) => player + d)
       .filter((n) => fixed[n] !== WALL && boxes[n] === 0 && !visited.includes(n));
     if (options.length === 0) break;
     player = options[rng.int(options.length)];
@@ -209,7 +241,9 @@ export function generateRoom(spec: RoomSpec, rng: Rng): SokobanState | null {
   for (let attempt = 0; attempt < 4; attempt++) {
     const fixed = roomTopology(rows, cols, Math.floor(1.7 * (rows + cols)), rng);
     const free: number[] = [];
-    fixed.forEach((v, i) => { if (v === FLOOR) free.push(i); });
+    fixed.forEach((v, i) => {
+      if (v === FLOOR) free.push(i);
+    });
     if (free.length <= numBoxes + 1) return null;
     const player = free.splice(rng.int(free.length), 1)[0];
     for (let b = 0; b < numBoxes; b++) fixed[free.splice(rng.int(free.length), 1)[0]] = TARGET;
@@ -240,8 +274,10 @@ export function roomForSeed(spec: RoomSpec, seed: number): SokobanState {
     const room = generateRoom(spec, rng);
     if (room !== null) return room;
   }
-  throw new Error(`sokoban: no ${spec.rows}x${spec.cols} room with ${spec.numBoxes} boxes after ${MAX_ROOM_RETRIES} retries ` +
-    `for seed ${seed}; use fewer boxes or a larger room`);
+  throw new Error(
+    `sokoban: no ${spec.rows}x${spec.cols} room with ${spec.numBoxes} boxes after ${MAX_ROOM_RETRIES} retries ` +
+      `for seed ${seed}; use fewer boxes or a larger room`,
+  );
 }
 
 // The solver: breadth-first search over (player cell, box cells) states with tryMove, the env's own
@@ -266,7 +302,9 @@ export function solveSokoban(state: SokobanState, maxStates = SOLVER_MAX_STATES)
   const { fixed } = state;
   const deltas = cellDeltas(state.cols);
   const start: number[] = [];
-  state.boxes.forEach((v, i) => { if (v === 1) start.push(i); });
+  state.boxes.forEach((v, i) => {
+    if (v === 1) start.push(i);
+  });
   const solved = (boxes: readonly number[]): boolean => boxes.every((b) => fixed[b] === TARGET);
   // Parallel arrays: node i has player players[i], boxes boxLists[i], reached from parents[i] by actions[i].
   const players = [state.player];
@@ -286,8 +324,7 @@ export function solveSokoban(state: SokobanState, maxStates = SOLVER_MAX_STATES)
     for (let a = 0; a < 4; a++) {
       const out = tryMove(fixed, occupied, players[head], deltas[a]);
       if (out === null) continue;
-      const nextBoxes = out.pushTo === -1 ? boxes
-        : boxes.map((b) => (b === out.player ? out.pushTo : b)).sort((x, y) => x - y);
+      const nextBoxes = out.pushTo === -1 ? boxes : boxes.map((b) => (b === out.player ? out.pushTo : b)).sort((x, y) => x - y);
       const key = stateKey(out.player, nextBoxes);
       if (seen.has(key)) continue;
       if (seen.size >= maxStates) return null;

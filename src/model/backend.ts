@@ -21,14 +21,19 @@ let nativeLoaded: NativeVariant | null = null;
  */
 export function noGpuLine(load: Pick<NativeLoad, 'tfVersion' | 'cudaDriver'>, env: NodeJS.ProcessEnv = process.env): string {
   const visible = env.CUDA_VISIBLE_DEVICES === undefined ? '' : `, CUDA_VISIBLE_DEVICES=${JSON.stringify(env.CUDA_VISIBLE_DEVICES)}`;
-  const why = load.cudaDriver ? `the CUDA driver loaded but no device is usable${visible}` : `no CUDA driver: libcuda.so.1 not found${visible}`;
+  const why = load.cudaDriver
+    ? `the CUDA driver loaded but no device is usable${visible}`
+    : `no CUDA driver: libcuda.so.1 not found${visible}`;
   return `tensorflow-gpu: TensorFlow ${load.tfVersion} sees no GPU (${why}); computing on CPU`;
 }
 
 /** Loads one native build (registering the 'tensorflow' backend), refusing the other one (same library names). */
 function loadNative(v: NativeVariant): void {
   if (nativeLoaded === v) return;
-  if (nativeLoaded) throw new NativeBackendError(`${nativeLoaded.tfjsNode.name} is loaded in this process; ${v.tfjsNode.name} cannot be loaded beside it (same library names)`);
+  if (nativeLoaded)
+    throw new NativeBackendError(
+      `${nativeLoaded.tfjsNode.name} is loaded in this process; ${v.tfjsNode.name} cannot be loaded beside it (same library names)`,
+    );
   const load = loadNativeBuild(v); // throws saying how to install or repair the build
   nativeLoaded = v;
   if (v.variant === 'gpu' && !load.gpu) process.stderr.write(`${noGpuLine(load)}\n`);

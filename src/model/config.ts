@@ -56,14 +56,17 @@ export function ropeOf(raw: Record<string, unknown>): RopeSpec {
   const source = scaling ? 'rope_scaling' : 'rope_parameters';
   const params = scaling ?? (isObject(raw.rope_parameters) ? raw.rope_parameters : {});
   if (isObject(params.full_attention) || isObject(params.sliding_attention)) {
-    throw new Error(`Qwen2Config: ${source} = ${JSON.stringify(params)} gives RoPE per layer type; allowed: one {"rope_type": "default", "rope_theta": ...}`);
+    throw new Error(
+      `Qwen2Config: ${source} = ${JSON.stringify(params)} gives RoPE per layer type; allowed: one {"rope_type": "default", "rope_theta": ...}`,
+    );
   }
   // A key present with null is kept as transformers keeps it (and then fails on it), not defaulted.
   const typeKey = params.rope_type !== undefined ? 'rope_type' : params.type !== undefined ? 'type' : null;
   const rope_type = typeKey ? params[typeKey] : 'default';
   const thetaKey = params.rope_theta !== undefined ? `${source}.rope_theta` : 'rope_theta';
   const rope_theta = params.rope_theta !== undefined ? params.rope_theta : raw.rope_theta !== undefined ? raw.rope_theta : 10000;
-  if (typeof rope_type !== 'string') throw new Error(`Qwen2Config: ${source}.${typeKey} = ${JSON.stringify(rope_type)} is invalid; allowed: "default"`);
+  if (typeof rope_type !== 'string')
+    throw new Error(`Qwen2Config: ${source}.${typeKey} = ${JSON.stringify(rope_type)} is invalid; allowed: "default"`);
   if (typeof rope_theta !== 'number' || !Number.isFinite(rope_theta) || rope_theta <= 0) {
     throw new Error(`Qwen2Config: ${thetaKey} = ${JSON.stringify(rope_theta)} is invalid; allowed: a finite number > 0`);
   }
@@ -84,7 +87,8 @@ const SLIDING_DEFAULTS = { sliding_window: 4096, max_window_layers: 28 };
  */
 export function layerWindows(raw: Record<string, unknown>, layers: number): Array<number | null> {
   const use = raw.use_sliding_window ?? false;
-  if (typeof use !== 'boolean') throw new Error(`Qwen2Config: use_sliding_window = ${JSON.stringify(use)} is invalid; allowed: true or false`);
+  if (typeof use !== 'boolean')
+    throw new Error(`Qwen2Config: use_sliding_window = ${JSON.stringify(use)} is invalid; allowed: true or false`);
   const window = use ? (raw.sliding_window === undefined ? SLIDING_DEFAULTS.sliding_window : raw.sliding_window) : null;
   if (window !== null && (typeof window !== 'number' || !Number.isInteger(window) || window <= 0)) {
     throw new Error(`Qwen2Config: sliding_window = ${JSON.stringify(window)} is invalid; allowed: a positive integer or null`);
@@ -93,16 +97,21 @@ export function layerWindows(raw: Record<string, unknown>, layers: number): Arra
   if (typeof maxWindowLayers !== 'number' || !Number.isInteger(maxWindowLayers) || maxWindowLayers < 0) {
     throw new Error(`Qwen2Config: max_window_layers = ${JSON.stringify(maxWindowLayers)} is invalid; allowed: an integer >= 0`);
   }
-  const types = raw.layer_types ?? Array.from({ length: layers }, (_, i) =>
-    window !== null && i >= maxWindowLayers ? 'sliding_attention' : 'full_attention');
+  const types =
+    raw.layer_types ??
+    Array.from({ length: layers }, (_, i) => (window !== null && i >= maxWindowLayers ? 'sliding_attention' : 'full_attention'));
   const allowed = ['full_attention', 'sliding_attention'];
   if (!Array.isArray(types) || types.length !== layers || types.some((t) => !allowed.includes(t))) {
-    throw new Error(`Qwen2Config: layer_types = ${JSON.stringify(types)} is invalid; allowed: ${layers} (num_hidden_layers) of ${allowed.map((t) => JSON.stringify(t)).join(', ')}`);
+    throw new Error(
+      `Qwen2Config: layer_types = ${JSON.stringify(types)} is invalid; allowed: ${layers} (num_hidden_layers) of ${allowed.map((t) => JSON.stringify(t)).join(', ')}`,
+    );
   }
   return types.map((t, i) => {
     if (t !== 'sliding_attention') return null;
     if (window === null) {
-      throw new Error(`Qwen2Config: layer_types[${i}] = "sliding_attention" but use_sliding_window = ${JSON.stringify(use)} and sliding_window = ${JSON.stringify(raw.sliding_window ?? null)} give no window (transformers fails on it); allowed: "full_attention", or use_sliding_window true with a sliding_window`);
+      throw new Error(
+        `Qwen2Config: layer_types[${i}] = "sliding_attention" but use_sliding_window = ${JSON.stringify(use)} and sliding_window = ${JSON.stringify(raw.sliding_window ?? null)} give no window (transformers fails on it); allowed: "full_attention", or use_sliding_window true with a sliding_window`,
+      );
     }
     return window as number;
   });
@@ -148,14 +157,24 @@ export function validateQwen2Config(raw: unknown): Qwen2Config {
   }
   const rope = ropeOf(c);
   if (rope.rope_type !== 'default') {
-    throw new Error(`Qwen2Config: ${rope.typeKey} = ${JSON.stringify(rope.rope_type)} is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`);
+    throw new Error(
+      `Qwen2Config: ${rope.typeKey} = ${JSON.stringify(rope.rope_type)} is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`,
+    );
   }
   c.rope_theta = rope.rope_theta;
   if (c.rms_norm_eps === undefined) c.rms_norm_eps = 1e-6;
   if (c.tie_word_embeddings === undefined) c.tie_word_embeddings = false;
   if (c.num_key_value_heads === undefined || c.num_key_value_heads === null) c.num_key_value_heads = c.num_attention_heads;
-  for (const k of ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads',
-    'num_key_value_heads', 'max_position_embeddings']) posInt(c, k);
+  for (const k of [
+    'vocab_size',
+    'hidden_size',
+    'intermediate_size',
+    'num_hidden_layers',
+    'num_attention_heads',
+    'num_key_value_heads',
+    'max_position_embeddings',
+  ])
+    posInt(c, k);
   posNum(c, 'rms_norm_eps');
   if (typeof c.tie_word_embeddings !== 'boolean') {
     throw new Error(`Qwen2Config: tie_word_embeddings = ${JSON.stringify(c.tie_word_embeddings)} is invalid; allowed: true or false`);
@@ -167,7 +186,9 @@ export function validateQwen2Config(raw: unknown): Qwen2Config {
     throw new Error(`Qwen2Config: hidden_size = ${h} is not divisible by num_attention_heads = ${nh}`);
   }
   if (c.head_dim !== undefined && c.head_dim !== null && c.head_dim !== h / nh) {
-    throw new Error(`Qwen2Config: head_dim = ${JSON.stringify(c.head_dim)} is not supported; allowed: hidden_size/num_attention_heads = ${h / nh}`);
+    throw new Error(
+      `Qwen2Config: head_dim = ${JSON.stringify(c.head_dim)} is not supported; allowed: hidden_size/num_attention_heads = ${h / nh}`,
+    );
   }
   if ((h / nh) % 2 !== 0) throw new Error(`Qwen2Config: head_dim = hidden_size/num_attention_heads = ${h / nh} must be even (RoPE)`);
   if (nh % nkv !== 0) {

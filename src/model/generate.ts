@@ -37,7 +37,13 @@ export interface GenerateResult {
  * One model call for generation: the last position's logits copied to the host ([B*V] float32) and
  * the new KV cache. Disposes `ids` and `mask`; the caller disposes the previous cache.
  */
-function runStep(model: Qwen2, ids: tf.Tensor2D, positions: Int32Array, mask: AttentionMask, cache: LayerKV[] | undefined): { cache: LayerKV[] | undefined; logitsData: Float32Array } {
+function runStep(
+  model: Qwen2,
+  ids: tf.Tensor2D,
+  positions: Int32Array,
+  mask: AttentionMask,
+  cache: LayerKV[] | undefined,
+): { cache: LayerKV[] | undefined; logitsData: Float32Array } {
   try {
     const out = model.run({ ids, positions, mask, cache, returnCache: true, lastOnly: true });
     const logitsData = out.logits.dataSync() as Float32Array;
@@ -91,7 +97,11 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   const G = cfg.num_attention_heads / cfg.num_key_value_heads;
   const V = cfg.vocab_size;
   const session = opts.rowIds ? opts.session : undefined;
-  const resumed = session?.resume(active.map((i) => opts.rowIds![i]), active.map((i) => contexts[i])) ?? null;
+  const resumed =
+    session?.resume(
+      active.map((i) => opts.rowIds![i]),
+      active.map((i) => contexts[i]),
+    ) ?? null;
   if (session && !resumed) session.clear();
   // Prefill: each row's context past its cached prefix (all of it without a cache), left-padded to the longest.
   const done = resumed ? resumed.fed.map((f) => f.length) : active.map(() => 0);
@@ -118,7 +128,13 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
   let cache: LayerKV[] | undefined;
   let logitsData: Float32Array;
   try {
-    ({ cache, logitsData } = runStep(model, tf.tensor2d(ids, [B, Lmax], 'int32'), pos, causalMask(keyMask.flat(), B, Lmax, Lk, G), resumed?.cache));
+    ({ cache, logitsData } = runStep(
+      model,
+      tf.tensor2d(ids, [B, Lmax], 'int32'),
+      pos,
+      causalMask(keyMask.flat(), B, Lmax, Lk, G),
+      resumed?.cache,
+    ));
   } finally {
     disposeLayers(resumed?.cache);
   }
@@ -175,7 +191,13 @@ export function generate(model: Qwen2, contexts: number[][], opts: GenerateOptio
       const positions = Int32Array.from(nextPos);
       for (let b = 0; b < B; b++) nextPos[b]++;
       const previous = cache;
-      ({ cache, logitsData } = runStep(model, tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'), positions, causalMask(keyMask.flat(), B, 1, T, G), previous));
+      ({ cache, logitsData } = runStep(
+        model,
+        tf.tensor2d(Int32Array.from(stepTokens), [B, 1], 'int32'),
+        positions,
+        causalMask(keyMask.flat(), B, 1, T, G),
+        previous,
+      ));
       disposeLayers(previous);
     }
     session?.store(finished.splice(0));

@@ -47,7 +47,15 @@ function bmmKernel(args: { inputs: tf.NamedTensorInfoMap; backend: unknown }): t
   if (S !== Sb || K !== Kb) throw new Error(`${BMM}: shapes [${a.shape}] and [${b.shape}] do not match ([S,M,K] @ [S,K,N])`);
   if (wasmBatchMatMul === null || wasmBackendFor !== backend) {
     wasmBatchMatMul = backend.wasm.cwrap('BatchMatMul', null, [
-      'number', 'array', 'number', 'number', 'array', 'number', 'number', 'number', 'number',
+      'number',
+      'array',
+      'number',
+      'number',
+      'array',
+      'number',
+      'number',
+      'number',
+      'number',
     ]);
     wasmBackendFor = backend;
   }

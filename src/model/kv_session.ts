@@ -40,7 +40,12 @@ export function disposeLayers(c: LayerKV[] | undefined): void {
 function padTo(block: KvRows, T: number): KvRows {
   const t = block.keyMask[0]?.length ?? 0;
   if (t === T) return block;
-  const pad: Array<[number, number]> = [[0, 0], [0, 0], [0, T - t], [0, 0]];
+  const pad: Array<[number, number]> = [
+    [0, 0],
+    [0, 0],
+    [0, T - t],
+    [0, 0],
+  ];
   const cache = block.cache.map((l) => ({ k: tf.pad(l.k, pad), v: tf.pad(l.v, pad) }));
   disposeLayers(block.cache);
   return { ...block, cache, keyMask: block.keyMask.map((m) => [...m, ...new Array<number>(T - t).fill(0)]) };
@@ -97,8 +102,20 @@ export class KvSession {
     const padded = blocks.map((b) => padTo(b, T));
     const layers = padded[0].cache.length;
     const cache = Array.from({ length: layers }, (_, l) => ({
-      k: padded.length === 1 ? padded[0].cache[l].k : (tf.concat(padded.map((b) => b.cache[l].k), 0) as tf.Tensor4D),
-      v: padded.length === 1 ? padded[0].cache[l].v : (tf.concat(padded.map((b) => b.cache[l].v), 0) as tf.Tensor4D),
+      k:
+        padded.length === 1
+          ? padded[0].cache[l].k
+          : (tf.concat(
+              padded.map((b) => b.cache[l].k),
+              0,
+            ) as tf.Tensor4D),
+      v:
+        padded.length === 1
+          ? padded[0].cache[l].v
+          : (tf.concat(
+              padded.map((b) => b.cache[l].v),
+              0,
+            ) as tf.Tensor4D),
     }));
     if (padded.length > 1) for (const b of padded) disposeLayers(b.cache);
     this.rows = {

@@ -7,7 +7,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { BINDING_FILE, installCommand, NativeBackendError, nativeBuildDir, NATIVE_CPU, NATIVE_VARIANTS, requireInstalled, type NativeManifest, type NativeVariant } from './native_build';
+import {
+  BINDING_FILE,
+  installCommand,
+  NativeBackendError,
+  nativeBuildDir,
+  NATIVE_CPU,
+  NATIVE_VARIANTS,
+  requireInstalled,
+  type NativeManifest,
+  type NativeVariant,
+} from './native_build';
 
 /** The node_modules folder holding the `@tensorflow/tfjs` this project resolves. */
 function projectNodeModules(): string {
@@ -63,8 +73,11 @@ export function ensureShim(buildDir: string, manifest: NativeManifest): string {
     fs.renameSync(tmp, shim);
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
-    if (!fs.existsSync(path.join(shim, 'dist', 'index.js'))) { // else another process wrote it first
-      throw new NativeBackendError(`cannot write ${shim}, the copy of tfjs-node's JS that loads the native build with this project's tfjs: ${(err as Error).message}`);
+    if (!fs.existsSync(path.join(shim, 'dist', 'index.js'))) {
+      // else another process wrote it first
+      throw new NativeBackendError(
+        `cannot write ${shim}, the copy of tfjs-node's JS that loads the native build with this project's tfjs: ${(err as Error).message}`,
+      );
     }
   }
   removeOrphanShims(parent);
@@ -107,16 +120,24 @@ export function loadNativeBuild(v: NativeVariant = NATIVE_CPU, buildDir: string 
   const shim = ensureShim(build.dir, build.manifest);
   const own = require.resolve('@tensorflow/tfjs-core');
   const theirs = require.resolve('@tensorflow/tfjs-core', { paths: [path.join(shim, 'dist')] });
-  if (own !== theirs) throw new NativeBackendError(`the native backend would load a second tfjs-core (${theirs}, not ${own}); remove ${shim} and retry`);
+  if (own !== theirs)
+    throw new NativeBackendError(`the native backend would load a second tfjs-core (${theirs}, not ${own}); remove ${shim} and retry`);
   if (v.variant === 'gpu') {
     process.env.TF_FORCE_GPU_ALLOW_GROWTH ??= 'true';
     process.env.NVIDIA_TF32_OVERRIDE ??= '0';
   }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   require(shim);
-  if (!tf.findBackendFactory('tensorflow')) throw new NativeBackendError(`${shim} loaded but registered no 'tensorflow' backend with this project's tfjs engine`);
+  if (!tf.findBackendFactory('tensorflow'))
+    throw new NativeBackendError(`${shim} loaded but registered no 'tensorflow' backend with this project's tfjs engine`);
   const binding = bindingOf(shim);
-  return { dir: build.dir, shim, tfVersion: binding.TF_Version, gpu: binding.isUsingGpuDevice(), cudaDriver: v.variant === 'gpu' && cudaDriverMapped() };
+  return {
+    dir: build.dir,
+    shim,
+    tfVersion: binding.TF_Version,
+    gpu: binding.isUsingGpuDevice(),
+    cudaDriver: v.variant === 'gpu' && cudaDriverMapped(),
+  };
 }
 
 /**
@@ -152,7 +173,10 @@ export interface SmokeResult {
 
 /** The matmul both backends compute (seeded, so both see the same operands). */
 function product(): Float32Array {
-  return tf.tidy(() => tf.matMul(tf.randomNormal([64, 48], 0, 1, 'float32', 1), tf.randomNormal([48, 32], 0, 1, 'float32', 2)).dataSync() as Float32Array);
+  return tf.tidy(
+    () =>
+      tf.matMul(tf.randomNormal([64, 48], 0, 1, 'float32', 1), tf.randomNormal([48, 32], 0, 1, 'float32', 2)).dataSync() as Float32Array,
+  );
 }
 
 /**
@@ -169,7 +193,13 @@ async function smokeTest(variant: string, buildDir: string): Promise<void> {
   await tf.setBackend('cpu');
   const cpu = product();
   const maxAbsDiff = native.reduce((m, v, i) => Math.max(m, Math.abs(v - (cpu[i] as number))), 0);
-  const result: SmokeResult = { tfVersion: load.tfVersion, shim: load.shim, maxAbsDiff, device: load.gpu ? 'GPU' : 'CPU', cudaDriver: load.cudaDriver };
+  const result: SmokeResult = {
+    tfVersion: load.tfVersion,
+    shim: load.shim,
+    maxAbsDiff,
+    device: load.gpu ? 'GPU' : 'CPU',
+    cudaDriver: load.cudaDriver,
+  };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

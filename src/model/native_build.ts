@@ -62,7 +62,12 @@ export const NATIVE_CPU: NativeVariant = {
 
 /** A CUDA wheel of PyPI's `manylinux2014_x86_64` tag (all of them but NCCL's, which carries two tags). */
 const cuda = (name: string, dir: string, version: string, sha256: string, tags = 'manylinux2014_x86_64'): CudaWheelPin => ({
-  name, dir, version, platform: 'manylinux2014_x86_64', file: `${name.replace(/-/g, '_')}-${version}-py3-none-${tags}.whl`, sha256,
+  name,
+  dir,
+  version,
+  platform: 'manylinux2014_x86_64',
+  file: `${name.replace(/-/g, '_')}-${version}-py3-none-${tags}.whl`,
+  sha256,
 });
 
 /**
@@ -95,7 +100,13 @@ export const NATIVE_GPU: NativeVariant = {
     cuda('nvidia-nvjitlink-cu12', 'nvjitlink', '12.5.82', 'f9b37bc5c8cf7509665cb6ada5aaa0ce65618f2332b7d3e78e9790511f111212'),
     cuda('nvidia-cuda-nvrtc-cu12', 'cuda_nvrtc', '12.5.82', '3dbd97b0104b4bfbc3c4f8c79cd2496307c89c43c29a9f83125f1d76296ff3fd'),
     cuda('nvidia-cuda-cupti-cu12', 'cuda_cupti', '12.5.82', 'bde77a5feb66752ec61db2adfe47f56b941842825b4c7e2068aff27c9d107953'),
-    cuda('nvidia-nccl-cu12', 'nccl', '2.27.7', 'de5ba5562f08029a19cb1cd659404b18411ed0d6c90ac5f52f30bf99ad5809aa', 'manylinux2014_x86_64.manylinux_2_17_x86_64'),
+    cuda(
+      'nvidia-nccl-cu12',
+      'nccl',
+      '2.27.7',
+      'de5ba5562f08029a19cb1cd659404b18411ed0d6c90ac5f52f30bf99ad5809aa',
+      'manylinux2014_x86_64.manylinux_2_17_x86_64',
+    ),
   ],
   minGlibc: '2.27',
   napiVersion: 8,
@@ -117,7 +128,13 @@ export const BINDING_FILE = `lib/napi-v${NATIVE_CPU.napiVersion}/tfjs_binding.no
 
 /** The pins a build is made from, as the manifest records them (a CPU build records no CUDA wheels). */
 function pinsOf(v: NativeVariant): { variant: string; tfjsNode: string; wheel: string; napiVersion: number; cudaWheels: string[] } {
-  return { variant: v.variant, tfjsNode: v.tfjsNode.version, wheel: v.wheel.file, napiVersion: v.napiVersion, cudaWheels: v.cudaWheels.map((w) => w.file) };
+  return {
+    variant: v.variant,
+    tfjsNode: v.tfjsNode.version,
+    wheel: v.wheel.file,
+    napiVersion: v.napiVersion,
+    cudaWheels: v.cudaWheels.map((w) => w.file),
+  };
 }
 
 /**
@@ -129,7 +146,10 @@ export function nativeBuildName(v: NativeVariant = NATIVE_CPU): string {
   const base = `${pkg}-${v.tfjsNode.version}-${v.wheel.name}-${v.wheel.version}`;
   if (v.cudaWheels.length === 0) return `${base}-napi${v.napiVersion}`;
   const version = (dir: string) => v.cudaWheels.find((w) => w.dir === dir)?.version ?? 'none';
-  const hash = createHash('sha256').update(v.cudaWheels.map((w) => w.sha256).join(',')).digest('hex').slice(0, 8);
+  const hash = createHash('sha256')
+    .update(v.cudaWheels.map((w) => w.sha256).join(','))
+    .digest('hex')
+    .slice(0, 8);
   return `${base}-cuda${version('cuda_runtime')}-cudnn${version('cudnn')}-${hash}-napi${v.napiVersion}`;
 }
 
@@ -191,7 +211,10 @@ export function inspectNativeBuild(v: NativeVariant = NATIVE_CPU, dir: string = 
   }
   const pinned = pinsOf(v);
   const found = {
-    variant: manifest.variant, tfjsNode: manifest.tfjsNode, wheel: manifest.tensorflow.wheel, napiVersion: manifest.napiVersion,
+    variant: manifest.variant,
+    tfjsNode: manifest.tfjsNode,
+    wheel: manifest.tensorflow.wheel,
+    napiVersion: manifest.napiVersion,
     cudaWheels: Object.values(manifest.cudaWheels).map((w) => w.wheel),
   };
   if (JSON.stringify(pinned) !== JSON.stringify(found)) {
@@ -199,7 +222,12 @@ export function inspectNativeBuild(v: NativeVariant = NATIVE_CPU, dir: string = 
   }
   for (const [rel, entry] of Object.entries(manifest.files)) {
     const size = fs.statSync(path.join(dir, rel), { throwIfNoEntry: false })?.size;
-    if (size !== entry.bytes) return { state: 'broken', dir, problem: `${path.join(dir, rel)} is ${size === undefined ? 'missing' : `${size} bytes`}, the manifest says ${entry.bytes}` };
+    if (size !== entry.bytes)
+      return {
+        state: 'broken',
+        dir,
+        problem: `${path.join(dir, rel)} is ${size === undefined ? 'missing' : `${size} bytes`}, the manifest says ${entry.bytes}`,
+      };
   }
   return { state: 'installed', dir, manifest };
 }
@@ -213,10 +241,15 @@ export class NativeBackendError extends Error {
  * The installed build of variant `v` in `dir` (checked as inspectNativeBuild does).
  * @throws NativeBackendError saying how to install it (missing) or reinstall it (broken)
  */
-export function requireInstalled(v: NativeVariant = NATIVE_CPU, dir: string = nativeBuildDir(v)): { dir: string; manifest: NativeManifest } {
+export function requireInstalled(
+  v: NativeVariant = NATIVE_CPU,
+  dir: string = nativeBuildDir(v),
+): { dir: string; manifest: NativeManifest } {
   const build = inspectNativeBuild(v, dir);
   const what = `the native TensorFlow ${v.variant.toUpperCase()} backend (${v.backend})`;
-  if (build.state === 'missing') throw new NativeBackendError(`${what} is not installed (no build in ${build.dir}); install it with ${installCommand(v)}`);
-  if (build.state === 'broken') throw new NativeBackendError(`${what} is unusable: ${build.problem}; reinstall it with ${installCommand(v, true)}`);
+  if (build.state === 'missing')
+    throw new NativeBackendError(`${what} is not installed (no build in ${build.dir}); install it with ${installCommand(v)}`);
+  if (build.state === 'broken')
+    throw new NativeBackendError(`${what} is unusable: ${build.problem}; reinstall it with ${installCommand(v, true)}`);
   return build;
 }

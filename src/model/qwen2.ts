@@ -102,7 +102,14 @@ export interface AttentionMask {
  * @returns the mask; its bias tensors are owned by the caller (`disposeMask`)
  * @throws RangeError when keyMask.length != B * Lk or Lq > Lk
  */
-export function causalMask(keyMask: ArrayLike<number>, B: number, Lq: number, Lk: number, groups: number, chunk = ATTENTION_CHUNK): AttentionMask {
+export function causalMask(
+  keyMask: ArrayLike<number>,
+  B: number,
+  Lq: number,
+  Lk: number,
+  groups: number,
+  chunk = ATTENTION_CHUNK,
+): AttentionMask {
   if (keyMask.length !== B * Lk) throw new RangeError(`causalMask: keyMask.length = ${keyMask.length}, expected B*Lk = ${B * Lk}`);
   if (Lq > Lk) throw new RangeError(`causalMask: Lq = ${Lq} must be <= Lk = ${Lk}`);
   const off = Lk - Lq;
@@ -145,11 +152,16 @@ export function groupedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D,
   return tf.tidy(() => {
     const [B, Lq, H, D] = q.shape;
     const [, KVH, Lk] = k.shape;
-    if (mask.Lq !== Lq || mask.Lk !== Lk) throw new RangeError(`groupedAttention: mask for Lq=${mask.Lq}, Lk=${mask.Lk}, inputs have Lq=${Lq}, Lk=${Lk}`);
+    if (mask.Lq !== Lq || mask.Lk !== Lk)
+      throw new RangeError(`groupedAttention: mask for Lq=${mask.Lq}, Lk=${mask.Lk}, inputs have Lq=${Lq}, Lk=${Lk}`);
     const G = H / KVH;
     const S = B * KVH;
     // [B, Lq, KVH, G, D] -> [B, KVH, Lq, G, D] -> [B*KVH, Lq*G, D]
-    const qg = tf.reshape(tf.transpose(tf.reshape(tf.mul(q, 1 / Math.sqrt(D)), [B, Lq, KVH, G, D]), [0, 2, 1, 3, 4]), [S, Lq * G, D]) as tf.Tensor3D;
+    const qg = tf.reshape(tf.transpose(tf.reshape(tf.mul(q, 1 / Math.sqrt(D)), [B, Lq, KVH, G, D]), [0, 2, 1, 3, 4]), [
+      S,
+      Lq * G,
+      D,
+    ]) as tf.Tensor3D;
     const ks = tf.reshape(k, [S, Lk, D]) as tf.Tensor3D;
     const vs = tf.reshape(v, [S, Lk, D]) as tf.Tensor3D;
     const one = mask.chunks.length === 1;
@@ -237,7 +249,14 @@ export class Qwen2 {
         if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
           throw new Error(`Qwen2.fromNamedTensors: weight ${name} has shape [${t.shape}], expected [${shape}]`);
         }
-        vars.set(name, tf.variable(tf.tidy(() => tf.cast(t, 'float32')), true, `${name}#${uid()}`));
+        vars.set(
+          name,
+          tf.variable(
+            tf.tidy(() => tf.cast(t, 'float32')),
+            true,
+            `${name}#${uid()}`,
+          ),
+        );
       }
     } catch (e) {
       for (const v of vars.values()) v.dispose();
@@ -342,7 +361,9 @@ export class Qwen2 {
       }
       // Sliding-window attention is not implemented: it equals full attention while no position reaches the window.
       if (this.sliding && inp.positions[i] >= this.sliding.window) {
-        throw new RangeError(`Qwen2: position ${inp.positions[i]} >= sliding_window = ${this.sliding.window} of layer ${this.sliding.layer} (sliding-window attention is not implemented)`);
+        throw new RangeError(
+          `Qwen2: position ${inp.positions[i]} >= sliding_window = ${this.sliding.window} of layer ${this.sliding.layer} (sliding-window attention is not implemented)`,
+        );
       }
     }
     const rope = ropeCosSin(inp.positions, B, Lq, headDim(cfg), cfg.rope_theta);

@@ -46,7 +46,10 @@ export class ChatTemplate {
    * @param specialTokens the named special tokens (bos_token, eos_token, ...) passed to the template
    * @throws Error from the Jinja parser when the source is not a template it can read
    */
-  constructor(readonly source: string, readonly specialTokens: Readonly<Record<string, string>>) {
+  constructor(
+    readonly source: string,
+    readonly specialTokens: Readonly<Record<string, string>>,
+  ) {
     this.compiled = new Template(source);
   }
 
@@ -144,7 +147,8 @@ export class CharTokenizer implements Tokenizer {
     });
     const need = (name: string, s: string): number => {
       const id = this.specialTokens[s];
-      if (id === undefined) throw new Error(`charTokenizer: ${name} = ${JSON.stringify(s)} is not one of the special tokens ${JSON.stringify(spec.special)}`);
+      if (id === undefined)
+        throw new Error(`charTokenizer: ${name} = ${JSON.stringify(s)} is not one of the special tokens ${JSON.stringify(spec.special)}`);
       return id;
     };
     this.unkId = need('unk', spec.unk);
@@ -194,21 +198,33 @@ export class CharTokenizer implements Tokenizer {
  * to `<unk>`. eosIds = [`<|im_end|>`, `<|endoftext|>`] (docs/numerics.md §4.3).
  */
 export function charTokenizer(): ChatTokenizer {
-  return charChatTokenizer(new CharTokenizer({
-    type: 'starpo-char',
-    version: 1,
-    special: [...CHATML_SPECIAL_TOKENS],
-    chars: defaultChars(),
-    unk: '<unk>',
-    pad: PAD_TOKEN,
-    eos: [...EOS_TOKENS],
-  }));
+  return charChatTokenizer(
+    new CharTokenizer({
+      type: 'starpo-char',
+      version: 1,
+      special: [...CHATML_SPECIAL_TOKENS],
+      chars: defaultChars(),
+      unk: '<unk>',
+      pad: PAD_TOKEN,
+      eos: [...EOS_TOKENS],
+    }),
+  );
 }
 
 /** `base` with a chat format: its text methods, `eosIds` replaced by the stop ids. */
-export function withChat(base: Tokenizer, chat: ChatTemplate, eosIds: readonly number[], chatFiles: Record<string, Uint8Array>): ChatTokenizer {
+export function withChat(
+  base: Tokenizer,
+  chat: ChatTemplate,
+  eosIds: readonly number[],
+  chatFiles: Record<string, Uint8Array>,
+): ChatTokenizer {
   return {
-    vocabSize: base.vocabSize, padId: base.padId, specialTokens: base.specialTokens, eosIds, chat, chatFiles,
+    vocabSize: base.vocabSize,
+    padId: base.padId,
+    specialTokens: base.specialTokens,
+    eosIds,
+    chat,
+    chatFiles,
     encode: (text) => base.encode(text),
     decode: (ids, skipSpecial) => base.decode(ids, skipSpecial),
     toJSON: () => base.toJSON(),

@@ -14,7 +14,10 @@ export const VALUE_HEAD = 'score.weight';
 
 /** A value model: V(s_t) for every position t of a sequence. */
 export class ValueModel {
-  private constructor(readonly trunk: Qwen2, private readonly head: tf.Variable) {}
+  private constructor(
+    readonly trunk: Qwen2,
+    private readonly head: tf.Variable,
+  ) {}
 
   /**
    * A critic initialised from a policy's weights (copied) with a zero head.

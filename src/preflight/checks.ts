@@ -18,25 +18,33 @@ function managerProblems(cfg: RunConfig, name: ManagerName, batchKey: 'rollout_b
   const m: EnvManagerConfig = cfg[name];
   const batch = cfg[batchKey];
   if (m.tags.length !== m.num_groups_partition.length) {
-    problems.push(`\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} must have one entry per tag (${m.tags.length} tags: ${m.tags.join(', ')})`);
+    problems.push(
+      `\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} must have one entry per tag (${m.tags.length} tags: ${m.tags.join(', ')})`,
+    );
   }
   const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
   if (sum !== m.num_env_groups) {
-    problems.push(`\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} sums to ${sum}; it must sum to num_env_groups (${m.num_env_groups})`);
+    problems.push(
+      `\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} sums to ${sum}; it must sum to num_env_groups (${m.num_env_groups})`,
+    );
   }
   if (batch % m.group_size !== 0) {
     problems.push(`\`${batchKey}\`: ${batch} is not a multiple of ${name}.group_size (${m.group_size}); allowed: k * ${m.group_size}`);
   }
   const envsPerGroup = m.group_size + m.group_size_redundancy;
   if (m.max_env_num_per_worker > 0 && m.max_env_num_per_worker % envsPerGroup !== 0) {
-    problems.push(`\`${name}.max_env_num_per_worker\`: ${m.max_env_num_per_worker} must be 0 (all in one worker) or a multiple of group_size + group_size_redundancy (${envsPerGroup}) so a group stays in one worker`);
+    problems.push(
+      `\`${name}.max_env_num_per_worker\`: ${m.max_env_num_per_worker} must be 0 (all in one worker) or a multiple of group_size + group_size_redundancy (${envsPerGroup}) so a group stays in one worker`,
+    );
   }
   if (name === 'train_env_manager' && m.fixed_states) {
     problems.push('`train_env_manager.fixed_states`: true is for validation only (val_env_manager); training plays new states every step');
   }
   for (const tag of m.tags) {
     if (!(tag in cfg.custom_envs)) {
-      problems.push(`\`${name}.tags\`: tag ${show(tag)} has no entry in custom_envs (defined: ${Object.keys(cfg.custom_envs).join(', ') || 'none'})`);
+      problems.push(
+        `\`${name}.tags\`: tag ${show(tag)} has no entry in custom_envs (defined: ${Object.keys(cfg.custom_envs).join(', ') || 'none'})`,
+      );
     }
   }
   return problems;
@@ -69,7 +77,9 @@ function solverProblems(cfg: RunConfig): string[] {
     } catch {
       return []; // a bad env_config is reported above
     }
-    return [`\`warmup.type\`: solver needs a solver for every train tag, but tag ${show(tag)} (env_type ${env.env_type}) has no solve(); use warmup.type format, or drop the tag`];
+    return [
+      `\`warmup.type\`: solver needs a solver for every train tag, but tag ${show(tag)} (env_type ${env.env_type}) has no solve(); use warmup.type format, or drop the tag`,
+    ];
   });
 }
 
@@ -81,7 +91,9 @@ function pretrainProblems(cfg: RunConfig): string[] {
   if (cfg.pretrain !== TINY_PRESET) return pretrainedProblems(cfg.pretrain, cfg.sequence_length).map((p) => `\`pretrain\`: ${p}`);
   const maxPositions = tinyPreset(charTokenizer().vocabSize).max_position_embeddings;
   if (cfg.sequence_length <= maxPositions) return [];
-  return [`\`sequence_length\`: ${cfg.sequence_length} is more than the tiny model's max_position_embeddings (${maxPositions}); allowed: <= ${maxPositions}`];
+  return [
+    `\`sequence_length\`: ${cfg.sequence_length} is more than the tiny model's max_position_embeddings (${maxPositions}); allowed: <= ${maxPositions}`,
+  ];
 }
 
 /** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */
@@ -95,12 +107,16 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
   const train = cfg.actor_train.training_args;
   const miniBatch = train.per_device_train_batch_size * train.gradient_accumulation_steps;
   if (cfg.rollout_batch_size % miniBatch !== 0) {
-    problems.push(`\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`);
+    problems.push(
+      `\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`,
+    );
   }
   problems.push(...pretrainProblems(cfg));
   if (!Number.isInteger(cfg.async_generation_ratio)) {
     // ROLL: "currently only integer is supported" (roll/configs/base_config.py); r counts whole steps of policy lag.
-    problems.push(`\`async_generation_ratio\`: ${cfg.async_generation_ratio} is not a whole number of steps; allowed: 0 (synchronous) or an integer >= 1 (rollouts run that many steps ahead of the update)`);
+    problems.push(
+      `\`async_generation_ratio\`: ${cfg.async_generation_ratio} is not a whole number of steps; allowed: 0 (synchronous) or an integer >= 1 (rollouts run that many steps ahead of the update)`,
+    );
   }
   return problems;
 }

@@ -75,7 +75,12 @@ function byFile(keys: readonly string[], layers: readonly Layer[]): VariableSour
  * traj_envs.yaml defines helpers for many configs; ROLL's loader ignores them) and it is not a near miss
  * of a config key; any other stays in and fails validation as an unknown key with the nearest known key.
  */
-function splitVariables(tree: Mapping, referenced: ReadonlySet<string>, layers: readonly Layer[], source: string): Pick<LoadedConfig, 'variables' | 'unused'> & { raw: Mapping } {
+function splitVariables(
+  tree: Mapping,
+  referenced: ReadonlySet<string>,
+  layers: readonly Layer[],
+  source: string,
+): Pick<LoadedConfig, 'variables' | 'unused'> & { raw: Mapping } {
   const configKeys = Object.keys(runConfigSchema.shape);
   const raw: Mapping = {};
   const variables: string[] = [];

@@ -5,7 +5,6 @@
  * group) as .group > .trajectory > .turn elements. Text goes in through textContent only.
  */
 (() => {
-  
   var steps = JSON.parse(document.getElementById('trajectory-data').textContent);
   var stepSelect = document.getElementById('step-select');
   var groupSelect = document.getElementById('group-select');
@@ -19,15 +18,28 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  function num(x) { return x === null || x === undefined ? '-' : x.toFixed(3); }
-  function option(value, label) { var o = el('option', '', label); o.value = value; return o; }
-  function current() { return steps[Number(stepSelect.value)]; }
-  function keptText(kept) { return kept === null ? 'no update scores' : kept ? 'kept by the filter' : 'filtered out (not trained on)'; }
-  function successes(g) { return `${g.trajectories.filter((t) => t.success).length}/${g.trajectories.length}`; }
+  function num(x) {
+    return x === null || x === undefined ? '-' : x.toFixed(3);
+  }
+  function option(value, label) {
+    var o = el('option', '', label);
+    o.value = value;
+    return o;
+  }
+  function current() {
+    return steps[Number(stepSelect.value)];
+  }
+  function keptText(kept) {
+    return kept === null ? 'no update scores' : kept ? 'kept by the filter' : 'filtered out (not trained on)';
+  }
+  function successes(g) {
+    return `${g.trajectories.filter((t) => t.success).length}/${g.trajectories.length}`;
+  }
 
   function turnElement(turn, i) {
     var e = el('div', 'turn');
-    var action = turn.action === null ? 'no action (did not parse)' : `action ${turn.action}${turn.actionIsEffective ? '' : ' (no effect)'}`;
+    var action =
+      turn.action === null ? 'no action (did not parse)' : `action ${turn.action}${turn.actionIsEffective ? '' : ' (no effect)'}`;
     var meta = el('div', 'meta', `turn ${i + 1} · reward ${num(turn.reward)} · ${action}`);
     if (!turn.actionIsValid) meta.classList.add('invalid');
     e.appendChild(meta);
@@ -40,9 +52,25 @@
     var e = el('div', `trajectory${t.success ? ' success' : ''}`);
     e.dataset.trajId = t.trajId;
     var s = t.score || {};
-    e.appendChild(el('div', 'scores', 'env ' + t.envId + ' · score ' + num(t.episodeScore) + ' · ' +
-      (t.success ? 'success' : t.truncated ? 'truncated' : 'failed') + ' · normalised ' + num(s.normalizedScore) + ' · advantage ' + num(s.advantage)));
-    t.turns.forEach((turn, i) => { e.appendChild(turnElement(turn, i)); });
+    e.appendChild(
+      el(
+        'div',
+        'scores',
+        'env ' +
+          t.envId +
+          ' · score ' +
+          num(t.episodeScore) +
+          ' · ' +
+          (t.success ? 'success' : t.truncated ? 'truncated' : 'failed') +
+          ' · normalised ' +
+          num(s.normalizedScore) +
+          ' · advantage ' +
+          num(s.advantage),
+      ),
+    );
+    t.turns.forEach((turn, i) => {
+      e.appendChild(turnElement(turn, i));
+    });
     return e;
   }
 
@@ -50,20 +78,31 @@
     var e = el('div', `group ${className}`);
     e.dataset.group = g.id;
     e.appendChild(el('h3', '', `${label} ${g.id}`));
-    e.appendChild(el('div', 'note', `tag ${g.tag} · seed ${g.seed} · mean score ${num(g.meanScore)} · success ${successes(g)} · ${keptText(g.kept)}`));
-    g.trajectories.forEach((t) => { e.appendChild(trajectoryElement(t)); });
+    e.appendChild(
+      el('div', 'note', `tag ${g.tag} · seed ${g.seed} · mean score ${num(g.meanScore)} · success ${successes(g)} · ${keptText(g.kept)}`),
+    );
+    g.trajectories.forEach((t) => {
+      e.appendChild(trajectoryElement(t));
+    });
     return e;
   }
 
   function drawTable(s) {
     var t = el('table', 'groups');
     var head = el('tr');
-    ['group', 'tag', 'seed', 'mean score', 'success', 'filter'].forEach((h) => { head.appendChild(el('th', '', h)); });
+    ['group', 'tag', 'seed', 'mean score', 'success', 'filter'].forEach((h) => {
+      head.appendChild(el('th', '', h));
+    });
     t.appendChild(head);
     s.groups.forEach((g) => {
       var row = el('tr', g.id === s.best ? 'best' : g.id === s.worst ? 'worst' : '');
-      [g.id, g.tag, String(g.seed), num(g.meanScore), successes(g), g.kept === null ? '-' : g.kept ? 'kept' : 'dropped'].forEach((v) => { row.appendChild(el('td', '', v)); });
-      row.addEventListener('click', () => { groupSelect.value = g.id; drawView(); });
+      [g.id, g.tag, String(g.seed), num(g.meanScore), successes(g), g.kept === null ? '-' : g.kept ? 'kept' : 'dropped'].forEach((v) => {
+        row.appendChild(el('td', '', v));
+      });
+      row.addEventListener('click', () => {
+        groupSelect.value = g.id;
+        drawView();
+      });
       t.appendChild(row);
     });
     table.replaceChildren(t);
@@ -86,7 +125,9 @@
   function drawStep() {
     var s = current();
     groupSelect.replaceChildren(option(BOTH, 'best and worst'));
-    s.groups.forEach((g) => { groupSelect.appendChild(option(g.id, g.id)); });
+    s.groups.forEach((g) => {
+      groupSelect.appendChild(option(g.id, g.id));
+    });
     drawTable(s);
     drawView();
   }
@@ -95,7 +136,9 @@
     view.appendChild(el('p', 'empty', 'no train rollouts stored for this run'));
     return;
   }
-  steps.forEach((s, i) => { stepSelect.appendChild(option(String(i), `step ${s.step}`)); });
+  steps.forEach((s, i) => {
+    stepSelect.appendChild(option(String(i), `step ${s.step}`));
+  });
   stepSelect.value = String(steps.length - 1);
   stepSelect.addEventListener('change', drawStep);
   groupSelect.addEventListener('change', drawView);

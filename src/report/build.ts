@@ -30,7 +30,11 @@ export function spreadSteps(steps: readonly number[], cap: number): number[] {
  * @param opts.warn where notes about unusable objects go
  * @throws CorruptObjectError / ObjectNotFoundError for a damaged shard
  */
-export async function buildReport(store: ObjectStore, spec: RunSpec, opts: { trajectorySteps: number; state: string; warn: (line: string) => void }): Promise<string> {
+export async function buildReport(
+  store: ObjectStore,
+  spec: RunSpec,
+  opts: { trajectorySteps: number; state: string; warn: (line: string) => void },
+): Promise<string> {
   const { runId } = spec;
   const metrics = await loadMetrics(store, runId);
   const charts = [];
@@ -44,7 +48,13 @@ export async function buildReport(store: ObjectStore, spec: RunSpec, opts: { tra
     if (trajectories.length > 0) steps.push(groupStep(step, trajectories, await loadScores(store, runId, step, opts.warn)));
   }
   return reportHtml({
-    spec, metrics, charts, steps, omittedSteps: all.filter((s) => !shown.includes(s)), generatedAt: new Date().toISOString(), state: opts.state,
+    spec,
+    metrics,
+    charts,
+    steps,
+    omittedSteps: all.filter((s) => !shown.includes(s)),
+    generatedAt: new Date().toISOString(),
+    state: opts.state,
     legends: gridLegends(spec.config, [...spec.config.train_env_manager.tags, ...spec.config.val_env_manager.tags]),
   });
 }

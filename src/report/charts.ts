@@ -31,10 +31,11 @@ export interface Chart {
 export function tagsOf(metrics: readonly StepMetrics[], prefix: '' | 'val/'): string[] {
   const re = new RegExp(`^${prefix.replace('/', '\\/')}env\\/([^/]+)\\/success$`);
   const tags = new Set<string>();
-  for (const m of metrics) for (const k of Object.keys(m.metrics)) {
-    const hit = re.exec(k);
-    if (hit) tags.add(hit[1]);
-  }
+  for (const m of metrics)
+    for (const k of Object.keys(m.metrics)) {
+      const hit = re.exec(k);
+      if (hit) tags.add(hit[1]);
+    }
   return [...tags];
 }
 
@@ -56,7 +57,9 @@ function seriesOf(metrics: readonly StepMetrics[], pairs: ReadonlyArray<readonly
   for (const [name, key] of pairs) {
     const pts = points(metrics, (m) => m[key]);
     if (pts.length === 0) continue;
-    const same = out.find((s) => s.points.length === pts.length && s.points.every((p, i) => p.step === pts[i].step && p.value === pts[i].value));
+    const same = out.find(
+      (s) => s.points.length === pts.length && s.points.every((p, i) => p.step === pts[i].step && p.value === pts[i].value),
+    );
     if (same) same.name = `${same.name} = ${name}`;
     else out.push({ name, points: pts });
   }
@@ -69,7 +72,10 @@ function seriesOf(metrics: readonly StepMetrics[], pairs: ReadonlyArray<readonly
  */
 function perTag(metrics: readonly StepMetrics[], name: string): Series[] {
   const pairs: Array<readonly [string, string]> = [];
-  for (const [label, prefix] of [['train', ''], ['val', 'val/']] as const) {
+  for (const [label, prefix] of [
+    ['train', ''],
+    ['val', 'val/'],
+  ] as const) {
     pairs.push([label, `${prefix}env/${name}`]);
     const tags = tagsOf(metrics, prefix);
     if (tags.length > 1) for (const tag of tags) pairs.push([`${label} ${tag}`, `${prefix}env/${tag}/${name}`]);
@@ -84,8 +90,15 @@ function perTag(metrics: readonly StepMetrics[], name: string): Series[] {
 export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Chart[] {
   const guard = config.collapse_guard;
   const fired = metrics.filter((m) => m.metrics['collapse/fired'] === 1).map((m) => m.step);
-  const chart = (id: string, title: string, unit: string, y: Chart['y'], series: Series[], floor: Chart['floor'] = null, marks: number[] = []): Chart =>
-    ({ id, title, unit, y, series, floor, marks });
+  const chart = (
+    id: string,
+    title: string,
+    unit: string,
+    y: Chart['y'],
+    series: Series[],
+    floor: Chart['floor'] = null,
+    marks: number[] = [],
+  ): Chart => ({ id, title, unit, y, series, floor, marks });
   const nn = 'nonNegative';
   const other = (m: Record<string, number>) => {
     const [step, rollout, update] = [m['time/step'], m['time/rollout'], m['time/update']];
@@ -94,25 +107,86 @@ export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Ch
   return [
     chart('success', 'Success rate (train and validation)', 'success', { fixed: [0, 1] }, perTag(metrics, 'success')),
     chart('score', 'Mean episode score', 'score', 'data', perTag(metrics, 'score')),
-    chart('in_group_std', 'In-group reward std (StarPO-S filter input)', 'std', nn, seriesOf(metrics, [
-      ['all groups', 'rollout/in_group_std'], ['kept groups', 'rollout/chosen_in_group_std'],
-    ]), guard.enabled ? { value: guard.min_in_group_std, label: 'collapse_guard min_in_group_std' } : null, fired),
-    chart('entropy', 'Token entropy of the policy', 'nats', nn, seriesOf(metrics, [['actor', 'actor/entropy']]),
-      guard.enabled ? { value: guard.min_entropy, label: 'collapse_guard min_entropy' } : null, fired),
-    chart('grad_norm', 'Gradient norm (before clipping)', 'norm', nn, seriesOf(metrics, [
-      ['actor mean', 'actor/grad_norm'], ['actor max', 'actor/grad_norm_max'], ['critic mean', 'critic/grad_norm'],
-    ])),
-    chart('kl', 'KL', 'nats', 'data', seriesOf(metrics, [
-      ['approx KL (old vs new)', 'actor/approxkl'], ['policy KL', 'actor/policykl'], ['KL loss (vs reference)', 'actor/kl_loss'], ['token KL in rewards', 'critic/kl'],
-    ])),
-    chart('clipfrac', 'Clip fraction', 'fraction', nn, seriesOf(metrics, [
-      ['actor', 'actor/clipfrac'], ['ratio high', 'actor/ppo_ratio_high_clipfrac'], ['ratio low', 'actor/ppo_ratio_low_clipfrac'], ['critic value', 'critic/clipfrac'],
-    ])),
-    chart('lr', 'Learning rate (first optimizer step of the update)', 'lr', nn, seriesOf(metrics, [['actor', 'actor/lr'], ['critic', 'critic/lr']])),
+    chart(
+      'in_group_std',
+      'In-group reward std (StarPO-S filter input)',
+      'std',
+      nn,
+      seriesOf(metrics, [
+        ['all groups', 'rollout/in_group_std'],
+        ['kept groups', 'rollout/chosen_in_group_std'],
+      ]),
+      guard.enabled ? { value: guard.min_in_group_std, label: 'collapse_guard min_in_group_std' } : null,
+      fired,
+    ),
+    chart(
+      'entropy',
+      'Token entropy of the policy',
+      'nats',
+      nn,
+      seriesOf(metrics, [['actor', 'actor/entropy']]),
+      guard.enabled ? { value: guard.min_entropy, label: 'collapse_guard min_entropy' } : null,
+      fired,
+    ),
+    chart(
+      'grad_norm',
+      'Gradient norm (before clipping)',
+      'norm',
+      nn,
+      seriesOf(metrics, [
+        ['actor mean', 'actor/grad_norm'],
+        ['actor max', 'actor/grad_norm_max'],
+        ['critic mean', 'critic/grad_norm'],
+      ]),
+    ),
+    chart(
+      'kl',
+      'KL',
+      'nats',
+      'data',
+      seriesOf(metrics, [
+        ['approx KL (old vs new)', 'actor/approxkl'],
+        ['policy KL', 'actor/policykl'],
+        ['KL loss (vs reference)', 'actor/kl_loss'],
+        ['token KL in rewards', 'critic/kl'],
+      ]),
+    ),
+    chart(
+      'clipfrac',
+      'Clip fraction',
+      'fraction',
+      nn,
+      seriesOf(metrics, [
+        ['actor', 'actor/clipfrac'],
+        ['ratio high', 'actor/ppo_ratio_high_clipfrac'],
+        ['ratio low', 'actor/ppo_ratio_low_clipfrac'],
+        ['critic value', 'critic/clipfrac'],
+      ]),
+    ),
+    chart(
+      'lr',
+      'Learning rate (first optimizer step of the update)',
+      'lr',
+      nn,
+      seriesOf(metrics, [
+        ['actor', 'actor/lr'],
+        ['critic', 'critic/lr'],
+      ]),
+    ),
     chart('response_length', 'Response length', 'tokens per episode', nn, perTag(metrics, 'response_length')),
-    chart('time', 'Seconds per step', 'seconds', nn, [
-      ...seriesOf(metrics, [['step', 'time/step'], ['rollout', 'time/rollout'], ['update', 'time/update']]),
-      { name: 'orchestration and validation', points: points(metrics, other) },
-    ].filter((s) => s.points.length > 0)),
+    chart(
+      'time',
+      'Seconds per step',
+      'seconds',
+      nn,
+      [
+        ...seriesOf(metrics, [
+          ['step', 'time/step'],
+          ['rollout', 'time/rollout'],
+          ['update', 'time/update'],
+        ]),
+        { name: 'orchestration and validation', points: points(metrics, other) },
+      ].filter((s) => s.points.length > 0),
+    ),
   ];
 }

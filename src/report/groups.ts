@@ -59,13 +59,25 @@ export function groupStep(step: number, trajectories: readonly Trajectory[], sco
   const byId = new Map<string, Trajectory[]>();
   for (const t of trajectories) byId.set(t.trajGroupId, [...(byId.get(t.trajGroupId) ?? []), t]);
   const groups = [...byId.entries()].map(([id, members]): ShownGroup => {
-    const shown = members.sort((a, b) => b.episodeScore - a.episodeScore || a.envId - b.envId).map((t): ShownTrajectory => ({
-      trajId: t.trajId, envId: t.envId, episodeScore: t.episodeScore, success: t.success, truncated: t.truncated,
-      score: scores?.trajectories[t.trajId] ?? null, turns: t.turns,
-    }));
+    const shown = members
+      .sort((a, b) => b.episodeScore - a.episodeScore || a.envId - b.envId)
+      .map(
+        (t): ShownTrajectory => ({
+          trajId: t.trajId,
+          envId: t.envId,
+          episodeScore: t.episodeScore,
+          success: t.success,
+          truncated: t.truncated,
+          score: scores?.trajectories[t.trajId] ?? null,
+          turns: t.turns,
+        }),
+      );
     const first = members[0];
     return {
-      id, tag: first.tag, groupId: first.groupId, seed: first.seed,
+      id,
+      tag: first.tag,
+      groupId: first.groupId,
+      seed: first.seed,
       meanScore: shown.reduce((s, t) => s + t.episodeScore, 0) / shown.length,
       successRate: shown.filter((t) => t.success).length / shown.length,
       kept: shown[0].score ? shown[0].score.kept : null,

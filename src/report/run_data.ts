@@ -8,7 +8,15 @@ import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
 import type { StepCompute } from '../contract';
 import type { Trajectory } from '../contract';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
-import { checkpointPrefix, MANIFEST_NAME, metricsKey, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
+import {
+  checkpointPrefix,
+  MANIFEST_NAME,
+  metricsKey,
+  parseStep,
+  rolloutRecordKey,
+  runPrefix,
+  TRAJECTORY_SCORES_NAME,
+} from '../storage/keys';
 import { readCheckpointFile } from '../storage/checkpoint';
 import type { ObjectStore } from '../storage/object_store';
 import { shardRecordSchema } from '../contract';
@@ -35,7 +43,9 @@ export async function loadMetrics(store: ObjectStore, runId: string): Promise<St
     .sort((a, b) => a - b);
   const out: StepMetrics[] = [];
   for (let i = 0; i < steps.length; i += READS_IN_FLIGHT) {
-    out.push(...await Promise.all(steps.slice(i, i + READS_IN_FLIGHT).map((step) => store.getJson<StepMetrics>(metricsKey(runId, step)))));
+    out.push(
+      ...(await Promise.all(steps.slice(i, i + READS_IN_FLIGHT).map((step) => store.getJson<StepMetrics>(metricsKey(runId, step))))),
+    );
   }
   return out;
 }
@@ -48,7 +58,10 @@ export async function rolloutIndex(store: ObjectStore, runId: string): Promise<R
     const step = parseStep(o.key);
     if (!m || step === null) continue;
     const shards = index[m[1] as 'train' | 'val'];
-    shards.set(step, [...(shards.get(step) ?? []), Number(m[2])].sort((a, b) => a - b));
+    shards.set(
+      step,
+      [...(shards.get(step) ?? []), Number(m[2])].sort((a, b) => a - b),
+    );
   }
   return index;
 }
@@ -57,11 +70,19 @@ export async function rolloutIndex(store: ObjectStore, runId: string): Promise<R
  * The trajectories of one step and split, shard by shard, each verified against its commit record.
  * @throws CorruptObjectError / ObjectNotFoundError for a damaged or missing shard
  */
-export async function loadTrajectories(store: ObjectStore, runId: string, step: number, split: 'train' | 'val', shards: readonly number[]): Promise<Trajectory[]> {
-  const parts = await Promise.all(shards.map(async (shard) => {
-    const record = shardRecordSchema.parse(await store.getJson(rolloutRecordKey(runId, step, split, shard)));
-    return store.getJsonlGz<Trajectory>(record.trajectories);
-  }));
+export async function loadTrajectories(
+  store: ObjectStore,
+  runId: string,
+  step: number,
+  split: 'train' | 'val',
+  shards: readonly number[],
+): Promise<Trajectory[]> {
+  const parts = await Promise.all(
+    shards.map(async (shard) => {
+      const record = shardRecordSchema.parse(await store.getJson(rolloutRecordKey(runId, step, split, shard)));
+      return store.getJsonlGz<Trajectory>(record.trajectories);
+    }),
+  );
   return parts.flat();
 }
 
@@ -70,7 +91,12 @@ export async function loadTrajectories(store: ObjectStore, runId: string, step: 
  * step's update has not been made, its checkpoint predates trajectory_scores.json, or the file is
  * damaged (reported through `warn`).
  */
-export async function loadScores(store: ObjectStore, runId: string, step: number, warn: (line: string) => void): Promise<TrajectoryScoresFile | null> {
+export async function loadScores(
+  store: ObjectStore,
+  runId: string,
+  step: number,
+  warn: (line: string) => void,
+): Promise<TrajectoryScoresFile | null> {
   try {
     const bytes = await readCheckpointFile(store, `${checkpointPrefix(runId, step + 1)}${MANIFEST_NAME}`, TRAJECTORY_SCORES_NAME);
     return bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as TrajectoryScoresFile) : null;

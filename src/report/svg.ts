@@ -36,7 +36,11 @@ export function vegaSpec(c: Chart): Spec {
   const [yLo, yHi] = yExtent([...rows.map((r) => r.value), ...(c.floor ? [c.floor.value] : [])], c.y);
   const enterXY = { x: { scale: 'x', field: 'step' }, y: { scale: 'y', field: 'value' } };
   return {
-    width: WIDTH, height: HEIGHT, padding: 5, autosize: 'pad', background: 'white',
+    width: WIDTH,
+    height: HEIGHT,
+    padding: 5,
+    autosize: 'pad',
+    background: 'white',
     data: [
       { name: 'points', values: rows },
       { name: 'floor', values: c.floor ? [c.floor] : [] },
@@ -56,19 +60,46 @@ export function vegaSpec(c: Chart): Spec {
       {
         type: 'group',
         from: { facet: { name: 'one_series', data: 'points', groupby: 'series' } },
-        marks: [{
-          type: 'line', from: { data: 'one_series' }, sort: { field: 'datum.step' },
-          encode: { enter: { ...enterXY, stroke: { scale: 'color', field: 'series' }, strokeWidth: { value: 2 } } },
-        }],
+        marks: [
+          {
+            type: 'line',
+            from: { data: 'one_series' },
+            sort: { field: 'datum.step' },
+            encode: { enter: { ...enterXY, stroke: { scale: 'color', field: 'series' }, strokeWidth: { value: 2 } } },
+          },
+        ],
       },
-      { type: 'symbol', from: { data: 'points' }, encode: { enter: { ...enterXY, fill: { scale: 'color', field: 'series' }, size: { value: 18 } } } },
       {
-        type: 'rule', from: { data: 'floor' },
-        encode: { enter: { x: { value: 0 }, x2: { signal: 'width' }, y: { scale: 'y', field: 'value' }, stroke: { value: '#7f7f7f' }, strokeDash: { value: [6, 3] } } },
+        type: 'symbol',
+        from: { data: 'points' },
+        encode: { enter: { ...enterXY, fill: { scale: 'color', field: 'series' }, size: { value: 18 } } },
       },
       {
-        type: 'rule', from: { data: 'marks' },
-        encode: { enter: { x: { scale: 'x', field: 'step' }, y: { value: 0 }, y2: { signal: 'height' }, stroke: { value: '#d62728' }, strokeWidth: { value: 2 }, strokeDash: { value: [4, 3] } } },
+        type: 'rule',
+        from: { data: 'floor' },
+        encode: {
+          enter: {
+            x: { value: 0 },
+            x2: { signal: 'width' },
+            y: { scale: 'y', field: 'value' },
+            stroke: { value: '#7f7f7f' },
+            strokeDash: { value: [6, 3] },
+          },
+        },
+      },
+      {
+        type: 'rule',
+        from: { data: 'marks' },
+        encode: {
+          enter: {
+            x: { scale: 'x', field: 'step' },
+            y: { value: 0 },
+            y2: { signal: 'height' },
+            stroke: { value: '#d62728' },
+            strokeWidth: { value: 2 },
+            strokeDash: { value: [4, 3] },
+          },
+        },
       },
     ],
   };

@@ -22,7 +22,10 @@ export function integerRanges(values: Iterable<number>): string {
   let start = xs[0];
   let prev = xs[0];
   for (const x of [...xs.slice(1), Number.NaN]) {
-    if (x === prev + 1) { prev = x; continue; }
+    if (x === prev + 1) {
+      prev = x;
+      continue;
+    }
     parts.push(start === prev ? String(start) : `${start}-${prev}`);
     start = prev = x;
   }
@@ -60,7 +63,8 @@ function trajectoryLines(t: ShownTrajectory): string[] {
     `   normalised score ${fmt(t.score?.normalizedScore)} · advantage ${fmt(t.score?.advantage)}`,
   ];
   t.turns.forEach((turn, i) => {
-    const action = turn.action === null ? 'no action (did not parse)' : `action ${turn.action}${turn.actionIsEffective ? '' : ' (no effect)'}`;
+    const action =
+      turn.action === null ? 'no action (did not parse)' : `action ${turn.action}${turn.actionIsEffective ? '' : ' (no effect)'}`;
     lines.push(`turn ${i + 1} · reward ${fmt(turn.reward)} · ${action}`);
     for (const row of turn.observation.split('\n')) lines.push(`  ${row}`);
     lines.push(`  response: ${JSON.stringify(turn.response)}`);
@@ -88,11 +92,14 @@ function sideBySide(left: string[], right: string[], width: number): string[] {
 function groupTable(s: ShownStep): string[] {
   const idWidth = Math.max(5, ...s.groups.map((g) => g.id.length));
   const head = `${'group'.padEnd(idWidth)}  ${'mean score'.padStart(10)}  success  filter`;
-  return [head, ...s.groups.map((g) => {
-    const mark = g.id === s.best ? '  (best)' : g.id === s.worst ? '  (worst)' : '';
-    const filter = g.kept === null ? '-' : g.kept ? 'kept' : 'dropped';
-    return `${g.id.padEnd(idWidth)}  ${fmt(g.meanScore).padStart(10)}  ${`${g.trajectories.filter((t) => t.success).length}/${g.trajectories.length}`.padStart(7)}  ${filter}${mark}`;
-  })];
+  return [
+    head,
+    ...s.groups.map((g) => {
+      const mark = g.id === s.best ? '  (best)' : g.id === s.worst ? '  (worst)' : '';
+      const filter = g.kept === null ? '-' : g.kept ? 'kept' : 'dropped';
+      return `${g.id.padEnd(idWidth)}  ${fmt(g.meanScore).padStart(10)}  ${`${g.trajectories.filter((t) => t.success).length}/${g.trajectories.length}`.padStart(7)}  ${filter}${mark}`;
+    }),
+  ];
 }
 
 /**

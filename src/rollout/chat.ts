@@ -46,9 +46,7 @@ export interface TemplateFields {
  * Source: ROLL agent_template formatting (str.format with these field names).
  */
 export function fillTemplate(template: string, fields: TemplateFields): string {
-  return template.replace(/\{(\w+)\}/g, (whole, name: string) =>
-    name in fields ? String(fields[name as keyof TemplateFields]) : whole,
-  );
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in fields ? String(fields[name as keyof TemplateFields]) : whole));
 }
 
 /** The first user message: the env instruction, "\n", then the filled agent template (docs/numerics.md §4.1). */
@@ -74,7 +72,10 @@ export class EpisodeChat {
   private readonly stopTexts: string[];
 
   /** @param system the system message (custom_envs.<tag>.agent_system_template); empty: none, the template's default applies */
-  constructor(private readonly tokenizer: ChatTokenizer, system: string) {
+  constructor(
+    private readonly tokenizer: ChatTokenizer,
+    system: string,
+  ) {
     if (system) this.messages.push({ role: 'system', content: system });
     this.stopTexts = tokenizer.eosIds.map((id) => tokenizer.decode([id], false));
   }
@@ -87,7 +88,9 @@ export class EpisodeChat {
     this.messages.push({ role: 'user', content: user });
     const full = this.tokenizer.chat.render(this.messages, true);
     if (!full.startsWith(this.rendered)) {
-      throw new Error(`chat template: the render of turn ${this.messages.filter((m) => m.role === 'user').length} does not begin with the turns before it; starpo's rollouts need an append-only template`);
+      throw new Error(
+        `chat template: the render of turn ${this.messages.filter((m) => m.role === 'user').length} does not begin with the turns before it; starpo's rollouts need an append-only template`,
+      );
     }
     let added = full.slice(this.rendered.length);
     const stop = this.closed ? this.stopTexts.find((s) => added.startsWith(s)) : undefined;

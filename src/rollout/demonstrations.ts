@@ -68,8 +68,15 @@ export interface Demonstrations {
 /** Plays one-member groups with a scripted policy (train split, step 0); failed envs are replaced. */
 async function play(config: RunConfig, tokenizer: ChatTokenizer, groups: RolloutGroup[], policy: Policy): Promise<Demonstrations> {
   const { trajectories, errors } = await runGroups(groups, {
-    policy, tokenizer, customEnvs: config.custom_envs, sequenceLength: config.sequence_length,
-    maxNewTokens: config.actor_infer.generating_args.max_new_tokens, split: 'train', step: 0, groupSize: 1, redundancy: 0,
+    policy,
+    tokenizer,
+    customEnvs: config.custom_envs,
+    sequenceLength: config.sequence_length,
+    maxNewTokens: config.actor_infer.generating_args.max_new_tokens,
+    split: 'train',
+    step: 0,
+    groupSize: 1,
+    redundancy: 0,
   });
   return { episodes: trajectories, errors };
 }
@@ -90,8 +97,18 @@ export async function warmupDemonstrations(config: RunConfig, tokenizer: ChatTok
     return rolloutGroup(tag, i, 0, deriveSeed(...stream, i), stream);
   });
   const solver = new Set(w.type === 'solver' ? solverEpisodes(w.num_episodes, w.solver_fraction, config.seed) : []);
-  const bySolver = await play(config, tokenizer, groups.filter((g) => solver.has(g.groupId)), solverPolicy(tokenizer));
-  const byRandom = await play(config, tokenizer, groups.filter((g) => !solver.has(g.groupId)), randomActionPolicy(tokenizer));
+  const bySolver = await play(
+    config,
+    tokenizer,
+    groups.filter((g) => solver.has(g.groupId)),
+    solverPolicy(tokenizer),
+  );
+  const byRandom = await play(
+    config,
+    tokenizer,
+    groups.filter((g) => !solver.has(g.groupId)),
+    randomActionPolicy(tokenizer),
+  );
   return {
     episodes: [...bySolver.episodes, ...byRandom.episodes].sort((a, b) => a.groupId - b.groupId),
     errors: [...bySolver.errors, ...byRandom.errors],

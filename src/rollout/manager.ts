@@ -122,7 +122,14 @@ export async function runGroups(groups: RolloutGroup[], opts: PoolOptions): Prom
     const specs = pending.flatMap(({ group }) =>
       Array.from({ length: perGroup }, (_, j) => {
         const envId = group.groupId * perGroup + j;
-        return { tag: group.tag, groupId: group.groupId, envId, seed: group.seed, trajGroupId: group.trajGroupId, rngParts: [...group.stream, envId] };
+        return {
+          tag: group.tag,
+          groupId: group.groupId,
+          envId,
+          seed: group.seed,
+          trajGroupId: group.trajGroupId,
+          rngParts: [...group.stream, envId],
+        };
       }),
     );
     const outcomes = await playEpisodes(specs, opts, opts.groupSize);
@@ -206,7 +213,12 @@ function guarded<T>(live: Live, what: string, turn: number, call: () => T): T | 
     const out = call();
     live.envSeconds += (performance.now() - started) / 1000;
     if (live.envSeconds <= cfg.episode_timeout_seconds) return out;
-    end(live, 'failed', turn, `${where} brought the episode's env time to ${live.envSeconds.toFixed(2)} s, over custom_envs.${spec.tag}.episode_timeout_seconds = ${cfg.episode_timeout_seconds}`);
+    end(
+      live,
+      'failed',
+      turn,
+      `${where} brought the episode's env time to ${live.envSeconds.toFixed(2)} s, over custom_envs.${spec.tag}.episode_timeout_seconds = ${cfg.episode_timeout_seconds}`,
+    );
   } catch (err) {
     end(live, 'failed', turn, `${where} threw: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -243,9 +255,22 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
     if (!cfg) throw new Error(`tag ${JSON.stringify(spec.tag)} has no custom_envs entry`);
     const enableThink = usesThinkPattern(cfg.env_config);
     const live: Live = {
-      spec, cfg, enableThink, env: createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink }),
-      rng: new Rng(...spec.rngParts), chat: new EpisodeChat(tokenizer, cfg.agent_system_template), packed: emptyPacked(), pending: [], observation: '', turns: [],
-      score: 0, success: false, truncated: false, envSeconds: 0, status: null, endedAt: -1,
+      spec,
+      cfg,
+      enableThink,
+      env: createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink }),
+      rng: new Rng(...spec.rngParts),
+      chat: new EpisodeChat(tokenizer, cfg.agent_system_template),
+      packed: emptyPacked(),
+      pending: [],
+      observation: '',
+      turns: [],
+      score: 0,
+      success: false,
+      truncated: false,
+      envSeconds: 0,
+      status: null,
+      endedAt: -1,
     };
     groups.set(spec.trajGroupId, [...(groups.get(spec.trajGroupId) ?? []), live]);
     const first = guarded(live, 'reset', -1, () => live.env.reset(spec.seed));
@@ -297,12 +322,23 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
     trajectory: {
       trajGroupId: l.spec.trajGroupId,
       trajId: `${l.spec.trajGroupId}_${l.spec.envId}`,
-      tag: l.spec.tag, groupId: l.spec.groupId, envId: l.spec.envId, seed: l.spec.seed,
-      split: opts.split, step: opts.step,
-      inputIds: l.packed.inputIds, responseMask: l.packed.responseMask, sampleLogprobs: l.packed.sampleLogprobs, turns: l.turns,
-      episodeScore: l.score, success: l.success, truncated: l.truncated,
+      tag: l.spec.tag,
+      groupId: l.spec.groupId,
+      envId: l.spec.envId,
+      seed: l.spec.seed,
+      split: opts.split,
+      step: opts.step,
+      inputIds: l.packed.inputIds,
+      responseMask: l.packed.responseMask,
+      sampleLogprobs: l.packed.sampleLogprobs,
+      turns: l.turns,
+      episodeScore: l.score,
+      success: l.success,
+      truncated: l.truncated,
     },
-    status: l.status!, endedAt: l.endedAt, ...(l.error === undefined ? {} : { error: l.error }),
+    status: l.status!,
+    endedAt: l.endedAt,
+    ...(l.error === undefined ? {} : { error: l.error }),
   }));
 }
 
@@ -319,8 +355,12 @@ function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, o
   const result = guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));
   if (!result) return;
   l.turns.push({
-    observation: l.observation, response, action: parseAction(response, l.env.actionNames, { enableThink: l.enableThink }).action,
-    reward: result.reward, actionIsValid: result.info.action_is_valid, actionIsEffective: result.info.action_is_effective,
+    observation: l.observation,
+    response,
+    action: parseAction(response, l.env.actionNames, { enableThink: l.enableThink }).action,
+    reward: result.reward,
+    actionIsValid: result.info.action_is_valid,
+    actionIsEffective: result.info.action_is_effective,
   });
   l.score += result.reward;
   l.success = result.info.success;

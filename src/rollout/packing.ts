@@ -19,7 +19,10 @@ export function emptyPacked(): PackedTokens {
  * their sampling log-probs; the stop token included when sampled).
  */
 export function appendTurn(
-  packed: PackedTokens, prompt: readonly number[], response: readonly number[], logprobs: readonly number[],
+  packed: PackedTokens,
+  prompt: readonly number[],
+  response: readonly number[],
+  logprobs: readonly number[],
 ): void {
   packed.inputIds.push(...prompt, ...response);
   packed.responseMask.push(...prompt.map(() => 0), ...response.map(() => 1));

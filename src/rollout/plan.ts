@@ -86,7 +86,9 @@ export function planShards(config: RunConfig, split: 'train' | 'val', step: numb
 export function withValEpisodes(config: RunConfig, episodes: number): RunConfig {
   const groupSize = config.val_env_manager.group_size;
   if (!Number.isInteger(episodes) || episodes < groupSize || episodes % groupSize !== 0) {
-    throw new ConfigError('--episodes', [`${episodes} is not a positive multiple of val_env_manager.group_size (${groupSize}); allowed: k * ${groupSize} for k = 1, 2, ... (val groups x group_size)`]);
+    throw new ConfigError('--episodes', [
+      `${episodes} is not a positive multiple of val_env_manager.group_size (${groupSize}); allowed: k * ${groupSize} for k = 1, 2, ... (val groups x group_size)`,
+    ]);
   }
   return { ...config, val_batch_size: episodes };
 }

@@ -5,8 +5,14 @@
  * optimizer states the store keeps (save_steps, max_ckpt_to_keep). docs/durability.md tells the story.
  */
 import {
-  type CheckpointManifest, checkpointManifestSchema, type ComputeInfo, type LatestPointer, latestPointerSchema, type ObjectRef,
-  type RunConfig, validateRunId,
+  type CheckpointManifest,
+  checkpointManifestSchema,
+  type ComputeInfo,
+  type LatestPointer,
+  latestPointerSchema,
+  type ObjectRef,
+  type RunConfig,
+  validateRunId,
 } from '../contract';
 import { AdamW } from '../algo/adamw';
 import type { Qwen2 } from '../model/qwen2';
@@ -56,13 +62,19 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
  * @throws Error when prefix does not end with `/` or a file name is not [A-Za-z0-9._-] (or is a manifest's).
  */
 export async function writeCheckpoint(
-  store: ObjectStore, prefix: string, files: Record<string, Uint8Array>, meta: Record<string, unknown>, manifestName = MANIFEST_NAME,
+  store: ObjectStore,
+  prefix: string,
+  files: Record<string, Uint8Array>,
+  meta: Record<string, unknown>,
+  manifestName = MANIFEST_NAME,
 ): Promise<ObjectRef> {
   if (!prefix.endsWith('/')) throw new Error(`checkpoint prefix ${JSON.stringify(prefix)} must end with "/"`);
   const names = Object.keys(files).sort();
   for (const name of names) {
     if (!FILE_NAME.test(name) || name === MANIFEST_NAME || name === OPTIMIZER_MANIFEST_NAME) {
-      throw new Error(`checkpoint file name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ - (not ${MANIFEST_NAME})`);
+      throw new Error(
+        `checkpoint file name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ - (not ${MANIFEST_NAME})`,
+      );
     }
   }
   const refs = await mapLimit(names, 4, (name) => store.put(`${prefix}${name}`, files[name] as Uint8Array));
@@ -75,7 +87,12 @@ export async function writeCheckpoint(
 }
 
 /** The reference of an existing manifest at `key` that lists exactly `objects` and `meta`, else null. */
-async function readManifestIfSame(store: ObjectStore, key: string, objects: CheckpointManifest['objects'], meta: Record<string, unknown>): Promise<ObjectRef | null> {
+async function readManifestIfSame(
+  store: ObjectStore,
+  key: string,
+  objects: CheckpointManifest['objects'],
+  meta: Record<string, unknown>,
+): Promise<ObjectRef | null> {
   if (!(await store.exists(key))) return null;
   const ref = await store.refOf(key);
   const parsed = checkpointManifestSchema.safeParse(await store.getJson(ref).catch(() => null));
@@ -93,7 +110,13 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
   const ref = typeof manifest === 'string' ? await store.refOf(manifest) : manifest;
   const raw = await store.getJson(ref);
   const parsed = checkpointManifestSchema.safeParse(raw);
-  if (!parsed.success) throw new CorruptObjectError(ref.key, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
+  if (!parsed.success)
+    throw new CorruptObjectError(
+      ref.key,
+      'a starpo-checkpoint/1 manifest',
+      `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`,
+      'invalid manifest',
+    );
   const files: Record<string, Uint8Array> = {};
   await mapLimit(parsed.data.objects, 4, async (o) => {
     files[o.name] = await store.get({ bucket: ref.bucket, key: o.key, sha256: o.sha256, bytes: o.bytes });
@@ -109,7 +132,13 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
 export async function readCheckpointFile(store: ObjectStore, manifestKey: string, name: string): Promise<Uint8Array | null> {
   const raw = await store.getJson(manifestKey);
   const parsed = checkpointManifestSchema.safeParse(raw);
-  if (!parsed.success) throw new CorruptObjectError(manifestKey, 'a starpo-checkpoint/1 manifest', `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`, 'invalid manifest');
+  if (!parsed.success)
+    throw new CorruptObjectError(
+      manifestKey,
+      'a starpo-checkpoint/1 manifest',
+      `invalid manifest (${parsed.error.issues[0]?.message ?? 'schema mismatch'})`,
+      'invalid manifest',
+    );
   const entry = parsed.data.objects.find((o) => o.name === name);
   return entry ? store.get({ bucket: store.bucket, key: entry.key, sha256: entry.sha256, bytes: entry.bytes }) : null;
 }
@@ -158,7 +187,13 @@ async function readPointer(store: ObjectStore, key: string): Promise<LatestPoint
     throw err;
   }
   const parsed = latestPointerSchema.safeParse(raw);
-  if (!parsed.success) throw new CorruptObjectError(key, 'a pointer {runId, step, manifest}', `invalid JSON shape (${parsed.error.issues[0]?.message})`, 'invalid pointer');
+  if (!parsed.success)
+    throw new CorruptObjectError(
+      key,
+      'a pointer {runId, step, manifest}',
+      `invalid JSON shape (${parsed.error.issues[0]?.message})`,
+      'invalid pointer',
+    );
   return parsed.data;
 }
 
@@ -171,7 +206,11 @@ export type CompleteCheckpoint = LoadedCheckpoint & { step: number };
  * Logs each reason for falling back through `log` (naming the object and why). Null when none is usable.
  * @throws errors other than corruption/missing objects (e.g. the S3 server is unreachable).
  */
-export async function readLatestComplete(store: ObjectStore, runId: string, log: (line: string) => void = () => undefined): Promise<CompleteCheckpoint | null> {
+export async function readLatestComplete(
+  store: ObjectStore,
+  runId: string,
+  log: (line: string) => void = () => undefined,
+): Promise<CompleteCheckpoint | null> {
   let latest: LatestPointer | null = null;
   try {
     latest = await readLatest(store, runId);
@@ -185,7 +224,9 @@ export async function readLatestComplete(store: ObjectStore, runId: string, log:
     return { ...(await readCheckpoint(store, latest.manifest)), step: latest.step };
   } catch (err) {
     if (!isUnusable(err)) throw err;
-    log(`run ${runId}: latest checkpoint (step ${latest.step}, ${latest.manifest.key}) is not usable: ${err.message}; falling back to an earlier one`);
+    log(
+      `run ${runId}: latest checkpoint (step ${latest.step}, ${latest.manifest.key}) is not usable: ${err.message}; falling back to an earlier one`,
+    );
     return readCompleteBefore(store, runId, latest.step, log);
   }
 }
@@ -199,14 +240,20 @@ export async function readLatestComplete(store: ObjectStore, runId: string, log:
  * @throws errors other than corruption/missing objects (e.g. the S3 server is unreachable).
  */
 export async function readCompleteBefore(
-  store: ObjectStore, runId: string, below: number, log: (line: string) => void = () => undefined, withOptimizer = false,
+  store: ObjectStore,
+  runId: string,
+  below: number,
+  log: (line: string) => void = () => undefined,
+  withOptimizer = false,
 ): Promise<CompleteCheckpoint | null> {
   const listed = (await store.list(checkpointsPrefix(runId))).map((o) => o.key);
   const optimizerSteps = new Set(listed.filter((k) => k.endsWith(`/${OPTIMIZER_MANIFEST_NAME}`)).map(parseStep));
   const candidates: Array<{ step: number; manifest: ObjectRef | string }> = listed
     .filter((key) => key.endsWith(`/${MANIFEST_NAME}`))
     .map((key) => ({ manifest: key, step: parseStep(key) }))
-    .filter((o): o is { manifest: string; step: number } => o.step !== null && o.step < below && (!withOptimizer || optimizerSteps.has(o.step)))
+    .filter(
+      (o): o is { manifest: string; step: number } => o.step !== null && o.step < below && (!withOptimizer || optimizerSteps.has(o.step)),
+    )
     .sort((a, b) => b.step - a.step);
   if (below > 0) {
     try {
@@ -287,7 +334,8 @@ export function trainerStateOf(files: Record<string, Uint8Array>): TrainerState 
  * @throws Error from the object store (retried by Temporal)
  */
 export async function saveCheckpoint(
-  store: ObjectStore, prefix: string,
+  store: ObjectStore,
+  prefix: string,
   c: Pick<PolicyCheckpoint, 'model' | 'tokenizer' | 'optimizer' | 'state'> & Partial<Pick<PolicyCheckpoint, 'critic' | 'criticOptimizer'>>,
   extraFiles: Record<string, Uint8Array> = {},
 ): Promise<ObjectRef> {
@@ -377,10 +425,16 @@ export function isFullCheckpoint(step: number, config: Pick<RunConfig, 'save_ste
  * max_ckpt_to_keep full checkpoints (all of them when 0, as ROLL). Steps after `newest` (left by a replayed
  * stretch) are not touched. The weights of every step stay.
  */
-export function optimizerStepsToDrop(present: readonly number[], newest: number, config: Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep'>): number[] {
+export function optimizerStepsToDrop(
+  present: readonly number[],
+  newest: number,
+  config: Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep'>,
+): number[] {
   const older = present.filter((s) => s < newest - 1).sort((a, b) => b - a);
   const full = older.filter((s) => isFullCheckpoint(s, config));
-  const keptFull = new Set(config.max_ckpt_to_keep > 0 ? full.slice(0, Math.max(0, config.max_ckpt_to_keep - (isFullCheckpoint(newest, config) ? 1 : 0))) : full);
+  const keptFull = new Set(
+    config.max_ckpt_to_keep > 0 ? full.slice(0, Math.max(0, config.max_ckpt_to_keep - (isFullCheckpoint(newest, config) ? 1 : 0))) : full,
+  );
   return older.filter((s) => !keptFull.has(s)).sort((a, b) => a - b);
 }
 
@@ -389,7 +443,10 @@ export function optimizerStepsToDrop(present: readonly number[], newest: number,
  * absent, never as damaged) and logs each. Called by the update once checkpoint step `newest` and latest.json are written.
  */
 export async function dropOldOptimizerStates(
-  store: ObjectStore, runId: string, newest: number, config: Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep'>,
+  store: ObjectStore,
+  runId: string,
+  newest: number,
+  config: Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep'>,
   log: (line: string) => void = () => undefined,
 ): Promise<number[]> {
   const manifests = (await store.list(checkpointsPrefix(runId))).map((o) => o.key).filter((k) => k.endsWith(`/${OPTIMIZER_MANIFEST_NAME}`));
@@ -400,7 +457,9 @@ export async function dropOldOptimizerStates(
     const prefix = key.slice(0, key.length - OPTIMIZER_MANIFEST_NAME.length);
     await store.remove(key);
     for (const name of OPTIMIZER_FILES) await store.remove(`${prefix}${name}`);
-    log(`run ${runId}: dropped the optimizer state of checkpoint step ${step} (not a full checkpoint kept by save_steps ${config.save_steps}, max_ckpt_to_keep ${config.max_ckpt_to_keep}); its weights stay`);
+    log(
+      `run ${runId}: dropped the optimizer state of checkpoint step ${step} (not a full checkpoint kept by save_steps ${config.save_steps}, max_ckpt_to_keep ${config.max_ckpt_to_keep}); its weights stay`,
+    );
   }
   return drop;
 }

@@ -79,7 +79,9 @@ function rolloutBase(runId: string, step: number, split: string, shard: number, 
  */
 export function evalPrefix(runId: string, evalName: string): string {
   if (!isKeyName(evalName)) {
-    throw new InvalidKeyPartError(`eval name ${JSON.stringify(evalName)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`);
+    throw new InvalidKeyPartError(
+      `eval name ${JSON.stringify(evalName)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`,
+    );
   }
   return `${runPrefix(runId)}evals/${evalName}/`;
 }
@@ -118,7 +120,9 @@ export function initialKey(runId: string): string {
  */
 export function warmupPrefix(name: string): string {
   if (!isKeyName(name)) {
-    throw new InvalidKeyPartError(`warm-up name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`);
+    throw new InvalidKeyPartError(
+      `warm-up name ${JSON.stringify(name)} is invalid; allowed: 1-128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`,
+    );
   }
   return `warmup/${name}/`;
 }

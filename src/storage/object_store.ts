@@ -34,9 +34,11 @@ function isNotFound(err: unknown): boolean {
 /** true for errors worth one more try: connection drops and 5xx answers (the minio client reports some only in the message). */
 function isTransient(err: unknown): boolean {
   const e = err as { code?: string; statusCode?: number; message?: string };
-  return ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'SlowDown', 'InternalError', 'ServiceUnavailable'].includes(e.code ?? '') ||
+  return (
+    ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'SlowDown', 'InternalError', 'ServiceUnavailable'].includes(e.code ?? '') ||
     (typeof e.statusCode === 'number' && e.statusCode >= 500) ||
-    /Retryable HTTP status: 5\d\d|socket hang up|ECONNRESET/.test(e.message ?? '');
+    /Retryable HTTP status: 5\d\d|socket hang up|ECONNRESET/.test(e.message ?? '')
+  );
 }
 
 /** Runs `fn` up to 4 times, waiting 0.2, 0.6, 1.8 s between transient failures. Only for idempotent calls. */
@@ -104,7 +106,12 @@ export class ObjectStore {
     const data = await this.read(ref.bucket, ref.key);
     const actual = sha256Hex(data);
     if (data.byteLength !== ref.bytes) {
-      throw new CorruptObjectError(ref.key, `${ref.bytes} bytes (sha256 ${ref.sha256})`, `${data.byteLength} bytes (sha256 ${actual})`, 'size and sha256 mismatch');
+      throw new CorruptObjectError(
+        ref.key,
+        `${ref.bytes} bytes (sha256 ${ref.sha256})`,
+        `${data.byteLength} bytes (sha256 ${actual})`,
+        'size and sha256 mismatch',
+      );
     }
     if (actual !== ref.sha256) throw new CorruptObjectError(ref.key, `sha256 ${ref.sha256}`, `sha256 ${actual}`, 'sha256 mismatch');
     return data;
@@ -194,7 +201,12 @@ export class ObjectStore {
         try {
           return JSON.parse(line) as T;
         } catch {
-          throw new CorruptObjectError(key, `JSON on line ${i + 1}`, `unparsable text ${JSON.stringify(line.slice(0, 60))}`, 'invalid JSON line');
+          throw new CorruptObjectError(
+            key,
+            `JSON on line ${i + 1}`,
+            `unparsable text ${JSON.stringify(line.slice(0, 60))}`,
+            'invalid JSON line',
+          );
         }
       });
   }

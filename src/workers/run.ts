@@ -51,7 +51,11 @@ async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: s
  * @throws Error when Temporal or the object store stays unreachable
  */
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
-  const connection = await untilUp(`Temporal at ${endpoints.temporalAddress}`, () => NativeConnection.connect({ address: endpoints.temporalAddress }), log);
+  const connection = await untilUp(
+    `Temporal at ${endpoints.temporalAddress}`,
+    () => NativeConnection.connect({ address: endpoints.temporalAddress }),
+    log,
+  );
   const namespace = endpoints.temporalNamespace;
   const workers: Worker[] = [];
   const wants = (r: Role) => role === 'all' || role === r;
@@ -67,23 +71,44 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
     const activities = createActivities(store);
     const interceptors = { activity: [startWatchdog(WATCHDOG_DEFAULT_SECONDS)] };
     if (wants('rollout')) {
-      workers.push(await Worker.create({
-        connection, namespace, taskQueue: TASK_QUEUES.rollout, activities, shutdownGraceTime, maxHeartbeatThrottleInterval,
-        maxConcurrentActivityTaskExecutions: 1, interceptors,
-      }));
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: TASK_QUEUES.rollout,
+          activities,
+          shutdownGraceTime,
+          maxHeartbeatThrottleInterval,
+          maxConcurrentActivityTaskExecutions: 1,
+          interceptors,
+        }),
+      );
     }
     if (wants('update')) {
-      workers.push(await Worker.create({
-        connection, namespace, taskQueue: TASK_QUEUES.update, activities, shutdownGraceTime, maxHeartbeatThrottleInterval,
-        maxConcurrentActivityTaskExecutions: 1, interceptors,
-      }));
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: TASK_QUEUES.update,
+          activities,
+          shutdownGraceTime,
+          maxHeartbeatThrottleInterval,
+          maxConcurrentActivityTaskExecutions: 1,
+          interceptors,
+        }),
+      );
     }
   }
   if (wants('control')) {
-    workers.push(await Worker.create({
-      connection, namespace, taskQueue: TASK_QUEUES.control, workflowsPath: require.resolve('../workflows'),
-      shutdownGraceTime,
-    }));
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue: TASK_QUEUES.control,
+        workflowsPath: require.resolve('../workflows'),
+        shutdownGraceTime,
+      }),
+    );
   }
   log(`starpo worker (${role}) polling ${workers.map((w) => w.options.taskQueue).join(', ')} on ${endpoints.temporalAddress}`);
   try {

@@ -5,9 +5,7 @@
  */
 import { condition, setCurrentDetails, setHandler, upsertMemo } from '@temporalio/workflow';
 import type { RunConfig } from '../contract/run_config';
-import {
-  configQuery, type ControlReply, pauseUpdate, type Progress, progressQuery, stopUpdate, unpauseUpdate,
-} from '../contract/workflow';
+import { configQuery, type ControlReply, pauseUpdate, type Progress, progressQuery, stopUpdate, unpauseUpdate } from '../contract/workflow';
 import { currentDetails } from './format';
 
 /** Longest reason `stop` accepts (it ends up in the result and the UI). */
@@ -25,7 +23,10 @@ export class RunControl {
    * @param progress the workflow's progress object, read by the query and updated here
    * @param config the run's config once known
    */
-  constructor(private readonly progress: Progress, config: () => RunConfig | null) {
+  constructor(
+    private readonly progress: Progress,
+    config: () => RunConfig | null,
+  ) {
     setHandler(progressQuery, () => progress);
     setHandler(configQuery, config);
     const open = () => {

@@ -17,11 +17,21 @@ function evalResult(spec: EvalSpec, sums: MetricSums): EvalResult {
   const metrics = meanMetrics(sums, 'val/');
   const tags: EvalResult['tags'] = {};
   for (const tag of spec.config.val_env_manager.tags) {
-    tags[tag] = { episodes: sums.counts[`env/${tag}/success`] ?? 0, success: metrics[`val/env/${tag}/success`], score: metrics[`val/${tag}/score`] };
+    tags[tag] = {
+      episodes: sums.counts[`env/${tag}/success`] ?? 0,
+      success: metrics[`val/env/${tag}/success`],
+      score: metrics[`val/${tag}/score`],
+    };
   }
   return {
-    runId: spec.runId, name: spec.name, configName: spec.configName, checkpoint: spec.checkpoint, step: spec.step,
-    episodes: sums.counts['env/success'] ?? 0, tags, metrics,
+    runId: spec.runId,
+    name: spec.name,
+    configName: spec.configName,
+    checkpoint: spec.checkpoint,
+    step: spec.step,
+    episodes: sums.counts['env/success'] ?? 0,
+    tags,
+    metrics,
   };
 }
 
@@ -37,7 +47,15 @@ function detailsLine(p: EvalProgress): string {
  * final checkpoint plays the states of its final validation (with fixed_states, of every validation).
  * @throws the activities' failures (ConfigError for bad episodes or a missing run.json) */
 export async function starpoEvaluation(request: EvalRequest): Promise<EvalResult> {
-  const progress: EvalProgress = { runId: request.runId, name: request.name, step: request.step, phase: 'preparing', shards: 0, shardsDone: 0, episodes: 0 };
+  const progress: EvalProgress = {
+    runId: request.runId,
+    name: request.name,
+    step: request.step,
+    phase: 'preparing',
+    shards: 0,
+    shardsDone: 0,
+    episodes: 0,
+  };
   setHandler(evalProgressQuery, () => progress);
   const show = () => setCurrentDetails(detailsLine(progress));
   show();
@@ -46,7 +64,11 @@ export async function starpoEvaluation(request: EvalRequest): Promise<EvalResult
   Object.assign(progress, { phase: 'validation', episodes: spec.config.val_batch_size, shards: shards.length });
   show();
   const sums = await playValidation({
-    runId: request.runId, step: request.step, policy: request.checkpoint, shards, evalName: request.name,
+    runId: request.runId,
+    step: request.step,
+    policy: request.checkpoint,
+    shards,
+    evalName: request.name,
     onShard: (done) => {
       progress.shardsDone = done;
       show();

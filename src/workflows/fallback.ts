@@ -38,7 +38,13 @@ export interface ReplaySource<P> {
  *   update can continue from when this one (or, for an update, its optimizer state) is corrupt or missing;
  *   the CorruptObjectError itself when there is none.
  */
-export async function takePolicy<P>(source: ReplaySource<P>, runId: string, step: number, policy: ObjectRef, withOptimizer = false): Promise<P> {
+export async function takePolicy<P>(
+  source: ReplaySource<P>,
+  runId: string,
+  step: number,
+  policy: ObjectRef,
+  withOptimizer = false,
+): Promise<P> {
   try {
     return await source.take(policy, withOptimizer);
   } catch (err) {
@@ -54,7 +60,10 @@ export async function takePolicy<P>(source: ReplaySource<P>, runId: string, step
  * @throws ApplicationFailure CheckpointCorruptError pointing at the update's own step and policy (the step is
  *   played again) when a shard is corrupt or missing.
  */
-export async function readTrajectories<P>(source: ReplaySource<P>, input: { step: number; policy: ObjectRef; trajectories: ObjectRef[] }): Promise<Trajectory[]> {
+export async function readTrajectories<P>(
+  source: ReplaySource<P>,
+  input: { step: number; policy: ObjectRef; trajectories: ObjectRef[] },
+): Promise<Trajectory[]> {
   const trajectories: Trajectory[] = [];
   for (const ref of input.trajectories) {
     try {
@@ -68,7 +77,12 @@ export async function readTrajectories<P>(source: ReplaySource<P>, input: { step
 }
 
 /** Logs and builds the CheckpointCorruptError of an unusable object. */
-function replayFrom<P>(source: ReplaySource<P>, err: CorruptObjectError | ObjectNotFoundError, step: number, checkpoint: ObjectRef): ApplicationFailure {
+function replayFrom<P>(
+  source: ReplaySource<P>,
+  err: CorruptObjectError | ObjectNotFoundError,
+  step: number,
+  checkpoint: ObjectRef,
+): ApplicationFailure {
   const details: CheckpointFallback = { step, checkpoint, object: err.key, reason: err.message };
   const message = `${err.message}; the run continues from step ${step} (${checkpoint.key})`;
   source.warn(message);

@@ -30,7 +30,10 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   const progress = newProgress(input, carried);
   if (workflowInfo().workflowId !== runId) {
     // The run id names the objects in the store; a mismatch would write into another run's folder.
-    throw ApplicationFailure.nonRetryable(`runId ${JSON.stringify(runId)} must equal the workflow id ${JSON.stringify(workflowInfo().workflowId)}`, CONFIG_ERROR);
+    throw ApplicationFailure.nonRetryable(
+      `runId ${JSON.stringify(runId)} must equal the workflow id ${JSON.stringify(workflowInfo().workflowId)}`,
+      CONFIG_ERROR,
+    );
   }
   // A new or restarted run brings its config; a continued run reads it back from run.json.
   let run: RunSpec | null = 'config' in input ? input : null;
@@ -45,7 +48,9 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   let warmupMetrics: Record<string, number> = {};
   if (input.resumeFrom) policy = input.resumeFrom.checkpoint;
   else {
-    const prepared = await update.prepareRun.executeWithOptions({ summary: 'warm-up (step-0 policy) and run.json' }, [{ runId, configName, config }]);
+    const prepared = await update.prepareRun.executeWithOptions({ summary: 'warm-up (step-0 policy) and run.json' }, [
+      { runId, configName, config },
+    ]);
     policy = prepared.checkpoint;
     progress.lastMetrics = warmupMetrics = prepared.metrics;
   }
@@ -69,12 +74,17 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     const rolloutWait = (Date.now() - waitFrom) / 1000;
     if (outs.every((o) => !o.metrics.counts['env/success'])) {
       // the env pool dropped every group: a broken env, not something a retry fixes
-      throw ApplicationFailure.nonRetryable(`step ${step}: every env group failed, replacements included; see the rollout worker log`, ENV_FAILURE);
+      throw ApplicationFailure.nonRetryable(
+        `step ${step}: every env group failed, replacements included; see the rollout worker log`,
+        ENV_FAILURE,
+      );
     }
     // r > 0: the next steps' rollouts play with this step's checkpoint while it is updated (none when pausing or stopping).
     if (!progress.paused && control.stopReason === null) rollouts.launchAhead(step, config.max_steps);
     enter(progress, 'update');
-    const updated = await update.update.executeWithOptions({ summary: `update step ${step} -> checkpoint step ${step + 1}` }, [{ runId, step, policy, trajectories: outs.map((o) => o.trajectories) }]);
+    const updated = await update.update.executeWithOptions({ summary: `update step ${step} -> checkpoint step ${step + 1}` }, [
+      { runId, step, policy, trajectories: outs.map((o) => o.trajectories) },
+    ]);
     return { valMetrics, outs, updated, rolloutWait };
   };
 
@@ -125,7 +135,8 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     const seconds = (Date.now() - started) / 1000;
     const metrics = stepMetrics(played, warmupMetrics, seconds, rollouts.ratio > 0);
     warmupMetrics = {};
-    if (metrics['env/failed_episodes'] > 0) log.warn(`step ${step}: ${metrics['env/failed_episodes']} env episodes failed (see the rollout worker log)`);
+    if (metrics['env/failed_episodes'] > 0)
+      log.warn(`step ${step}: ${metrics['env/failed_episodes']} env episodes failed (see the rollout worker log)`);
     guardCollapse(step, metrics);
     const compute = stepCompute(outs, updated);
     await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics, compute }]);
@@ -133,7 +144,11 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     control.inStep = false;
     if (progress.step < config.max_steps && control.stopReason === null && continueDue(progress.step - firstStep)) {
       await continueRun(rollouts, () => ({
-        runId, resumeFrom: { checkpoint: policy, step: progress.step }, collapseStreak, paused: progress.paused, validationCurve: progress.validationCurve,
+        runId,
+        resumeFrom: { checkpoint: policy, step: progress.step },
+        collapseStreak,
+        paused: progress.paused,
+        validationCurve: progress.validationCurve,
       }));
     }
   }
@@ -141,12 +156,19 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   await rollouts.settle(); // r > 0 and a stop: rollouts launched ahead end before the run does
   if (config.eval_steps > 0) {
     const valMetrics = await validate(progress.step);
-    await update.writeMetrics.executeWithOptions({ summary: `metrics step ${progress.step} (final validation)` }, [{ runId, step: progress.step, metrics: valMetrics }]);
+    await update.writeMetrics.executeWithOptions({ summary: `metrics step ${progress.step} (final validation)` }, [
+      { runId, step: progress.step, metrics: valMetrics },
+    ]);
   }
   enter(progress, 'done');
   return {
-    runId, steps: progress.step, finalCheckpoint: policy, lastMetrics: progress.lastMetrics,
-    lastValidation: progress.lastValidation, validationCurve: progress.validationCurve, stoppedBy: control.stopReason,
+    runId,
+    steps: progress.step,
+    finalCheckpoint: policy,
+    lastMetrics: progress.lastMetrics,
+    lastValidation: progress.lastValidation,
+    validationCurve: progress.validationCurve,
+    stoppedBy: control.stopReason,
   };
 }
 
@@ -163,8 +185,12 @@ interface PlayedStep {
 function stepMetrics(played: PlayedStep, warmupMetrics: Record<string, number>, seconds: number, async: boolean): Record<string, number> {
   const { outs, updated, valMetrics } = played;
   return {
-    ...warmupMetrics, ...meanMetrics(mergeSums(outs.map((o) => o.metrics))), ...updated.metrics, ...valMetrics,
-    'time/rollout': Math.max(...outs.map((o) => o.seconds)), 'time/step': seconds,
+    ...warmupMetrics,
+    ...meanMetrics(mergeSums(outs.map((o) => o.metrics))),
+    ...updated.metrics,
+    ...valMetrics,
+    'time/rollout': Math.max(...outs.map((o) => o.seconds)),
+    'time/step': seconds,
     // r > 0: how long the step waited for rollouts that were launched during the previous update
     ...(async ? { 'time/rollout_wait': played.rolloutWait } : {}),
   };

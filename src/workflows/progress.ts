@@ -14,9 +14,18 @@ import { currentDetails } from './format';
 /** The progress of a workflow run that starts at `input` with the loop state `carried`. */
 export function newProgress(input: StarpoWorkflowInput, carried: LoopState): Progress {
   return {
-    runId: input.runId, step: input.resumeFrom?.step ?? 0, maxSteps: 0, phase: 'preparing', paused: carried.paused, stopRequested: null,
-    lastMetrics: {}, lastValidation: null, validationCurve: [...carried.validationCurve], latestCheckpoint: input.resumeFrom?.checkpoint ?? null,
-    secondsPerStep: null, compute: null,
+    runId: input.runId,
+    step: input.resumeFrom?.step ?? 0,
+    maxSteps: 0,
+    phase: 'preparing',
+    paused: carried.paused,
+    stopRequested: null,
+    lastMetrics: {},
+    lastValidation: null,
+    validationCurve: [...carried.validationCurve],
+    latestCheckpoint: input.resumeFrom?.checkpoint ?? null,
+    secondsPerStep: null,
+    compute: null,
   };
 }
 
@@ -42,7 +51,11 @@ export function announce(progress: Progress, { runId, configName, config }: RunS
     ...(lastVal ? [{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: lastVal.success }] : []),
   ]);
   upsertMemo({
-    report: `starpo report ${runId}`, tags: config.train_env_manager.tags.join(','), model: config.pretrain, maxSteps: config.max_steps, paused: progress.paused,
+    report: `starpo report ${runId}`,
+    tags: config.train_env_manager.tags.join(','),
+    model: config.pretrain,
+    maxSteps: config.max_steps,
+    paused: progress.paused,
   });
 }
 
@@ -57,8 +70,18 @@ export function recordValidation(progress: Progress, step: number, metrics: Reco
 }
 
 /** Records pipeline step `step` as done: its metrics, the new checkpoint, its seconds and compute. */
-export function recordStep(progress: Progress, step: number, done: { metrics: Record<string, number>; checkpoint: ObjectRef; seconds: number; compute: StepCompute }): void {
-  Object.assign(progress, { step: step + 1, lastMetrics: done.metrics, latestCheckpoint: done.checkpoint, secondsPerStep: done.seconds, compute: done.compute });
+export function recordStep(
+  progress: Progress,
+  step: number,
+  done: { metrics: Record<string, number>; checkpoint: ObjectRef; seconds: number; compute: StepCompute },
+): void {
+  Object.assign(progress, {
+    step: step + 1,
+    lastMetrics: done.metrics,
+    latestCheckpoint: done.checkpoint,
+    secondsPerStep: done.seconds,
+    compute: done.compute,
+  });
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.step, value: step + 1 }]);
   show(progress);
 }

@@ -12,7 +12,12 @@ import { TASK_QUEUES } from '../contract/workflow';
 const common: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES],
+  },
 };
 
 /** Activities on "starpo-rollout" (rollout workers). */

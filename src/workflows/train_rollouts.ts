@@ -35,7 +35,11 @@ export class TrainRollouts {
    *   continueAsNew (StarpoContinuation.policies), so a continued run plays its steps with the
    *   checkpoints an uninterrupted run would have used (and reuses their committed shards)
    */
-  constructor(private readonly runId: string, private readonly config: RunConfig, known: readonly KnownPolicy[]) {
+  constructor(
+    private readonly runId: string,
+    private readonly config: RunConfig,
+    known: readonly KnownPolicy[],
+  ) {
     this.ratio = config.async_generation_ratio;
     for (const p of known) this.policies.set(p.step, p.checkpoint);
   }
@@ -80,7 +84,14 @@ export class TrainRollouts {
 
   /** Waits until every launched rollout has ended (their shards committed or failed), e.g. before continueAsNew. */
   async settle(): Promise<void> {
-    await Promise.all([...this.launched.values()].map((l) => l.outs.then(() => undefined, () => undefined)));
+    await Promise.all(
+      [...this.launched.values()].map((l) =>
+        l.outs.then(
+          () => undefined,
+          () => undefined,
+        ),
+      ),
+    );
   }
 
   /**
@@ -98,10 +109,14 @@ export class TrainRollouts {
     const policy = this.policies.get(policyStep)!;
     const shards = planShards(this.config, 'train', step);
     const ahead = this.ratio > 0;
-    const outs = Promise.all(shards.map((groups, shard) => rollout.rollout.executeWithOptions(
-      { summary: `rollout step ${step} shard ${shard + 1}/${shards.length}${ahead ? ` (policy of step ${policyStep})` : ''}` },
-      [{ runId: this.runId, step, split: 'train', shard, policy, ...(ahead ? { policyStep } : {}), groups }],
-    )));
+    const outs = Promise.all(
+      shards.map((groups, shard) =>
+        rollout.rollout.executeWithOptions(
+          { summary: `rollout step ${step} shard ${shard + 1}/${shards.length}${ahead ? ` (policy of step ${policyStep})` : ''}` },
+          [{ runId: this.runId, step, split: 'train', shard, policy, ...(ahead ? { policyStep } : {}), groups }],
+        ),
+      ),
+    );
     // take() hands the promise to the loop; one dropped by reset() must not count as an unhandled rejection.
     outs.catch(() => undefined);
     return { policyStep, outs };

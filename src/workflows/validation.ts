@@ -33,11 +33,21 @@ export async function playValidation(r: ValidationRequest): Promise<MetricSums> 
   const { shards } = r;
   let done = 0;
   const label = r.evalName === undefined ? `validation step ${r.step}` : `eval ${r.evalName}`;
-  const outs = await Promise.all(shards.map(async (groups, shard) => {
-    const input = { runId: r.runId, step: r.step, split: 'val' as const, shard, policy: r.policy, groups, ...(r.evalName === undefined ? {} : { eval: r.evalName }) };
-    const out = await rollout.rollout.executeWithOptions({ summary: `${label} shard ${shard + 1}/${shards.length}` }, [input]);
-    r.onShard?.(++done);
-    return out;
-  }));
+  const outs = await Promise.all(
+    shards.map(async (groups, shard) => {
+      const input = {
+        runId: r.runId,
+        step: r.step,
+        split: 'val' as const,
+        shard,
+        policy: r.policy,
+        groups,
+        ...(r.evalName === undefined ? {} : { eval: r.evalName }),
+      };
+      const out = await rollout.rollout.executeWithOptions({ summary: `${label} shard ${shard + 1}/${shards.length}` }, [input]);
+      r.onShard?.(++done);
+      return out;
+    }),
+  );
   return mergeSums(outs.map((o) => o.metrics));
 }

@@ -31,7 +31,15 @@ export interface ChaosConfig {
 
 /** Allowed env_config keys of chaos. */
 export const CHAOS_KEYS = [
-  'inner_env_type', 'inner_env_config', 'throw_on_reset', 'throw_on_step', 'hang_on_step', 'hang_seconds', 'env_ids', 'seeds', 'probability',
+  'inner_env_type',
+  'inner_env_config',
+  'throw_on_reset',
+  'throw_on_step',
+  'hang_on_step',
+  'hang_seconds',
+  'env_ids',
+  'seeds',
+  'probability',
 ] as const;
 
 /** A list of non-negative integers, or null when absent. Throws Error naming key and value. */
@@ -54,7 +62,8 @@ export function parseChaosConfig(raw: RawEnvConfig): ChaosConfig {
   const r = checkKeys(where, raw, CHAOS_KEYS);
   if (r.inner_env_type === undefined) throw new Error(`${where}: inner_env_type is required (the env type to wrap, e.g. frozen_lake)`);
   const inner = r.inner_env_config ?? {};
-  if (typeof inner !== 'object' || Array.isArray(inner)) throw new Error(`${where}: inner_env_config must be a mapping, got ${JSON.stringify(inner)}`);
+  if (typeof inner !== 'object' || Array.isArray(inner))
+    throw new Error(`${where}: inner_env_config must be a mapping, got ${JSON.stringify(inner)}`);
   const config: ChaosConfig = {
     inner_env_type: getString(where, r, 'inner_env_type', ''),
     inner_env_config: inner as Record<string, unknown>,

@@ -28,7 +28,11 @@ import type { TestServers } from './servers';
  * would make comparing them trivial; identity advantages (the raw scores) move them at every update.
  */
 export function shortRunInput(runId: string, steps: number): RunSpec {
-  return runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', runId, [`max_steps=${steps}`, 'eval_steps=0', 'reward_normalization.method=identity']).input;
+  return runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', runId, [
+    `max_steps=${steps}`,
+    'eval_steps=0',
+    'reward_normalization.method=identity',
+  ]).input;
 }
 
 /** What can be killed: a worker role or a server. */
@@ -57,7 +61,9 @@ export interface Kill extends Fault {
 export function faultPlan(seed: number, trial: number, runSeconds: number, targets: readonly FaultTarget[] = FAULT_TARGETS): Fault[] {
   const rng = new Rng(seed, 'faults', trial);
   return rng.shuffle([...targets]).map((target) => ({
-    target, afterSeconds: (rng.next() * runSeconds) / targets.length, downSeconds: 0.5 + rng.next() * 2.5,
+    target,
+    afterSeconds: (rng.next() * runSeconds) / targets.length,
+    downSeconds: 0.5 + rng.next() * 2.5,
   }));
 }
 
@@ -100,7 +106,10 @@ export class CrashableStack {
     if (target === 'temporal' || target === 's3') {
       const state = readState(this.stateDir());
       await infraUp({
-        stateDir: this.stateDir(), temporalPort: state.temporal?.ports.grpc, uiPort: state.temporal?.ports.ui, s3Port: state.s3?.ports.s3,
+        stateDir: this.stateDir(),
+        temporalPort: state.temporal?.ports.grpc,
+        uiPort: state.temporal?.ports.ui,
+        s3Port: state.s3?.ports.s3,
       });
     } else {
       this.worker(target).child = spawnWorker(target, this.servers.endpoints, this.logDir, `-restart-${Date.now()}`);
@@ -109,7 +118,8 @@ export class CrashableStack {
   }
 
   private stateDir(): string {
-    if (!this.servers.stateDir) throw new Error('servers come from the environment (TEMPORAL_ADDRESS, S3_ENDPOINT): they cannot be killed here');
+    if (!this.servers.stateDir)
+      throw new Error('servers come from the environment (TEMPORAL_ADDRESS, S3_ENDPOINT): they cannot be killed here');
     return this.servers.stateDir;
   }
 
@@ -132,7 +142,10 @@ async function statusOf(handle: WorkflowHandle): Promise<string | null> {
 /** The workflow's progress phase, or `?` when no control worker or server answers within 2 s. */
 async function phaseOf(handle: WorkflowHandle): Promise<string> {
   const timeout = new Promise<string>((resolve) => setTimeout(() => resolve('?'), 2000).unref());
-  const query = handle.query(progressQuery).then((p) => `step ${p.step} ${p.phase}`, () => '?');
+  const query = handle.query(progressQuery).then(
+    (p) => `step ${p.step} ${p.phase}`,
+    () => '?',
+  );
   return Promise.race([query, timeout]);
 }
 
@@ -141,7 +154,12 @@ async function phaseOf(handle: WorkflowHandle): Promise<string> {
  * restart) while the run is open, then waits for the run to close and returns its result (throws when it
  * failed) with the kills that happened.
  */
-export async function runWithFaults<R>(client: Client, runId: string, stack: CrashableStack, plan: Fault[]): Promise<{ result: R; kills: Kill[] }> {
+export async function runWithFaults<R>(
+  client: Client,
+  runId: string,
+  stack: CrashableStack,
+  plan: Fault[],
+): Promise<{ result: R; kills: Kill[] }> {
   const handle = client.workflow.getHandle(runId);
   const started = Date.now();
   const open = async () => (await statusOf(handle)) ?? 'RUNNING';
@@ -166,7 +184,10 @@ export async function runWithFaults<R>(client: Client, runId: string, stack: Cra
  * checkpoint's model.safetensors and optimizer.safetensors, and its trainer_state.json without the
  * time/* metrics (wall-clock seconds). Reads and verifies the checkpoint.
  */
-export async function checkpointFingerprint(store: ObjectStore, manifest: ObjectRef): Promise<{ model: string; optimizer: string; trainerState: string }> {
+export async function checkpointFingerprint(
+  store: ObjectStore,
+  manifest: ObjectRef,
+): Promise<{ model: string; optimizer: string; trainerState: string }> {
   const { files } = await readCheckpoint(store, manifest);
   const optimizer = await readOptimizerFiles(store, manifest.key);
   const state = trainerStateOf(files);

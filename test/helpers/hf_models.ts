@@ -41,7 +41,10 @@ export interface HfExpected {
 
 /** The variant folder names, sorted. */
 export function hfVariants(): string[] {
-  return readdirSync(HF_MODELS_DIR, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return readdirSync(HF_MODELS_DIR, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 /** A variant's expected.json. */
@@ -114,13 +117,22 @@ export function materializeHfVariant(variant: string, dir = mkdtempSync(join(tmp
   for (const f of QWEN_TOKENIZER_FILES) copyFileSync(join(QWEN_TOKENIZER_DIR, f), join(dir, f));
   const raw = JSON.parse(readFileSync(join(src, 'config.json'), 'utf8')) as Record<string, unknown>;
   const dtype = DTYPES[String(raw.dtype ?? raw.torch_dtype ?? 'float32')];
-  if (!dtype) throw new Error(`${src}/config.json: dtype ${JSON.stringify(raw.dtype ?? raw.torch_dtype)}; allowed: ${Object.keys(DTYPES).join(', ')}`);
+  if (!dtype)
+    throw new Error(
+      `${src}/config.json: dtype ${JSON.stringify(raw.dtype ?? raw.torch_dtype)}; allowed: ${Object.keys(DTYPES).join(', ')}`,
+    );
   const { weight_seed: seed } = hfExpected(variant);
   const indexFile = join(src, 'model.safetensors.index.json');
-  const weightMap = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')) as { weight_map: Record<string, string> }).weight_map : null;
+  const weightMap = existsSync(indexFile)
+    ? (JSON.parse(readFileSync(indexFile, 'utf8')) as { weight_map: Record<string, string> }).weight_map
+    : null;
   const shards = new Map<string, Record<string, SafeTensor>>();
   for (const [name, shape] of weightShapes(validateQwen2Config(raw))) {
-    const values = fixtureWeights(seed, name, shape.reduce((a, b) => a * b, 1));
+    const values = fixtureWeights(
+      seed,
+      name,
+      shape.reduce((a, b) => a * b, 1),
+    );
     const file = weightMap ? weightMap[name] : 'model.safetensors';
     if (!file) throw new Error(`${indexFile}: weight_map has no shard for ${name}`);
     if (!shards.has(file)) shards.set(file, {});

@@ -24,13 +24,24 @@ export function tinyExportFiles(): Record<string, Uint8Array> {
   const config = tinyPreset(tokenizer.vocabSize);
   const tensors: Record<string, SafeTensor> = {};
   for (const [name, shape] of weightShapes(config)) {
-    tensors[name] = { dtype: 'F32', shape, data: fixtureWeights(TINY_EXPORT_SEED, name, shape.reduce((a, b) => a * b, 1)) };
+    tensors[name] = {
+      dtype: 'F32',
+      shape,
+      data: fixtureWeights(
+        TINY_EXPORT_SEED,
+        name,
+        shape.reduce((a, b) => a * b, 1),
+      ),
+    };
   }
-  return hfFolderFiles({
-    'model.safetensors': encodeSafetensors(tensors, { format: 'pt' }),
-    'config.json': configToJSONBytes(config),
-    'tokenizer.json': new TextEncoder().encode(JSON.stringify(tokenizer.toJSON())),
-  }, { max_new_tokens: 8, temperature: 0, top_p: 1, top_k: 0, do_sample: false, num_beams: 1, num_return_sequences: 1 });
+  return hfFolderFiles(
+    {
+      'model.safetensors': encodeSafetensors(tensors, { format: 'pt' }),
+      'config.json': configToJSONBytes(config),
+      'tokenizer.json': new TextEncoder().encode(JSON.stringify(tokenizer.toJSON())),
+    },
+    { max_new_tokens: 8, temperature: 0, top_p: 1, top_k: 0, do_sample: false, num_beams: 1, num_return_sequences: 1 },
+  );
 }
 
 /** Writes the folder into `dir` (created when missing). */

@@ -18,22 +18,37 @@ const stack = useTrainingStack();
 
 /** 2 steps, 4 train groups x 4, 8 validation maps, a 4-step warm-up, 4-turn episodes. */
 const SMALL = [
-  'max_steps=2', 'eval_steps=2', 'rollout_batch_size=16', 'val_batch_size=8', 'sequence_length=400',
-  'train_env_manager.num_env_groups=4', 'train_env_manager.group_size=4', 'train_env_manager.num_groups_partition=[4]',
-  'train_env_manager.max_env_num_per_worker=8', 'val_env_manager.num_env_groups=8', 'val_env_manager.num_groups_partition=[8]',
-  'val_env_manager.max_env_num_per_worker=8', 'actor_train.training_args.per_device_train_batch_size=8',
+  'max_steps=2',
+  'eval_steps=2',
+  'rollout_batch_size=16',
+  'val_batch_size=8',
+  'sequence_length=400',
+  'train_env_manager.num_env_groups=4',
+  'train_env_manager.group_size=4',
+  'train_env_manager.num_groups_partition=[4]',
+  'train_env_manager.max_env_num_per_worker=8',
+  'val_env_manager.num_env_groups=8',
+  'val_env_manager.num_groups_partition=[8]',
+  'val_env_manager.max_env_num_per_worker=8',
+  'actor_train.training_args.per_device_train_batch_size=8',
   'actor_train.training_args.gradient_accumulation_steps=2',
-  '++warmup.num_episodes=16', '++warmup.train_steps=4', '++warmup.batch_size=8',
+  '++warmup.num_episodes=16',
+  '++warmup.train_steps=4',
+  '++warmup.batch_size=8',
 ];
 
 /** Runs a config file to completion with SMALL (+ extra) overrides; returns the result and each step's metrics. */
-async function train(file: string, extra: string[]): Promise<{ result: StarpoRunResult; runId: string; steps: Array<Record<string, number>> }> {
+async function train(
+  file: string,
+  extra: string[],
+): Promise<{ result: StarpoRunResult; runId: string; steps: Array<Record<string, number>> }> {
   const runId = `it-algo-${file.replace(/\W+/g, '-')}-${Date.now()}`;
   const { input } = runInputFromFile(file, runId, [...SMALL, ...extra]);
   const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input] });
   const result: StarpoRunResult = await handle.result();
   const steps = [];
-  for (const step of [0, 1]) steps.push(((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics);
+  for (const step of [0, 1])
+    steps.push(((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics);
   return { result, runId, steps };
 }
 
@@ -78,7 +93,9 @@ test('a GRPO config with a k3 KL loss trains against the step-0 policy as refere
 test('collapse_guard with action stop ends the run after `patience` low steps', async () => {
   const runId = `it-algo-guard-${Date.now()}`;
   const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', runId, [
-    'max_steps=4', 'eval_steps=0', '+collapse_guard={enabled: true, min_in_group_std: 100, min_entropy: 100, patience: 2, action: stop}',
+    'max_steps=4',
+    'eval_steps=0',
+    '+collapse_guard={enabled: true, min_in_group_std: 100, min_entropy: 100, patience: 2, action: stop}',
   ]);
   const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: runId, args: [input] });
   const result: StarpoRunResult = await handle.result();

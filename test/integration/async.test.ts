@@ -54,10 +54,18 @@ function activityRuns(events: temporal.api.history.v1.IHistoryEvent[]): Activity
   return runs;
 }
 
-test('async_generation_ratio 1: step k+1 rollouts play step k\'s checkpoint during step k\'s update; staleness recorded; same steps', async () => {
+test("async_generation_ratio 1: step k+1 rollouts play step k's checkpoint during step k's update; staleness recorded; same steps", async () => {
   const steps = 3;
-  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-async-${Date.now()}`, [`max_steps=${steps}`, 'eval_steps=0', 'async_generation_ratio=1']);
-  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-async-${Date.now()}`, [
+    `max_steps=${steps}`,
+    'eval_steps=0',
+    'async_generation_ratio=1',
+  ]);
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUES.control,
+    workflowId: input.runId,
+    args: [input],
+  });
   const result: StarpoRunResult = await handle.result();
   assert.equal(result.steps, steps, 'the same number of steps as a synchronous run');
   assert.equal(result.finalCheckpoint.key, `${checkpointPrefix(input.runId, steps)}manifest.json`);
@@ -65,7 +73,11 @@ test('async_generation_ratio 1: step k+1 rollouts play step k\'s checkpoint duri
   const runs = activityRuns((await handle.fetchHistory()).events ?? []);
   const updates = runs.filter((r) => r.type === 'update');
   const rollouts = runs.filter((r) => r.type === 'rollout' && r.input.split === 'train');
-  assert.deepEqual(updates.map((u) => u.input.step), [0, 1, 2], 'one update per step');
+  assert.deepEqual(
+    updates.map((u) => u.input.step),
+    [0, 1, 2],
+    'one update per step',
+  );
   assert.equal(rollouts.length, 2 * steps, '2 shards per step, each played once, none beyond max_steps');
 
   const checkpointOf = new Map<number, string>([[0, updates[0].input.policy.key]]);
@@ -80,10 +92,17 @@ test('async_generation_ratio 1: step k+1 rollouts play step k\'s checkpoint duri
     // activity at a time, so the first shard runs during the update and the second may queue behind it
     const next = rollouts.filter((r) => r.input.step === u.input.step + 1);
     assert.equal(next.length, 2);
-    for (const r of next) assert.equal(r.scheduledBy, u.scheduledBy, `rollout step ${r.input.step} shard ${r.input.shard} scheduled with update step ${u.input.step}`);
+    for (const r of next)
+      assert.equal(
+        r.scheduledBy,
+        u.scheduledBy,
+        `rollout step ${r.input.step} shard ${r.input.shard} scheduled with update step ${u.input.step}`,
+      );
     const first = next.reduce((a, b) => (a.started <= b.started ? a : b));
-    assert.ok(first.started < u.ended && u.started < first.ended,
-      `rollout step ${first.input.step} shard ${first.input.shard} [${first.started}, ${first.ended}] overlaps update step ${u.input.step} [${u.started}, ${u.ended}]`);
+    assert.ok(
+      first.started < u.ended && u.started < first.ended,
+      `rollout step ${first.input.step} shard ${first.input.shard} [${first.started}, ${first.ended}] overlaps update step ${u.input.step} [${u.started}, ${u.ended}]`,
+    );
   }
 
   for (let step = 0; step < steps; step++) {

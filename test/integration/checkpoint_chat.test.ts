@@ -33,7 +33,12 @@ after(async () => {
 test('checkpoints of an HF folder carry its tokenizer_config.json and generation_config.json, and render its prompts', async () => {
   const { model, tokenizer } = modelFromFolder(dir);
   const prefix = `runs/chat-${process.pid}/checkpoints/step-0/`;
-  const ref = await saveCheckpoint(store, prefix, { model, tokenizer, optimizer: null, state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics: {} } });
+  const ref = await saveCheckpoint(store, prefix, {
+    model,
+    tokenizer,
+    optimizer: null,
+    state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics: {} },
+  });
   model.dispose();
 
   const { manifest, files } = await readCheckpoint(store, ref);

@@ -14,16 +14,27 @@ import type { StarpoRunResult } from '../../src/contract';
 
 const stack = useTrainingStack();
 
-test('a 7-step run with save_steps 2 and max_ckpt_to_keep 2 keeps every step\'s weights and the optimizer states of steps 5, 6 and 7', async () => {
+test("a 7-step run with save_steps 2 and max_ckpt_to_keep 2 keeps every step's weights and the optimizer states of steps 5, 6 and 7", async () => {
   const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-retention-${Date.now()}`, [
-    'max_steps=7', 'eval_steps=0', 'save_steps=2', 'max_ckpt_to_keep=2',
+    'max_steps=7',
+    'eval_steps=0',
+    'save_steps=2',
+    'max_ckpt_to_keep=2',
   ]);
-  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUES.control,
+    workflowId: input.runId,
+    args: [input],
+  });
   const result: StarpoRunResult = await handle.result();
   assert.equal(result.steps, 7);
 
   const keys = (await stack.store.list(checkpointsPrefix(input.runId))).map((o) => o.key);
-  const stepsWith = (name: string) => keys.filter((k) => k.endsWith(`/${name}`)).map((k) => parseStep(k)).sort((a, b) => a! - b!);
+  const stepsWith = (name: string) =>
+    keys
+      .filter((k) => k.endsWith(`/${name}`))
+      .map((k) => parseStep(k))
+      .sort((a, b) => a! - b!);
   assert.deepEqual(stepsWith('manifest.json'), [1, 2, 3, 4, 5, 6, 7], 'the weights of every step stay');
   assert.deepEqual(stepsWith('model.safetensors'), [1, 2, 3, 4, 5, 6, 7]);
   // Full checkpoints follow the update of steps 2, 4 (g % save_steps == 0) and 6 (the last): steps 3, 5 and 7.
@@ -35,7 +46,15 @@ test('a 7-step run with save_steps 2 and max_ckpt_to_keep 2 keeps every step\'s 
   assert.equal(final.state.step, 7);
   assert.ok(final.optimizer, 'a resume continues from the newest step with its optimizer state');
   disposeCheckpoint(final);
-  assert.equal((await readCompleteBefore(stack.store, input.runId, 7, undefined, true))?.step, 6, 'a damaged newest replays from the step before');
-  assert.equal((await readCompleteBefore(stack.store, input.runId, 5, undefined, true))?.step, 0, 'before step 5 only the warm-up can be trained on');
-  assert.equal((await readCompleteBefore(stack.store, input.runId, 5))?.step, 4, 'eval and export still reach step 4\'s weights');
+  assert.equal(
+    (await readCompleteBefore(stack.store, input.runId, 7, undefined, true))?.step,
+    6,
+    'a damaged newest replays from the step before',
+  );
+  assert.equal(
+    (await readCompleteBefore(stack.store, input.runId, 5, undefined, true))?.step,
+    0,
+    'before step 5 only the warm-up can be trained on',
+  );
+  assert.equal((await readCompleteBefore(stack.store, input.runId, 5))?.step, 4, "eval and export still reach step 4's weights");
 });

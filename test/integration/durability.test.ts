@@ -22,7 +22,11 @@ import { CHECKPOINT_CORRUPT_ERROR } from '../../src/contract';
 const stack = useTrainingStack();
 const STEPS = 3;
 /** The undisturbed run: its final checkpoint's fingerprint, its metrics and the seconds its steps took. */
-let reference: { fingerprint: Awaited<ReturnType<typeof checkpointFingerprint>>; metrics: Array<Record<string, number>>; stepSeconds: number };
+let reference: {
+  fingerprint: Awaited<ReturnType<typeof checkpointFingerprint>>;
+  metrics: Array<Record<string, number>>;
+  stepSeconds: number;
+};
 
 /** Starts a 3-step run (shortRunInput) and returns its id. */
 async function startRun(name: string): Promise<string> {
@@ -71,7 +75,8 @@ test('the reference: an undisturbed run', async () => {
   const runId = await startRun('reference');
   const fingerprint = await fingerprintOf(runId);
   let stepSeconds = 0;
-  for (let step = 0; step < STEPS; step++) stepSeconds += ((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics['time/step'];
+  for (let step = 0; step < STEPS; step++)
+    stepSeconds += ((await stack.store.getJson(metricsKey(runId, step))) as { metrics: Record<string, number> }).metrics['time/step'];
   reference = { fingerprint, metrics: await repeatableMetrics(runId), stepSeconds };
   const warmup = await readCompleteBefore(stack.store, runId, 1); // the step-0 checkpoint (initial.json)
   assert.equal(warmup?.step, 0);
@@ -97,7 +102,9 @@ test('SIGTERM to the update worker mid-update: the update finishes within the gr
     if (!activityId) await new Promise((r) => setTimeout(r, 100));
   }
   const entry = stack.workers.children.find((c) => c.role === 'update')!;
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => entry.child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    entry.child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   await stopChild(entry.child, 60); // SIGTERM; SIGKILL only after 60 s
   assert.deepEqual(await exited, { code: 0, signal: null }, 'the worker shut down by itself');
   const history = (await handle.fetchHistory()).events ?? [];
@@ -127,8 +134,14 @@ test('a run terminated mid-way whose latest checkpoint is corrupted: `starpo res
   } finally {
     for (const name of Object.keys(env)) delete process.env[name];
   }
-  assert.ok(lines.some((l) => l.includes(modelKey) && l.includes('sha256 mismatch')), lines.join('\n'));
-  assert.ok(lines.some((l) => /using checkpoint step 1 /.test(l)), lines.join('\n'));
+  assert.ok(
+    lines.some((l) => l.includes(modelKey) && l.includes('sha256 mismatch')),
+    lines.join('\n'),
+  );
+  assert.ok(
+    lines.some((l) => /using checkpoint step 1 /.test(l)),
+    lines.join('\n'),
+  );
   assert.deepEqual(await fingerprintOf(runId), reference.fingerprint);
 });
 

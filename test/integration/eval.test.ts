@@ -65,21 +65,31 @@ function trainedRun(): Promise<StarpoRunResult> {
 /** Runs `starpo <args>` against the test servers; never rejects. */
 function starpo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [STARPO_BIN, ...args], { env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) } }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [STARPO_BIN, ...args],
+      { env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
 /** The trajectories of a validation's shards, in shard order. */
 async function valEpisodes(step: number, shards: number, evalName?: string): Promise<Trajectory[]> {
-  const parts = await Promise.all(Array.from({ length: shards }, (_, k) => stack.store.getJsonlGz<Trajectory>(rolloutKey(runId, step, 'val', k, evalName))));
+  const parts = await Promise.all(
+    Array.from({ length: shards }, (_, k) => stack.store.getJsonlGz<Trajectory>(rolloutKey(runId, step, 'val', k, evalName))),
+  );
   return parts.flat();
 }
 
 /** Key and size of every object of the run outside its evals/ folder. */
 async function runObjects(): Promise<string[]> {
-  return (await stack.store.list(`runs/${runId}/`)).filter((o) => !o.key.includes('/evals/')).map((o) => `${o.key} ${o.bytes}`).sort();
+  return (await stack.store.list(`runs/${runId}/`))
+    .filter((o) => !o.key.includes('/evals/'))
+    .map((o) => `${o.key} ${o.bytes}`)
+    .sort();
 }
 
 test('starpo eval of the final checkpoint reproduces the final validation on the same states, apart from the run', async () => {
@@ -95,7 +105,9 @@ test('starpo eval of the final checkpoint reproduces the final validation on the
   assert.deepEqual(out.metrics, last.metrics, 'every val/ metric equals the final validation');
   assert.deepEqual(Object.keys(out.tags), ['FrozenLake']);
   assert.deepEqual(out.tags.FrozenLake, {
-    episodes: 8, success: last.metrics['val/env/FrozenLake/success'], score: last.metrics['val/FrozenLake/score'],
+    episodes: 8,
+    success: last.metrics['val/env/FrozenLake/success'],
+    score: last.metrics['val/FrozenLake/score'],
   });
   assert.equal(out.episodes, 8);
 
@@ -103,7 +115,10 @@ test('starpo eval of the final checkpoint reproduces the final validation on the
   const trainedEpisodes = await valEpisodes(2, 2);
   const evalEpisodes = await valEpisodes(2, 2, out.name);
   assert.equal(evalEpisodes.length, 8);
-  assert.deepEqual(evalEpisodes.map((t) => t.seed), trainedEpisodes.map((t) => t.seed));
+  assert.deepEqual(
+    evalEpisodes.map((t) => t.seed),
+    trainedEpisodes.map((t) => t.seed),
+  );
   assert.deepEqual(evalEpisodes, trainedEpisodes);
 
   // stored under evals/<name>/, the run's own objects untouched
@@ -127,13 +142,18 @@ test('starpo eval of the final checkpoint reproduces the final validation on the
   assert.deepEqual(printed.metrics, last.metrics);
 });
 
-test('starpo eval --episodes plays more val groups: the first ones are the final validation\'s', async () => {
+test("starpo eval --episodes plays more val groups: the first ones are the final validation's", async () => {
   await trainedRun();
-  const out = await onTestServers(() => evaluate({ target: runId, step: 2, episodes: 12 }, { workers: false, rolloutWorkers: 1, log: quiet }));
+  const out = await onTestServers(() =>
+    evaluate({ target: runId, step: 2, episodes: 12 }, { workers: false, rolloutWorkers: 1, log: quiet }),
+  );
   assert.equal(out.episodes, 12);
   assert.equal(out.tags.FrozenLake.episodes, 12);
   const episodes = await valEpisodes(2, 3, out.name); // 12 groups of 1, 4 envs per shard
-  assert.deepEqual(episodes.slice(0, 8).map((t) => t.seed), (await valEpisodes(2, 2)).map((t) => t.seed));
+  assert.deepEqual(
+    episodes.slice(0, 8).map((t) => t.seed),
+    (await valEpisodes(2, 2)).map((t) => t.seed),
+  );
   const text = await starpo('eval', runId, '--step', '2', '--episodes', '12', '--no-workers');
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, /^TAG\s+EPISODES\s+SUCCESS\s+SCORE$/m);
@@ -145,7 +165,10 @@ test('starpo eval: an unknown run, a missing step or checkpoint key, bad --episo
   const trained = await trainedRun();
   const unknown = await starpo('eval', 'no-such-run', '--no-workers');
   assert.equal(unknown.code, 2);
-  assert.match(unknown.stderr, /^error: run "no-such-run" not found: no runs\/no-such-run\/run.json in bucket \S+ \(see `starpo list`\)\n$/);
+  assert.match(
+    unknown.stderr,
+    /^error: run "no-such-run" not found: no runs\/no-such-run\/run.json in bucket \S+ \(see `starpo list`\)\n$/,
+  );
   assert.doesNotMatch(unknown.stderr, /workers:/, 'no worker started');
 
   const step = await starpo('eval', runId, '--step', '7', '--no-workers');
@@ -167,7 +190,10 @@ test('starpo eval: an unknown run, a missing step or checkpoint key, bad --episo
   writeFileSync(join(dir, 'pairs.yaml'), stringify(raw));
   const episodes = await starpo('eval', runId, '--config', join(dir, 'pairs.yaml'), '--episodes', '3', '--no-workers');
   assert.equal(episodes.code, 2);
-  assert.match(episodes.stderr, /--episodes: invalid config\n\s+- 3 is not a positive multiple of val_env_manager.group_size \(2\); allowed: k \* 2/);
+  assert.match(
+    episodes.stderr,
+    /--episodes: invalid config\n\s+- 3 is not a positive multiple of val_env_manager.group_size \(2\); allowed: k \* 2/,
+  );
 
   const both = await starpo('eval', trained.finalCheckpoint.key, '--step', '1', '--no-workers');
   assert.equal(both.code, 2);
@@ -186,7 +212,15 @@ test('the run in the Temporal UI: static summary and details, current details, m
   assert.equal(await d.staticSummary(), 'StarPO tiny_frozen_lake: FrozenLake with tiny, 2 steps');
   const details = (await d.staticDetails()) ?? '';
   assert.equal(details, runDetails(input));
-  for (const line of ['config `tiny_frozen_lake`', '- model: `tiny`', '- max_steps: 2', 'train: 4 groups x 4 (rollout_batch_size 16), tags FrozenLake', `\`starpo report ${runId}\``, `\`starpo eval ${runId}\``, `\`starpo status ${runId}\``]) {
+  for (const line of [
+    'config `tiny_frozen_lake`',
+    '- model: `tiny`',
+    '- max_steps: 2',
+    'train: 4 groups x 4 (rollout_batch_size 16), tags FrozenLake',
+    `\`starpo report ${runId}\``,
+    `\`starpo eval ${runId}\``,
+    `\`starpo status ${runId}\``,
+  ]) {
     assert.ok(details.includes(line), `static details hold ${JSON.stringify(line)}`);
   }
   assert.equal(d.memo?.report, `starpo report ${runId}`);
@@ -196,9 +230,11 @@ test('the run in the Temporal UI: static summary and details, current details, m
   const val = trained.lastValidation?.metrics['val/env/success'] ?? NaN;
   // ... and, on a second line, where the last step's rollouts and update computed (the workers' defaults here)
   const on = (role: 'rollout' | 'update') => `${requestedBackend(process.env, defaultBackend(role, hostBackends()))} (CPU)`;
-  assert.equal(metadata.currentDetails?.replace(/\d+\.\d s\/step/, 'T s/step'),
+  assert.equal(
+    metadata.currentDetails?.replace(/\d+\.\d s\/step/, 'T s/step'),
     `step 2/2 · done · train success ${trained.lastMetrics['env/success'].toFixed(3)} · val success ${val.toFixed(3)} (step 2) · T s/step\n\n` +
-    `rollout ${on('rollout')}, update ${on('update')}`);
+      `rollout ${on('rollout')}, update ${on('update')}`,
+  );
 
   // every activity carries a summary (user metadata of ActivityTaskScheduled)
   const history = await handle.fetchHistory();
@@ -206,7 +242,13 @@ test('the run in the Temporal UI: static summary and details, current details, m
     .map((e) => e.userMetadata?.summary)
     .filter((p): p is temporal.api.common.v1.IPayload => !!p && !!p.data)
     .map((p) => defaultPayloadConverter.fromPayload<string>(p));
-  for (const s of ['warm-up (step-0 policy) and run.json', 'validation step 0 shard 1/2', 'rollout step 0 shard 2/2', 'update step 1 -> checkpoint step 2', 'metrics step 2 (final validation)']) {
+  for (const s of [
+    'warm-up (step-0 policy) and run.json',
+    'validation step 0 shard 1/2',
+    'rollout step 0 shard 2/2',
+    'update step 1 -> checkpoint step 2',
+    'metrics step 2 (final validation)',
+  ]) {
     assert.ok(summaries.includes(s), `an activity summary ${JSON.stringify(s)} (have: ${summaries.join('; ')})`);
   }
 });

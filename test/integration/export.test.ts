@@ -26,20 +26,35 @@ const stack = useTrainingStack();
 const FIXTURE = 'test/fixtures/tiny_frozen_lake.yaml';
 
 async function run(input: RunSpec): Promise<StarpoRunResult> {
-  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUES.control,
+    workflowId: input.runId,
+    args: [input],
+  });
   return handle.result();
 }
 
 /** `starpo <args>` against the test servers: exit code and output. */
 function starpo(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(process.execPath, ['bin/starpo.js', ...args], { env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) }, encoding: 'utf8', timeout: 120_000 });
+  const res = spawnSync(process.execPath, ['bin/starpo.js', ...args], {
+    env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
 /** sha256 of each tensor's data in a safetensors file, by tensor name. */
 function tensorHashes(bytes: Uint8Array): Record<string, string> {
   const { tensors } = decodeSafetensors(bytes);
-  return Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, createHash('sha256').update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)).digest('hex')]));
+  return Object.fromEntries(
+    Object.entries(tensors).map(([name, t]) => [
+      name,
+      createHash('sha256')
+        .update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength))
+        .digest('hex'),
+    ]),
+  );
 }
 
 test('starpo export writes an HF folder and a run with pretrain: <that folder> starts from identical weights', async () => {
@@ -52,8 +67,18 @@ test('starpo export writes an HF folder and a run with pretrain: <that folder> s
     const dir = join(work, 'exported');
     const exported = starpo('export', first.runId, '--to', dir);
     assert.equal(exported.code, 0, exported.stderr);
-    assert.match(exported.stdout, new RegExp(`exported run ${first.runId} step 1 \\(runs/${first.runId}/checkpoints/step-000001/manifest.json\\) to ${dir}`));
-    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json']);
+    assert.match(
+      exported.stdout,
+      new RegExp(`exported run ${first.runId} step 1 \\(runs/${first.runId}/checkpoints/step-000001/manifest.json\\) to ${dir}`),
+    );
+    assert.deepEqual(readdirSync(dir).sort(), [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'special_tokens_map.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     assert.deepEqual(readdirSync(work), ['exported'], 'no temp folder left behind');
     const source = await readCheckpoint(stack.store, trained.finalCheckpoint);
     const sourceHashes = tensorHashes(source.files['model.safetensors'] as Uint8Array);
@@ -81,7 +106,13 @@ test('starpo export writes an HF folder and a run with pretrain: <that folder> s
     // the exported folder is the initial policy of a new run (no warm-up: step 0 = the folder's weights)
     const check = starpo('config', 'check', FIXTURE, `pretrain=${dir}`, 'warmup.type=none');
     assert.equal(check.code, 0, check.stderr);
-    const second = runInputFromFile(FIXTURE, `it-pretrained-${Date.now()}`, [`pretrain=${dir}`, 'warmup.type=none', 'max_steps=1', 'eval_steps=0', 'reward_normalization.method=identity']).input;
+    const second = runInputFromFile(FIXTURE, `it-pretrained-${Date.now()}`, [
+      `pretrain=${dir}`,
+      'warmup.type=none',
+      'max_steps=1',
+      'eval_steps=0',
+      'reward_normalization.method=identity',
+    ]).input;
     assert.equal(second.config.pretrain, dir);
     const continued = await run(second);
     assert.equal(continued.steps, 1);
@@ -91,12 +122,20 @@ test('starpo export writes an HF folder and a run with pretrain: <that folder> s
     const step0Hashes = tensorHashes(step0.files['model.safetensors'] as Uint8Array);
     assert.equal(Object.keys(step0Hashes).length, 26, '2 layers x 12 tensors + embedding + final norm (tied lm_head)');
     assert.deepEqual(step0Hashes, sourceHashes, 'sha256 of every tensor equal');
-    assert.equal(JSON.parse(new TextDecoder().decode(step0.files['tokenizer.json'])).model.type, 'BPE', 'the run uses the folder\'s HF tokenizer');
+    assert.equal(
+      JSON.parse(new TextDecoder().decode(step0.files['tokenizer.json'])).model.type,
+      'BPE',
+      "the run uses the folder's HF tokenizer",
+    );
     const metrics = (await stack.store.getJson(metricsKey(second.runId, 0))) as { metrics: Record<string, number> };
     assert.equal(metrics.metrics['warmup/type_none'], 1);
     assert.ok(Number.isFinite(metrics.metrics['actor/pg_loss']), 'and it trains a step from there');
     const after = await readCheckpoint(stack.store, continued.finalCheckpoint);
-    assert.notDeepEqual(tensorHashes(after.files['model.safetensors'] as Uint8Array), sourceHashes, 'the update (identity advantages) moved the weights');
+    assert.notDeepEqual(
+      tensorHashes(after.files['model.safetensors'] as Uint8Array),
+      sourceHashes,
+      'the update (identity advantages) moved the weights',
+    );
 
     // bad input: exit 2, naming the argument
     const full = starpo('export', first.runId, '--to', dir);
@@ -104,7 +143,10 @@ test('starpo export writes an HF folder and a run with pretrain: <that folder> s
     assert.match(full.stderr, new RegExp(`^error: --to ${dir}: the folder is not empty; allowed: a new or empty folder\\n$`));
     const unknown = starpo('export', 'no-such-run', '--to', join(work, 'x'));
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /^error: run "no-such-run" not found: no runs\/no-such-run\/run.json in bucket \S+ \(see `starpo list`\)\n$/);
+    assert.match(
+      unknown.stderr,
+      /^error: run "no-such-run" not found: no runs\/no-such-run\/run.json in bucket \S+ \(see `starpo list`\)\n$/,
+    );
     const missingStep = starpo('export', first.runId, '--step', '7', '--to', join(work, 'x'));
     assert.equal(missingStep.code, 2);
     assert.match(missingStep.stderr, /--step 7: run .* has no checkpoint at step 7; allowed: 0, 1/);

@@ -33,7 +33,10 @@ test('infra up/status/up/down is idempotent and serves Temporal with the search 
   assert.equal(e.temporalUiUrl, `http://127.0.0.1:${ports.uiPort}`);
   assert.equal(e.s3.port, ports.s3Port);
   assert.equal(e.s3.endPoint, '127.0.0.1');
-  assert.ok(lines.some((l) => /healthy/.test(l)), lines.join('\n'));
+  assert.ok(
+    lines.some((l) => /healthy/.test(l)),
+    lines.join('\n'),
+  );
 
   const s1 = await infraStatus({ stateDir });
   assert.equal(s1.running, true);
@@ -44,7 +47,11 @@ test('infra up/status/up/down is idempotent and serves Temporal with the search 
   const again = await infraUp({ stateDir });
   assert.deepEqual(again, e);
   const s2 = await infraStatus({ stateDir });
-  assert.deepEqual(s2.processes.map((p) => p.pid), s1.processes.map((p) => p.pid), 'second up reuses the same pids');
+  assert.deepEqual(
+    s2.processes.map((p) => p.pid),
+    s1.processes.map((p) => p.pid),
+    'second up reuses the same pids',
+  );
 
   const conn = await Connection.connect({ address: e.temporalAddress });
   try {
@@ -76,6 +83,9 @@ test('infra up/status/up/down is idempotent and serves Temporal with the search 
   assert.deepEqual(back.s3, e.s3, 'keys and ports are kept across restarts');
   assert.equal(new TextDecoder().decode(await new ObjectStore(back.s3).get(ref)), 'hello', 'data survives a restart');
   const s4 = await infraStatus({ stateDir });
-  assert.ok(s4.processes.every((p, i) => p.pid !== s1.processes[i]?.pid), 'restarted with new pids');
+  assert.ok(
+    s4.processes.every((p, i) => p.pid !== s1.processes[i]?.pid),
+    'restarted with new pids',
+  );
   await infraDown({ stateDir });
 });

@@ -20,7 +20,14 @@ import type { ObjectRef, RunSpec } from '../../src/contract';
 import type { RunConfig } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
 import {
-  configQuery, pauseUpdate, progressQuery, SEARCH_ATTRIBUTE_KEYS, stopUpdate, TASK_QUEUES, unpauseUpdate, WORKFLOW_TYPE,
+  configQuery,
+  pauseUpdate,
+  progressQuery,
+  SEARCH_ATTRIBUTE_KEYS,
+  stopUpdate,
+  TASK_QUEUES,
+  unpauseUpdate,
+  WORKFLOW_TYPE,
 } from '../../src/contract';
 import { STEPS_PER_RUN } from '../../src/workflows/continue_as_new';
 
@@ -66,11 +73,19 @@ const stubs: Omit<Activities, 'prepareEval' | 'writeEvalResult'> = {
   rollout: async ({ runId, step, split, shard }) => {
     await pass(`rollout ${runId} ${split} ${step}`);
     const counts = { 'env/success': 4, 'env/score': 4 };
-    return { trajectories: ref(`runs/${runId}/rollouts/${step}/${split}-${shard}`), metrics: { sums: { 'env/success': 2, 'env/score': 1 }, counts, totals: {} }, seconds: 0.01 };
+    return {
+      trajectories: ref(`runs/${runId}/rollouts/${step}/${split}-${shard}`),
+      metrics: { sums: { 'env/success': 2, 'env/score': 1 }, counts, totals: {} },
+      seconds: 0.01,
+    };
   },
   update: async ({ runId, step }) => {
     await pass(`update ${runId} train ${step}`);
-    return { checkpoint: manifest(runId, step + 1), metrics: { 'actor/pg_loss': 0.5, 'actor/entropy': 1, 'rollout/in_group_std': 0.5 }, skipReason: null };
+    return {
+      checkpoint: manifest(runId, step + 1),
+      metrics: { 'actor/pg_loss': 0.5, 'actor/entropy': 1, 'rollout/in_group_std': 0.5 },
+      skipReason: null,
+    };
   },
   writeMetrics: async ({ runId, step }) => {
     await pass(`writeMetrics ${runId} - ${step}`);
@@ -97,9 +112,14 @@ function start(input: RunSpec) {
 /** Runs `starpo <args>` against the test servers; never rejects. */
 function starpo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [STARPO_BIN, ...args], { env: { ...process.env, ...endpointsToEnv(servers.endpoints) } }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [STARPO_BIN, ...args],
+      { env: { ...process.env, ...endpointsToEnv(servers.endpoints) } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -114,7 +134,10 @@ async function progressUntil(runId: string, ok: (p: Awaited<ReturnType<typeof qu
 const queryProgress = (runId: string) => client.workflow.getHandle(runId).query(progressQuery);
 
 /** Event count of every execution of a workflow id's continueAsNew chain, first to last. */
-async function chainHistories(workflowId: string, firstRunId: string): Promise<Array<{ runId: string; events: temporal.api.history.v1.IHistoryEvent[] }>> {
+async function chainHistories(
+  workflowId: string,
+  firstRunId: string,
+): Promise<Array<{ runId: string; events: temporal.api.history.v1.IHistoryEvent[] }>> {
   const out = [];
   let runId: string | null | undefined = firstRunId;
   while (runId) {
@@ -130,7 +153,10 @@ before(async () => {
   servers = await startTestServers();
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const connection = await NativeConnection.connect({ address: servers.endpoints.temporalAddress });
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('WARN') });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
   workers = await Promise.all([
     Worker.create({ connection, taskQueue: TASK_QUEUES.control, workflowBundle }),
     Worker.create({ connection, taskQueue: TASK_QUEUES.rollout, activities: stubs }),
@@ -176,7 +202,11 @@ test('300 steps continue as new every 100 with small histories; a pause at the b
   const result: StarpoRunResult = await handle.result();
   assert.equal(result.steps, 300);
   assert.equal(result.stoppedBy, null);
-  assert.deepEqual(result.validationCurve.map((v) => v.step), [0, 100, 200, 300], 'the validation curve is carried across continueAsNew');
+  assert.deepEqual(
+    result.validationCurve.map((v) => v.step),
+    [0, 100, 200, 300],
+    'the validation curve is carried across continueAsNew',
+  );
 
   const chain = await chainHistories(input.runId, handle.firstExecutionRunId);
   const counts = chain.map((r) => r.events.length);
@@ -206,7 +236,10 @@ test('stop finishes the step in flight, runs the final validation and completes 
   inFlight.open();
 
   await finalValidation.reached;
-  await assert.rejects(handle.executeUpdate(pauseUpdate), (err: Error) => err instanceof WorkflowUpdateFailedError && /is finishing/.test(err.cause?.message ?? ''));
+  await assert.rejects(
+    handle.executeUpdate(pauseUpdate),
+    (err: Error) => err instanceof WorkflowUpdateFailedError && /is finishing/.test(err.cause?.message ?? ''),
+  );
   const rejected = await starpo('pause', input.runId);
   assert.equal(rejected.code, 2, 'a rejected update is bad input');
   assert.match(rejected.stderr, /pause rejected: .*is finishing/);
@@ -269,7 +302,14 @@ test('async_generation_ratio 1: continue-as-new carries the checkpoints the next
     const data = r.events[0].workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
     return (JSON.parse(Buffer.from(data ?? []).toString('utf8')) as { policies: Array<{ step: number; checkpoint: ObjectRef }> }).policies;
   });
-  assert.deepEqual(carried.map((p) => p.map((k) => k.step)), [[99, 100], [199, 200]], 'the newest checkpoint and the one the next step plays with');
+  assert.deepEqual(
+    carried.map((p) => p.map((k) => k.step)),
+    [
+      [99, 100],
+      [199, 200],
+    ],
+    'the newest checkpoint and the one the next step plays with',
+  );
   const perRun = chain.map((r) => trainRollouts(r.events));
   for (const rollouts of perRun) {
     for (const r of rollouts) {
@@ -282,7 +322,13 @@ test('async_generation_ratio 1: continue-as-new carries the checkpoints the next
   // same input: the real activity then reuses the committed shard
   assert.equal(perRun[0].at(-1)?.step, STEPS_PER_RUN);
   assert.deepEqual(perRun[1][0], perRun[0].at(-1));
-  assert.deepEqual(perRun.flat().map((r) => r.step).filter((s, i, all) => all.indexOf(s) !== i), [STEPS_PER_RUN, 2 * STEPS_PER_RUN]);
+  assert.deepEqual(
+    perRun
+      .flat()
+      .map((r) => r.step)
+      .filter((s, i, all) => all.indexOf(s) !== i),
+    [STEPS_PER_RUN, 2 * STEPS_PER_RUN],
+  );
 
   const stopped = tinyRun('op-async-stop', 50, 10);
   stopped.config.async_generation_ratio = 1;
@@ -294,6 +340,6 @@ test('async_generation_ratio 1: continue-as-new carries the checkpoints the next
   const stopResult: StarpoRunResult = await stopHandle.result();
   assert.equal(stopResult.steps, 6);
   assert.equal(stopResult.lastValidation?.step, 6);
-  assert.ok(calls.includes(`rollout ${stopped.runId} train 6`), 'step 6 was launched with step 5\'s update, before the stop');
+  assert.ok(calls.includes(`rollout ${stopped.runId} train 6`), "step 6 was launched with step 5's update, before the stop");
   assert.ok(!calls.includes(`update ${stopped.runId} train 6`), 'no update after the stop');
 });

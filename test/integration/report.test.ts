@@ -24,7 +24,10 @@ let browser: BrowserContext | undefined;
 
 /** `starpo <args>` against the test servers. */
 function starpo(...args: string[]) {
-  const r = spawnSync(process.execPath, ['bin/starpo.js', ...args], { env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['bin/starpo.js', ...args], {
+    env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) },
+    encoding: 'utf8',
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -56,8 +59,19 @@ test('the report opens offline in Chromium: success and entropy charts, trajecto
   assert.ok(html.includes('grid symbols: FrozenLake: P player, _ frozen, O hole, G goal'), 'the grid legend');
 
   browser = await chromium.launchPersistentContext(join(out, 'chromium-profile'), {
-    executablePath: '/usr/bin/chromium', headless: true, viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const page = await browser.newPage();
   const requests: string[] = [];
@@ -76,7 +90,11 @@ test('the report opens offline in Chromium: success and entropy charts, trajecto
   assert.equal(await page.locator('#step-select').inputValue(), '1');
   const trajectory = page.locator('.group .trajectory').first();
   await trajectory.waitFor();
-  assert.match(await trajectory.locator('.scores').innerText(), /^env \d+ · score -?\d\.\d{3} · \w+ · normalised -?\d\.\d{3} · advantage -?\d\.\d{3}$/, 'scores recorded by the update');
+  assert.match(
+    await trajectory.locator('.scores').innerText(),
+    /^env \d+ · score -?\d\.\d{3} · \w+ · normalised -?\d\.\d{3} · advantage -?\d\.\d{3}$/,
+    'scores recorded by the update',
+  );
   const turns = trajectory.locator('.turn');
   assert.ok((await turns.count()) >= 1);
   assert.match(await turns.first().locator('.meta').innerText(), /^turn 1 · reward -?\d\.\d{3} · /);
@@ -99,7 +117,7 @@ test('the report opens offline in Chromium: success and entropy charts, trajecto
   assert.deepEqual(requests, [`file://${file}`], 'no request left the page');
 });
 
-test('starpo trajectories prints a step\'s grids turn by turn; a step, tag or group the run lacks exits 2 naming the available ones', async () => {
+test("starpo trajectories prints a step's grids turn by turn; a step, tag or group the run lacks exits 2 naming the available ones", async () => {
   await trainedRun();
   const shown = starpo('trajectories', runId, '--step', '1', '--width', '160');
   assert.equal(shown.code, 0, shown.stderr);

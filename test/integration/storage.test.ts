@@ -46,13 +46,19 @@ test('put/get verifies sha256; exists, list, json, remove', async () => {
   assert.deepEqual(await store.getJson(j), { a: 1, b: [1, 2] });
   assert.deepEqual(await store.getJson(j.key), { a: 1, b: [1, 2] });
   await store.putJson(`runs/${runId}/x/b.json`, null);
-  assert.deepEqual((await store.list(`runs/${runId}/x/`)).map((o) => o.key), [`runs/${runId}/x/a.json`, `runs/${runId}/x/b.json`]);
+  assert.deepEqual(
+    (await store.list(`runs/${runId}/x/`)).map((o) => o.key),
+    [`runs/${runId}/x/a.json`, `runs/${runId}/x/b.json`],
+  );
   await store.remove(`runs/${runId}/x/b.json`);
   assert.equal(await store.exists(`runs/${runId}/x/b.json`), false);
 });
 
 test('jsonl.gz round trip (trajectories)', async () => {
-  const rows = [{ tokens: [1, 2, 3], mask: [0, 1, 1], text: 'héllo\n"quoted"', reward: -0.5 }, { tokens: [], mask: [], text: '', reward: 1 }];
+  const rows = [
+    { tokens: [1, 2, 3], mask: [0, 1, 1], text: 'héllo\n"quoted"', reward: -0.5 },
+    { tokens: [], mask: [], text: '', reward: 1 },
+  ];
   const key = rolloutKey(runId, 3, 'train', 2);
   const ref = await store.putJsonlGz(key, rows);
   assert.deepEqual(await store.getJsonlGz(ref), rows);
@@ -68,7 +74,10 @@ test('checkpoint: manifest written last, read back verified, rewrite is idempote
   const loaded = await readCheckpoint(store, ref);
   assert.deepEqual(loaded.files, files);
   assert.deepEqual(loaded.manifest.meta, { step: 1 });
-  assert.deepEqual(loaded.manifest.objects.map((o) => o.name), ['config.json', 'model.safetensors', 'trainer_state.json']);
+  assert.deepEqual(
+    loaded.manifest.objects.map((o) => o.name),
+    ['config.json', 'model.safetensors', 'trainer_state.json'],
+  );
   for (const o of loaded.manifest.objects) assert.equal(o.sha256, sha256Hex(files[o.name as keyof typeof files]));
   assert.deepEqual(await writeCheckpoint(store, prefix, files, { step: 1 }), ref, 'retry returns the same manifest ref');
   assert.deepEqual((await readCheckpoint(store, ref.key)).ref, ref);
@@ -96,7 +105,8 @@ test('readLatestComplete falls back to the previous complete checkpoint', async 
   assert.equal(await readLatestComplete(store, run, (l) => logs.push(l)), null);
   assert.equal(await readLatest(store, run), null);
 
-  const ck = async (step: number) => writeCheckpoint(store, checkpointPrefix(run, step), { 'model.safetensors': bytes(2000, step) }, { step });
+  const ck = async (step: number) =>
+    writeCheckpoint(store, checkpointPrefix(run, step), { 'model.safetensors': bytes(2000, step) }, { step });
   const r10 = await ck(10);
   await writeLatest(store, run, r10, 10);
   const r20 = await ck(20);
@@ -114,11 +124,17 @@ test('readLatestComplete falls back to the previous complete checkpoint', async 
   assert.equal(fb?.step, 10);
   assert.deepEqual(fb?.ref, r10);
   assert.deepEqual(fb?.files['model.safetensors'], bytes(2000, 10));
-  assert.ok(logs.some((l) => /step 20/.test(l) && /corrupt/.test(l)), logs.join('\n'));
+  assert.ok(
+    logs.some((l) => /step 20/.test(l) && /corrupt/.test(l)),
+    logs.join('\n'),
+  );
 
   await store.remove(latestKey(run)); // latest.json missing: newest complete checkpoint that verifies
   logs.length = 0;
   const noLatest = await readLatestComplete(store, run, (l) => logs.push(l));
   assert.equal(noLatest?.step, 10);
-  assert.ok(logs.some((l) => /no runs\/.*latest\.json/.test(l)), logs.join('\n'));
+  assert.ok(
+    logs.some((l) => /no runs\/.*latest\.json/.test(l)),
+    logs.join('\n'),
+  );
 });

@@ -31,7 +31,8 @@ async function startedActivities(runId: string): Promise<Array<{ type: string; a
   const scheduled = new Map<string, string>();
   const out: Array<{ type: string; attempt: number }> = [];
   for (const e of history.events ?? []) {
-    if (e.activityTaskScheduledEventAttributes) scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+    if (e.activityTaskScheduledEventAttributes)
+      scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
     const started = e.activityTaskStartedEventAttributes;
     if (started) out.push({ type: scheduled.get(String(started.scheduledEventId)) ?? '', attempt: started.attempt ?? 1 });
   }
@@ -53,10 +54,14 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   assert.equal(count('rollout'), 2 * 2 + 2);
 
   // each role computes on its default for this host (or STARPO_BACKEND), and every step records it
-  const expected = (role: 'rollout' | 'update') => ({ backend: String(requestedBackend(process.env, defaultBackend(role, hostBackends()))), device: 'CPU' });
+  const expected = (role: 'rollout' | 'update') => ({
+    backend: String(requestedBackend(process.env, defaultBackend(role, hostBackends()))),
+    device: 'CPU',
+  });
   const compute: StepCompute = { rollout: [expected('rollout')], update: expected('update') };
   for (const step of [0, 1]) {
-    for (const shard of [0, 1]) assert.ok(await stack.store.exists(rolloutKey(input.runId, step, 'train', shard)), `step ${step} shard ${shard}`);
+    for (const shard of [0, 1])
+      assert.ok(await stack.store.exists(rolloutKey(input.runId, step, 'train', shard)), `step ${step} shard ${shard}`);
     const m = (await stack.store.getJson(metricsKey(input.runId, step))) as StepMetrics;
     assert.ok(Number.isFinite(m.metrics['actor/pg_loss']), 'pg_loss recorded');
     assert.ok(m.metrics['env/FrozenLake/success'] >= 0 && m.metrics['env/FrozenLake/success'] <= 1);
@@ -79,7 +84,10 @@ test('a 2-step StarPO run trains through Temporal and stores every step and a ve
   assert.deepEqual(loaded.state.compute, compute.update, 'the checkpoint says where its update computed');
 
   // the run id is taken: `starpo train --run-id` refuses it instead of overwriting the run's objects
-  await assert.rejects(refuseExistingRun(stack.client, stack.store, input.runId), (err: Error) => err.name === 'ConfigError' && /already exists; continue it with `starpo resume/.test(err.message));
+  await assert.rejects(
+    refuseExistingRun(stack.client, stack.store, input.runId),
+    (err: Error) => err.name === 'ConfigError' && /already exists; continue it with `starpo resume/.test(err.message),
+  );
   await refuseExistingRun(stack.client, stack.store, `${input.runId}-new`);
 
   // a tampered object is detected on read
@@ -103,7 +111,9 @@ test('killing the update worker during an update: the activity is retried and th
     const description = await handle.describe();
     if (retried || description.status.name !== 'RUNNING') break;
     const pending = description.raw.pendingActivities ?? [];
-    const runningUpdate = pending.some((p) => p.activityType?.name === 'update' && Number(p.state) === 2 && (p.attempt ?? 1) === killed + 1);
+    const runningUpdate = pending.some(
+      (p) => p.activityType?.name === 'update' && Number(p.state) === 2 && (p.attempt ?? 1) === killed + 1,
+    );
     if (runningUpdate && updateWorker.exitCode === null && killed < 3) {
       updateWorker.kill('SIGKILL');
       await stopChild(updateWorker, 5);
@@ -117,7 +127,10 @@ test('killing the update worker during an update: the activity is retried and th
   assert.ok(killed >= 1, 'the update worker was killed at least once');
   assert.equal(result.steps, 4);
   const updates = (await startedActivities(input.runId)).filter((a) => a.type === 'update');
-  assert.ok(updates.some((a) => a.attempt > 1), 'an update activity was retried on the new worker');
+  assert.ok(
+    updates.some((a) => a.attempt > 1),
+    'an update activity was retried on the new worker',
+  );
   const loaded = await loadCheckpoint(stack.store, result.finalCheckpoint);
   assert.equal(loaded.state.step, 4);
   loaded.model.dispose();
@@ -128,7 +141,13 @@ test('killing the update worker during an update: the activity is retried and th
 
 test('a workflow whose id differs from its runId fails at once instead of writing into another run', async () => {
   const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-mismatch-${Date.now()}`);
-  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: `${input.runId}-other`, args: [input] });
-  await assert.rejects(handle.result(), (err: Error) => /must equal the workflow id/.test(String((err as { cause?: Error }).cause?.message)));
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUES.control,
+    workflowId: `${input.runId}-other`,
+    args: [input],
+  });
+  await assert.rejects(handle.result(), (err: Error) =>
+    /must equal the workflow id/.test(String((err as { cause?: Error }).cause?.message)),
+  );
   assert.equal(await stack.store.exists(`runs/${input.runId}/run.json`), false);
 });

@@ -23,7 +23,11 @@ test('an update that hangs in a synchronous loop is ended by the watchdog and re
   Object.assign(input.config, { max_steps: 2, eval_steps: 0, watchdog_seconds: 10 });
   const updateWorker = stack.workers.children.find((c) => c.role === 'update')!;
   const firstPid = updateWorker.child.pid;
-  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  const handle = await stack.client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUES.control,
+    workflowId: input.runId,
+    args: [input],
+  });
   const result: StarpoRunResult = await handle.result();
   assert.equal(result.steps, 2);
 
@@ -35,7 +39,8 @@ test('an update that hangs in a synchronous loop is ended by the watchdog and re
   const scheduled = new Map<string, string>();
   const updateAttempts: number[] = [];
   for (const e of history.events ?? []) {
-    if (e.activityTaskScheduledEventAttributes) scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+    if (e.activityTaskScheduledEventAttributes)
+      scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
     const started = e.activityTaskStartedEventAttributes;
     if (started && scheduled.get(String(started.scheduledEventId)) === 'update') updateAttempts.push(started.attempt ?? 1);
   }

@@ -25,7 +25,8 @@ import { initTestBackend, TEST_BACKEND } from '../helpers/backend';
 const tokenizer = charTokenizer();
 // Two epochs of two minibatches: seeded shuffles (seed, step, epoch) and four optimizer steps per update.
 const config = fixtureConfig({
-  ppo_epochs: 2, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 1, learning_rate: 1e-3 } },
+  ppo_epochs: 2,
+  actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 1, learning_rate: 1e-3 } },
 });
 let batch: Trajectory[] = [];
 
@@ -38,14 +39,22 @@ before(async () => {
 /** One update of pipeline step `step` on `trajectories`, in place (model and optimizer change). */
 async function updateOnce(model: Qwen2, optimizer: AdamW, step: number, trajectories = batch): Promise<void> {
   await ppoUpdate({
-    actor: { model, optimizer, lr: () => 1e-3 }, klController: klControllerFromConfig(config), trajectories, config, step, padId: tokenizer.padId,
+    actor: { model, optimizer, lr: () => 1e-3 },
+    klController: klControllerFromConfig(config),
+    trajectories,
+    config,
+    step,
+    padId: tokenizer.padId,
   });
 }
 
 /** The two shortest trajectories as one group with different scores. */
 function shortPair(): Trajectory[] {
   const [a, b] = [...batch].sort((x, y) => x.inputIds.length - y.inputIds.length);
-  return [{ ...a, trajGroupId: 'short' }, { ...b, trajGroupId: 'short', episodeScore: a.episodeScore + 1 }];
+  return [
+    { ...a, trajGroupId: 'short' },
+    { ...b, trajGroupId: 'short', episodeScore: a.episodeScore + 1 },
+  ];
 }
 
 /** sha256 of the checkpoint files an update produces: model.safetensors and optimizer.safetensors. */

@@ -20,19 +20,38 @@ const files = (fs.readdirSync(DIR, { recursive: true }) as string[])
   .sort();
 
 test('the files run on both backends include the model, attention, gradient, loss and update tests', () => {
-  for (const f of ['model/model', 'model/attention', 'algo/grad_fd', 'algo/loss', 'algo/kl', 'algo/update', 'checkpoint_determinism', 'model/hf_fidelity']) {
+  for (const f of [
+    'model/model',
+    'model/attention',
+    'algo/grad_fd',
+    'algo/loss',
+    'algo/kl',
+    'algo/update',
+    'checkpoint_determinism',
+    'model/hf_fidelity',
+  ]) {
     assert.ok(files.includes(`${f}.test.ts`), `${f}.test.ts imports test/helpers/backend.ts`);
   }
 });
 
 for (const v of NATIVE_VARIANTS) {
-  const skip = inspectNativeBuild(v).state === 'installed' ? false : `no ${v.variant.toUpperCase()} build in ${nativeBuildDir(v)}; run ${installCommand(v)}`;
+  const skip =
+    inspectNativeBuild(v).state === 'installed'
+      ? false
+      : `no ${v.variant.toUpperCase()} build in ${nativeBuildDir(v)}; run ${installCommand(v)}`;
   for (const file of files) {
     test(`${file} on the native ${v.backend} backend`, { skip }, () => {
       const env: NodeJS.ProcessEnv = { ...process.env, STARPO_BACKEND: v.backend };
       delete env.NODE_TEST_CONTEXT; // else the child reports to this runner's protocol instead of printing TAP
-      const res = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', path.join(DIR, file)], { encoding: 'utf8', env, timeout: 600_000 });
-      const failures = res.stdout.split('\n').filter((l) => l.trim().startsWith('not ok')).join('\n');
+      const res = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', path.join(DIR, file)], {
+        encoding: 'utf8',
+        env,
+        timeout: 600_000,
+      });
+      const failures = res.stdout
+        .split('\n')
+        .filter((l) => l.trim().startsWith('not ok'))
+        .join('\n');
       assert.equal(res.status, 0, `${file} failed on ${v.backend}:\n${failures}\n${res.stdout.slice(-4000)}\n${res.stderr.slice(-2000)}`);
       assert.ok(Number(/^# pass (\d+)$/m.exec(res.stdout)?.[1]) > 0, `${file} ran no test on ${v.backend}:\n${res.stdout.slice(-2000)}`);
     });

@@ -11,7 +11,15 @@ import type { GeneratingArgs } from '../../contract';
 import { activeSlidingWindow, validateQwen2Config, weightShapes, type Qwen2Config } from '../config';
 import { EOS_TOKENS, PAD_TOKEN, type CharTokenizerJSON, type ChatTokenizer, type Tokenizer } from '../tokenizer';
 import { parseSafetensorsHeader, safetensorsHeaderLength, type SafeTensorInfo } from './safetensors';
-import { CHAT_FILES, charTokenizerHfJSON, charTokens, isHfTokenizerJSON, readTokenizerFiles, tokenizerFromFiles, TOKENIZER_FILE_NAMES } from './tokenizer';
+import {
+  CHAT_FILES,
+  charTokenizerHfJSON,
+  charTokens,
+  isHfTokenizerJSON,
+  readTokenizerFiles,
+  tokenizerFromFiles,
+  TOKENIZER_FILE_NAMES,
+} from './tokenizer';
 
 /** The file names of an HF model folder that starpo writes and reads. */
 export const HF_FILES = {
@@ -77,7 +85,8 @@ export function weightFiles(dir: string): string[] {
   const indexFile = join(dir, HF_FILES.weightsIndex);
   if (!existsSync(indexFile)) throw new PretrainedFolderError(`${single} does not exist (nor ${HF_FILES.weightsIndex})`);
   const map = (readJSON(indexFile) as { weight_map?: unknown } | null)?.weight_map;
-  if (!map || typeof map !== 'object') throw new PretrainedFolderError(`${indexFile}: weight_map is missing; allowed: a mapping from tensor name to shard file`);
+  if (!map || typeof map !== 'object')
+    throw new PretrainedFolderError(`${indexFile}: weight_map is missing; allowed: a mapping from tensor name to shard file`);
   return [...new Set(Object.values(map as Record<string, string>))].sort().map((f) => join(dir, f));
 }
 
@@ -97,7 +106,9 @@ function headerOf(file: string): Record<string, SafeTensorInfo> {
     const dataBytes = statSync(file).size - 8 - n;
     for (const [name, info] of Object.entries(entries)) {
       if (info.data_offsets[1] > dataBytes) {
-        throw new Error(`tensor ${name} ends at data byte ${info.data_offsets[1]} but the file has ${dataBytes} data bytes (a truncated file?); allowed: a complete safetensors file`);
+        throw new Error(
+          `tensor ${name} ends at data byte ${info.data_offsets[1]} but the file has ${dataBytes} data bytes (a truncated file?); allowed: a complete safetensors file`,
+        );
       }
     }
     return entries;
@@ -118,7 +129,9 @@ function headerOf(file: string): Record<string, SafeTensorInfo> {
  */
 export function pretrainedProblems(dir: string, sequenceLength: number): string[] {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-    return [`${dir} is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder (config.json, model.safetensors, tokenizer.json; Hub model ids are not downloaded: fetch the folder first, e.g. \`huggingface-cli download <id> --local-dir DIR\`)`];
+    return [
+      `${dir} is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder (config.json, model.safetensors, tokenizer.json; Hub model ids are not downloaded: fetch the folder first, e.g. \`huggingface-cli download <id> --local-dir DIR\`)`,
+    ];
   }
   const problems: string[] = [];
   const attempt = <T>(fn: () => T): T | null => {
@@ -134,14 +147,20 @@ export function pretrainedProblems(dir: string, sequenceLength: number): string[
   const tokenizer = attempt(() => readPretrainedTokenizer(dir));
   const configFile = join(dir, HF_FILES.config);
   if (config && sequenceLength > config.max_position_embeddings) {
-    problems.push(`sequence_length ${sequenceLength} is more than ${configFile} max_position_embeddings (${config.max_position_embeddings}); allowed: sequence_length <= ${config.max_position_embeddings}`);
+    problems.push(
+      `sequence_length ${sequenceLength} is more than ${configFile} max_position_embeddings (${config.max_position_embeddings}); allowed: sequence_length <= ${config.max_position_embeddings}`,
+    );
   }
   const sliding = config ? activeSlidingWindow(config) : null;
   if (sliding && sequenceLength > sliding.window) {
-    problems.push(`${configFile}: sliding_window = ${sliding.window} is active (use_sliding_window true, ${sliding.because}) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`);
+    problems.push(
+      `${configFile}: sliding_window = ${sliding.window} is active (use_sliding_window true, ${sliding.because}) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`,
+    );
   }
   if (config && tokenizer && tokenizer.vocabSize > config.vocab_size) {
-    problems.push(`${join(dir, HF_FILES.tokenizer)} has ids up to ${tokenizer.vocabSize - 1}, more than ${configFile} vocab_size (${config.vocab_size}) allows`);
+    problems.push(
+      `${join(dir, HF_FILES.tokenizer)} has ids up to ${tokenizer.vocabSize - 1}, more than ${configFile} vocab_size (${config.vocab_size}) allows`,
+    );
   }
   if (config) attempt(() => checkWeightShapes(dir, config));
   return problems;
@@ -153,12 +172,17 @@ function checkWeightShapes(dir: string, config: Qwen2Config): void {
   for (const file of weightFiles(dir)) for (const [name, info] of Object.entries(headerOf(file))) where.set(name, { file, info });
   for (const [name, shape] of weightShapes(config)) {
     const found = where.get(name);
-    if (!found) throw new PretrainedFolderError(`${join(dir, HF_FILES.weights)}: tensor ${name} is missing (${HF_FILES.config} needs shape [${shape}])`);
+    if (!found)
+      throw new PretrainedFolderError(
+        `${join(dir, HF_FILES.weights)}: tensor ${name} is missing (${HF_FILES.config} needs shape [${shape}])`,
+      );
     if (!['F32', 'F16', 'BF16'].includes(found.info.dtype)) {
       throw new PretrainedFolderError(`${found.file}: tensor ${name} has dtype ${found.info.dtype}; allowed: F32, F16, BF16`);
     }
     if (found.info.shape.length !== shape.length || found.info.shape.some((d, i) => d !== shape[i])) {
-      throw new PretrainedFolderError(`${found.file}: tensor ${name} has shape [${found.info.shape}], ${join(dir, HF_FILES.config)} needs [${shape}]`);
+      throw new PretrainedFolderError(
+        `${found.file}: tensor ${name} has shape [${found.info.shape}], ${join(dir, HF_FILES.config)} needs [${shape}]`,
+      );
     }
   }
 }
@@ -170,11 +194,18 @@ function checkWeightShapes(dir: string, config: Qwen2Config): void {
  */
 export function pretrainedIdentity(dir: string): Record<string, string> {
   const chatFiles = TOKENIZER_FILE_NAMES.filter((name) => name !== HF_FILES.tokenizer && existsSync(join(dir, name)));
-  const files = [join(dir, HF_FILES.config), join(dir, HF_FILES.tokenizer), ...chatFiles.map((name) => join(dir, name)), ...weightFiles(dir)];
-  return Object.fromEntries(files.map((file) => {
-    if (!existsSync(file)) throw new PretrainedFolderError(`${file} does not exist`);
-    return [file.slice(dir.length).replace(/^\/+/, ''), createHash('sha256').update(readFileSync(file)).digest('hex')];
-  }));
+  const files = [
+    join(dir, HF_FILES.config),
+    join(dir, HF_FILES.tokenizer),
+    ...chatFiles.map((name) => join(dir, name)),
+    ...weightFiles(dir),
+  ];
+  return Object.fromEntries(
+    files.map((file) => {
+      if (!existsSync(file)) throw new PretrainedFolderError(`${file} does not exist`);
+      return [file.slice(dir.length).replace(/^\/+/, ''), createHash('sha256').update(readFileSync(file)).digest('hex')];
+    }),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ function checkTensor(name: string, t: SafeTensor): void {
   if (t.shape.some((d) => !Number.isInteger(d) || d < 0)) throw new Error(`safetensors: tensor ${name} shape [${t.shape}] is invalid`);
   if (t.data.length !== n) throw new Error(`safetensors: tensor ${name} has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
   const want = t.dtype === 'F32' ? Float32Array : t.dtype === 'I32' ? Int32Array : Uint16Array;
-  if (!(t.data instanceof want)) throw new Error(`safetensors: tensor ${name} dtype ${t.dtype} needs a ${want.name}, got ${t.data.constructor.name}`);
+  if (!(t.data instanceof want))
+    throw new Error(`safetensors: tensor ${name} dtype ${t.dtype} needs a ${want.name}, got ${t.data.constructor.name}`);
 }
 
 /** Data order of the Python writer: element types in its Dtype enum order, descending (F32 > I32 > BF16 > F16). */
@@ -37,7 +38,9 @@ const WRITE_RANK: Record<SafeDtype, number> = { F32: 3, I32: 2, BF16: 1, F16: 0 
  */
 export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?: Record<string, string>): Uint8Array {
   for (const [name, t] of Object.entries(tensors)) checkTensor(name, t);
-  const names = Object.keys(tensors).sort((a, b) => WRITE_RANK[tensors[b].dtype] - WRITE_RANK[tensors[a].dtype] || (a < b ? -1 : a > b ? 1 : 0));
+  const names = Object.keys(tensors).sort(
+    (a, b) => WRITE_RANK[tensors[b].dtype] - WRITE_RANK[tensors[a].dtype] || (a < b ? -1 : a > b ? 1 : 0),
+  );
   // Built entry by entry: a JS object would move integer-like tensor names ahead of the others.
   const entries: string[] = [];
   if (metadata && Object.keys(metadata).length > 0) entries.push(`"__metadata__":${JSON.stringify(metadata)}`);
@@ -85,7 +88,10 @@ export function safetensorsHeaderLength(first8: Uint8Array): number {
  * Parses the N-byte JSON header (after the 8-byte length) into tensor entries and the __metadata__ map.
  * @throws Error when it is not JSON or an entry lacks dtype, shape or data_offsets
  */
-export function parseSafetensorsHeader(headerBytes: Uint8Array): { entries: Record<string, SafeTensorInfo>; metadata: Record<string, string> } {
+export function parseSafetensorsHeader(headerBytes: Uint8Array): {
+  entries: Record<string, SafeTensorInfo>;
+  metadata: Record<string, string>;
+} {
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(new TextDecoder().decode(headerBytes));

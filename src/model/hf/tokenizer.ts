@@ -7,7 +7,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer as HfLibTokenizer } from '@huggingface/tokenizers';
-import { charChatTokenizer, CharTokenizer, ChatTemplate, EOS_TOKENS, PAD_TOKEN, REQUIRED_TOKENS, withChat, type CharTokenizerJSON, type ChatTokenizer, type Tokenizer } from '../tokenizer';
+import {
+  charChatTokenizer,
+  CharTokenizer,
+  ChatTemplate,
+  EOS_TOKENS,
+  PAD_TOKEN,
+  REQUIRED_TOKENS,
+  withChat,
+  type CharTokenizerJSON,
+  type ChatTokenizer,
+  type Tokenizer,
+} from '../tokenizer';
 
 // ---------------------------------------------------------------------------------------------------------
 // tokenizer.json
@@ -50,7 +61,9 @@ class HfTokenizer implements Tokenizer {
     this.specialTokens = Object.fromEntries(json.added_tokens.filter((t) => t.special).map((t) => [t.content, t.id]));
     const missing = REQUIRED_TOKENS.filter((t) => vocab.get(t) === undefined);
     if (missing.length > 0) {
-      throw new Error(`tokenizer.json: token(s) ${missing.map((t) => JSON.stringify(t)).join(', ')} missing; starpo's ChatML prompts need ${REQUIRED_TOKENS.join(', ')}`);
+      throw new Error(
+        `tokenizer.json: token(s) ${missing.map((t) => JSON.stringify(t)).join(', ')} missing; starpo's ChatML prompts need ${REQUIRED_TOKENS.join(', ')}`,
+      );
     }
     this.padId = vocab.get(PAD_TOKEN) as number;
     this.eosIds = EOS_TOKENS.map((t) => vocab.get(t) as number);
@@ -86,14 +99,21 @@ export function hfTokenizer(json: HfTokenizerJSON): Tokenizer {
 }
 
 /** transformers' models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX (as in Qwen2.5's tokenizer.json). */
-const QWEN2_SPLIT_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const QWEN2_SPLIT_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 const BYTE_LEVEL = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
 
 /** Every token of the char tokenizer in id order: the special tokens, then the characters. */
 export function charTokens(spec: CharTokenizerJSON): HfAddedToken[] {
   return [...spec.special, ...spec.chars].map((content, id) => ({
-    id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: id < spec.special.length,
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: id < spec.special.length,
   }));
 }
 
@@ -116,12 +136,22 @@ export function charTokenizerHfJSON(spec: CharTokenizerJSON): HfTokenizerJSON {
     padding: null,
     added_tokens: tokens,
     normalizer: { type: 'NFC' },
-    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: QWEN2_SPLIT_REGEX }, behavior: 'Isolated', invert: false }, BYTE_LEVEL] },
+    pre_tokenizer: {
+      type: 'Sequence',
+      pretokenizers: [{ type: 'Split', pattern: { Regex: QWEN2_SPLIT_REGEX }, behavior: 'Isolated', invert: false }, BYTE_LEVEL],
+    },
     post_processor: null,
     decoder: BYTE_LEVEL,
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false,
-      vocab: Object.fromEntries(tokens.map((t) => [t.content, t.id])), merges: [],
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '',
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab: Object.fromEntries(tokens.map((t) => [t.content, t.id])),
+      merges: [],
     },
   };
 }
@@ -170,7 +200,8 @@ export class ChatTemplateError extends Error {
 /** A tokenizer_config.json token entry as a string: the string itself, or an AddedToken's `content`. */
 function tokenString(value: unknown): string | null {
   if (typeof value === 'string') return value;
-  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') return (value as { content: string }).content;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string')
+    return (value as { content: string }).content;
   return null;
 }
 
@@ -192,7 +223,9 @@ export function namedSpecialTokens(tokenizerConfig: Readonly<Record<string, unkn
  * @throws ChatTemplateError when there is no template, or `chat_template` has another shape
  */
 export function chatTemplateSource(
-  tokenizerConfig: Readonly<Record<string, unknown>>, jinjaFile: string | null, where: (file: string) => string = (f) => f,
+  tokenizerConfig: Readonly<Record<string, unknown>>,
+  jinjaFile: string | null,
+  where: (file: string) => string = (f) => f,
 ): string {
   if (jinjaFile !== null) return jinjaFile;
   const file = where(CHAT_FILES.tokenizerConfig);
@@ -200,13 +233,19 @@ export function chatTemplateSource(
   const value = tokenizerConfig.chat_template;
   if (typeof value === 'string') return value;
   if (value === undefined || value === null) {
-    throw new ChatTemplateError(`${file}: chat_template is missing (and there is no ${CHAT_FILES.template}); starpo renders prompts with the model's own chat template; ${allowed}`);
+    throw new ChatTemplateError(
+      `${file}: chat_template is missing (and there is no ${CHAT_FILES.template}); starpo renders prompts with the model's own chat template; ${allowed}`,
+    );
   }
   if (Array.isArray(value)) {
-    const entry = value.find((t) => t && typeof t === 'object' && (t as { name?: unknown }).name === 'default') as { template?: unknown } | undefined;
+    const entry = value.find((t) => t && typeof t === 'object' && (t as { name?: unknown }).name === 'default') as
+      | { template?: unknown }
+      | undefined;
     if (entry && typeof entry.template === 'string') return entry.template;
     const names = value.map((t) => (t && typeof t === 'object' ? (t as { name?: unknown }).name : t));
-    throw new ChatTemplateError(`${file}: chat_template lists templates ${JSON.stringify(names)} but none named "default" with a string template; ${allowed}`);
+    throw new ChatTemplateError(
+      `${file}: chat_template lists templates ${JSON.stringify(names)} but none named "default" with a string template; ${allowed}`,
+    );
   }
   throw new ChatTemplateError(`${file}: chat_template is ${JSON.stringify(value)}; ${allowed}`);
 }
@@ -218,14 +257,19 @@ export function chatTemplateSource(
  * @throws ChatTemplateError when eos_token_id is of another shape or out of range, or neither file names a stop token
  */
 export function stopTokenIds(
-  generationConfig: Readonly<Record<string, unknown>> | null, tokenizerConfig: Readonly<Record<string, unknown>>,
-  vocabSize: number, idOf: (token: string) => number | undefined, where: (file: string) => string = (f) => f,
+  generationConfig: Readonly<Record<string, unknown>> | null,
+  tokenizerConfig: Readonly<Record<string, unknown>>,
+  vocabSize: number,
+  idOf: (token: string) => number | undefined,
+  where: (file: string) => string = (f) => f,
 ): number[] {
   const value = generationConfig?.eos_token_id;
   if (value !== undefined && value !== null) {
     const ids = Array.isArray(value) ? value : [value];
     if (ids.length === 0 || ids.some((id) => !Number.isInteger(id) || id < 0 || id >= vocabSize)) {
-      throw new ChatTemplateError(`${where(CHAT_FILES.generationConfig)}: eos_token_id is ${JSON.stringify(value)}; allowed: a token id or a non-empty list of token ids in [0, ${vocabSize})`);
+      throw new ChatTemplateError(
+        `${where(CHAT_FILES.generationConfig)}: eos_token_id is ${JSON.stringify(value)}; allowed: a token id or a non-empty list of token ids in [0, ${vocabSize})`,
+      );
     }
     return [...new Set(ids as number[])];
   }
@@ -233,7 +277,9 @@ export function stopTokenIds(
   const id = eos === null ? undefined : idOf(eos);
   if (id === undefined) {
     const found = eos === null ? 'no eos_token' : `eos_token ${JSON.stringify(eos)}, which is not in the vocabulary`;
-    throw new ChatTemplateError(`${where(CHAT_FILES.tokenizerConfig)} has ${found} and there is no ${where(CHAT_FILES.generationConfig)} eos_token_id; allowed: either names the stop token(s)`);
+    throw new ChatTemplateError(
+      `${where(CHAT_FILES.tokenizerConfig)} has ${found} and there is no ${where(CHAT_FILES.generationConfig)} eos_token_id; allowed: either names the stop token(s)`,
+    );
   }
   return [id];
 }
@@ -255,7 +301,9 @@ export function checkAppendOnly(chat: ChatTemplate, templateFile: string): void 
       before = chat.render(first, true);
       after = chat.render(later, true);
     } catch (err) {
-      throw new ChatTemplateError(`${templateFile}: the template fails on a ${system.length ? 'system/' : ''}user/assistant conversation (${(err as Error).message})`);
+      throw new ChatTemplateError(
+        `${templateFile}: the template fails on a ${system.length ? 'system/' : ''}user/assistant conversation (${(err as Error).message})`,
+      );
     }
     if (!after.startsWith(`${before}A1`)) {
       throw new ChatTemplateError(
@@ -267,7 +315,12 @@ export function checkAppendOnly(chat: ChatTemplate, templateFile: string): void 
 }
 
 /** The file names tokenizerFromFiles reads: tokenizer.json and the chat files. */
-export const TOKENIZER_FILE_NAMES = ['tokenizer.json', CHAT_FILES.tokenizerConfig, CHAT_FILES.template, CHAT_FILES.generationConfig] as const;
+export const TOKENIZER_FILE_NAMES = [
+  'tokenizer.json',
+  CHAT_FILES.tokenizerConfig,
+  CHAT_FILES.template,
+  CHAT_FILES.generationConfig,
+] as const;
 
 /** The tokenizer files of a model folder that exist, by name (bytes as stored). */
 export function readTokenizerFiles(dir: string): Record<string, Uint8Array> {
@@ -331,7 +384,11 @@ export function tokenizerFromFiles(files: Record<string, Uint8Array>, where: (fi
   const vocab = new Map(Object.entries(base.specialTokens));
   const idOf = (token: string) => vocab.get(token) ?? singleId(base, token);
   const eosIds = stopTokenIds(parseJSONFile(files, CHAT_FILES.generationConfig, where), config, base.vocabSize, idOf, where);
-  const chatFiles = Object.fromEntries(Object.values(CHAT_FILES).filter((n) => files[n]).map((n) => [n, files[n] as Uint8Array]));
+  const chatFiles = Object.fromEntries(
+    Object.values(CHAT_FILES)
+      .filter((n) => files[n])
+      .map((n) => [n, files[n] as Uint8Array]),
+  );
   return withChat(base, chat, eosIds, chatFiles);
 }
 

@@ -23,7 +23,10 @@ function runChild(spin: boolean) {
 test('an activity that stops making progress ends its process with the watchdog signal; one that progresses does not', () => {
   const stalled = runChild(true);
   assert.equal(stalled.signal, WATCHDOG_SIGNAL);
-  assert.match(stalled.stderr, /starpo watchdog: no activity progress for 1 s \(watchdog_seconds 1\); ending worker process \d+ with SIGALRM/);
+  assert.match(
+    stalled.stderr,
+    /starpo watchdog: no activity progress for 1 s \(watchdog_seconds 1\); ending worker process \d+ with SIGALRM/,
+  );
   // Three reports 300 ms apart (each within the 1 s limit), then a normal return: the process ends by itself.
   const healthy = runChild(false);
   assert.equal(healthy.signal, null);
@@ -35,9 +38,12 @@ test('watchdog_seconds: default 300, 0 switches it off, a value under 10 s names
   const raw = parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, unknown>;
   assert.equal(validateConfig(raw).watchdog_seconds, 300);
   assert.equal(validateConfig({ ...raw, watchdog_seconds: 0 }).watchdog_seconds, 0);
-  assert.throws(() => validateConfig({ ...raw, watchdog_seconds: 5 }, 'x.yaml'), (err: unknown) => {
-    assert.ok(err instanceof ConfigError);
-    assert.match(err.message, /`watchdog_seconds`: allowed: 0 \(off\) or a number of seconds >= 10 \(got 5\)/);
-    return true;
-  });
+  assert.throws(
+    () => validateConfig({ ...raw, watchdog_seconds: 5 }, 'x.yaml'),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.message, /`watchdog_seconds`: allowed: 0 \(off\) or a number of seconds >= 10 \(got 5\)/);
+      return true;
+    },
+  );
 });

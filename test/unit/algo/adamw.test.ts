@@ -55,7 +55,13 @@ test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is repor
   await initTestBackend();
   const a = tf.tensor1d([3, 0]);
   const b = tf.tensor1d([4]);
-  const { grads, norm } = clipByGlobalNorm(new Map([['a', a], ['b', b]]), 1);
+  const { grads, norm } = clipByGlobalNorm(
+    new Map([
+      ['a', a],
+      ['b', b],
+    ]),
+    1,
+  );
   assert.ok(Math.abs(norm - 5) < 1e-6);
   assert.ok(Math.abs(grads.get('a')!.dataSync()[0] - 0.6) < 1e-5);
   assert.ok(Math.abs(grads.get('b')!.dataSync()[0] - 0.8) < 1e-5);
@@ -71,7 +77,10 @@ test('AdamW, betas (0.8, 0.99), weight_decay 0.1, lr 0.1: two steps written out 
   await initTestBackend();
   const w = tf.variable(tf.tensor1d([2, -1, 0.5]));
   const b = tf.variable(tf.tensor1d([1]));
-  const params = new Map([['w', w], ['x.bias', b]]);
+  const params = new Map([
+    ['w', w],
+    ['x.bias', b],
+  ]);
   const opt = new AdamW({ betas: [0.8, 0.99], eps: 1e-8, weightDecay: 0.1, params });
   // Step 1, g = [0.4, -0.2, 0]: decay w * (1 - 0.1 * 0.1) = [1.98, -0.99, 0.495]; m = 0.2 g = [0.08, -0.04, 0],
   // v = 0.01 g^2 = [0.0016, 0.0004, 0]; mhat = m / 0.2 = g, sqrt(vhat) = sqrt(v / 0.01) = |g| -> step 0.1 * sign(g)
@@ -130,7 +139,13 @@ test('lr schedule: errors name the setting', () => {
 
 test('lr schedule: HF learning-rate schedules: warmup then constant, linear and cosine decay', () => {
   const s = { base: 1, warmupSteps: 2, totalSteps: 10 };
-  assert.deepEqual([0, 1, 2, 5].map((k) => lrAt({ ...s, type: 'constant' }, k)), [0, 0.5, 1, 1]);
-  assert.deepEqual([2, 6, 10].map((k) => lrAt({ ...s, type: 'linear' }, k)), [1, 0.5, 0]);
+  assert.deepEqual(
+    [0, 1, 2, 5].map((k) => lrAt({ ...s, type: 'constant' }, k)),
+    [0, 0.5, 1, 1],
+  );
+  assert.deepEqual(
+    [2, 6, 10].map((k) => lrAt({ ...s, type: 'linear' }, k)),
+    [1, 0.5, 0],
+  );
   assert.ok(Math.abs(lrAt({ ...s, type: 'cosine' }, 6) - 0.5) < 1e-12);
 });

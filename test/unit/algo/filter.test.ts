@@ -81,7 +81,10 @@ test('top_p: drop zero-variance groups, keep by descending U until the running s
   // p 0.46, eps 0: threshold = 0.9911622; +d = 1 -> d only; with eps 0.01 the threshold 0.9811622 gives the same
   assert.deepEqual(filterGroups({ scores: SCORES, groupKeys: KEYS, type: 'top_p', ratio: 0.46, selectionEps: 0 }).keep, IDX.d);
   // p 0.47, eps 0: threshold = 1.0127092 > 1 -> d, a; with eps 0.01: 1.0027092 > 1 -> d, a; eps 0.02: 0.9927 -> d
-  assert.deepEqual(filterGroups({ scores: SCORES, groupKeys: KEYS, type: 'top_p', ratio: 0.47, selectionEps: 0 }).keep, sorted(IDX.a, IDX.d));
+  assert.deepEqual(
+    filterGroups({ scores: SCORES, groupKeys: KEYS, type: 'top_p', ratio: 0.47, selectionEps: 0 }).keep,
+    sorted(IDX.a, IDX.d),
+  );
   assert.deepEqual(filterGroups({ scores: SCORES, groupKeys: KEYS, type: 'top_p', ratio: 0.47, selectionEps: 0.02 }).keep, IDX.d);
   // p 1: every group with nonzero variance (b is still dropped)
   const p1 = filterGroups({ scores: SCORES, groupKeys: KEYS, type: 'top_p', ratio: 1 });
@@ -106,7 +109,10 @@ test('top_p: a batch whose p * total std is within selection eps is skipped (RAG
   const args = { scores: [0, 0.01], groupKeys: ['g', 'g'], type: 'top_p' as const, ratio: 0.9 };
   const out = filterGroups(args);
   assert.deepEqual(out.keep, []);
-  assert.match(out.skipReason ?? '', /top_p 0\.9: ratio \* total in-group std of the 1 of 1 groups with nonzero variance is 0\.00636.*not above selection eps 0\.01/);
+  assert.match(
+    out.skipReason ?? '',
+    /top_p 0\.9: ratio \* total in-group std of the 1 of 1 groups with nonzero variance is 0\.00636.*not above selection eps 0\.01/,
+  );
   assert.deepEqual(filterGroups({ ...args, selectionEps: 0 }).keep, [0, 1]);
 });
 
@@ -115,7 +121,10 @@ test('errors name the input and what is allowed', () => {
   assert.throws(() => filterGroups({ ...base, groupKeys: ['a'] }), /scores has 2 entries but groupKeys has 1/);
   assert.throws(() => filterGroups({ ...base, scores: [], groupKeys: [] }), /the batch has no trajectories/);
   assert.throws(() => filterGroups({ ...base, scores: [1, NaN] }), /scores\[1\] must be finite, got NaN/);
-  assert.throws(() => filterGroups({ ...base, type: 'max_mean' as never }), /rollout_filter_type "max_mean" is not known; allowed: std, std_rev, top_p/);
+  assert.throws(
+    () => filterGroups({ ...base, type: 'max_mean' as never }),
+    /rollout_filter_type "max_mean" is not known; allowed: std, std_rev, top_p/,
+  );
   assert.throws(() => filterGroups({ ...base, ratio: 0 }), /rollout_filter_ratio = 0; allowed: \(0, 1\]/);
   assert.throws(() => filterGroups({ ...base, ratio: 1.5 }), /rollout_filter_ratio = 1.5/);
   assert.throws(() => filterGroups({ ...base, selectionEps: -1 }), /selectionEps = -1/);

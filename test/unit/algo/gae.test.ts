@@ -12,9 +12,15 @@ const closeM = (actual: number[][], expected: number[][], tol = 1e-12): void => 
 };
 
 // Row 0: one turn [0..2], then the slot after its last token; row 1: two turns [0] and [2, 3] with an observation slot at 1.
-const R = [[0, 0, 1, 0], [0, 0, 0, -1]];
+const R = [
+  [0, 0, 1, 0],
+  [0, 0, 0, -1],
+];
 // 7 and 5 sit off the mask: as in ROLL, the critic's values enter GAE unmasked.
-const V = [[0.5, 0.4, 0.9, 7], [0.2, 5, -0.1, -0.5]];
+const V = [
+  [0.5, 0.4, 0.9, 7],
+  [0.2, 5, -0.1, -0.5],
+];
 
 test('GAE, the smallest case: ROLL A = 0.835, returns 1.035 (the value after the last sampled token counts)', () => {
   // mask [0, 1, 0], score 1 on slot 1, gamma 1, lambd 0.95, V = [0.5, 0.2, 0.7]; ROLL agentic_compute_advantage
@@ -37,46 +43,102 @@ test('gaeAdvantages: gamma 0.9, lambd 0.5 (gamma*lambd = 0.45), by hand; ROLL co
   //   t1: delta = 0 + 0.9*(-0.1) - 5 = -5.09              A = -5.09 + 0.45*(-0.575) = -5.34875
   //   t0: delta = 0 + 0.9*5 - 0.2 = 4.3                   A = 4.3 + 0.45*(-5.34875) = 1.8930625
   const out = gaeAdvantages(R, V, 0.9, 0.5);
-  closeM(out.advantages, [[0.702625, 1.8725, 3.25, -7], [1.8930625, -5.34875, -0.575, -0.5]]);
+  closeM(out.advantages, [
+    [0.702625, 1.8725, 3.25, -7],
+    [1.8930625, -5.34875, -0.575, -0.5],
+  ]);
   // returns = A + V
-  closeM(out.returns, [[1.202625, 2.2725, 4.15, 0], [2.0930625, -0.34875, -0.675, -1.0]]);
+  closeM(out.returns, [
+    [1.202625, 2.2725, 4.15, 0],
+    [2.0930625, -0.34875, -0.675, -1.0],
+  ]);
 });
 
 test('gaeAdvantages: lambd 1, gamma 1 telescopes to sum_{k>=t} R_k - V_t; lambd 0 is the TD error', () => {
   const one = gaeAdvantages(R, V, 1, 1);
-  closeM(one.advantages, [[1 - 0.5, 1 - 0.4, 1 - 0.9, -7], [-1 - 0.2, -1 - 5, -1 + 0.1, -1 + 0.5]]);
-  closeM(one.returns, [[1, 1, 1, 0], [-1, -1, -1, -1]]);
+  closeM(one.advantages, [
+    [1 - 0.5, 1 - 0.4, 1 - 0.9, -7],
+    [-1 - 0.2, -1 - 5, -1 + 0.1, -1 + 0.5],
+  ]);
+  closeM(one.returns, [
+    [1, 1, 1, 0],
+    [-1, -1, -1, -1],
+  ]);
   // lambd 0, gamma 0.9: the deltas above
-  closeM(gaeAdvantages(R, V, 0.9, 0).advantages, [[-0.14, 0.41, 6.4, -7], [4.3, -5.09, -0.35, -0.5]]);
+  closeM(gaeAdvantages(R, V, 0.9, 0).advantages, [
+    [-0.14, 0.41, 6.4, -7],
+    [4.3, -5.09, -0.35, -0.5],
+  ]);
 });
 
 test('gaeAdvantages: errors', () => {
   assert.throws(() => gaeAdvantages(R, V, 1.1, 0.5), /gamma must be in \[0, 1\], got 1.1/);
   assert.throws(() => gaeAdvantages(R, V, 1, -0.5), /lambd must be in \[0, 1\], got -0.5/);
   assert.throws(() => gaeAdvantages(R, [[0, 0, 0]], 1, 1), /values has 1 rows; expected 2/);
-  assert.throws(() => gaeAdvantages(R, [[0, 0, 0, 0], [0, 0]], 1, 1), /values\[1\] has length 2; expected 4/);
+  assert.throws(
+    () =>
+      gaeAdvantages(
+        R,
+        [
+          [0, 0, 0, 0],
+          [0, 0],
+        ],
+        1,
+        1,
+      ),
+    /values\[1\] has length 2; expected 4/,
+  );
 });
 
 // End to end with a singleton group and token KL: the same batch as advantages.test.ts (B = 3, T = 4).
 const SCORES = [1, 0, 2];
 const KEYS = ['g', 'g', 's']; // mean: r = 0.5, -0.5 and the singleton 0
-const E_MASK = [[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 0, 0]];
+const E_MASK = [
+  [1, 1, 1, 0],
+  [1, 0, 1, 1],
+  [0, 1, 0, 0],
+];
 const LAST = [2, 3, 1];
-const KL = [[0.1, -0.2, 0.3, 9], [0.2, 9, 0, 0.4], [9, 0.5, 9, 9]];
-const VALUES = [[0.5, 0.4, 0.9, 7], [0.2, 5, -0.1, -0.5], [3, 0.1, 3, 3]];
+const KL = [
+  [0.1, -0.2, 0.3, 9],
+  [0.2, 9, 0, 0.4],
+  [9, 0.5, 9, 9],
+];
+const VALUES = [
+  [0.5, 0.4, 0.9, 7],
+  [0.2, 5, -0.1, -0.5],
+  [3, 0.1, 3, 3],
+];
 // R with beta 0.1: [[-0.01, 0.02, 0.47, 0], [-0.02, 0, 0, -0.54], [0, -0.05, 0, 0]]; suffix sums G:
 // [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]; gamma = lambd = 1: A = G - V (the later
 // values telescope away, so the off-mask 7, 5 and 3 only reach A on their own slots, which the mask zeroes), returns = G.
 // ROLL (compute_response_level_rewards -> compute_token_reward -> agentic_compute_advantage) gives the same to 1e-6.
 const input = {
-  scores: SCORES, mask: E_MASK, lastIndex: LAST, normScores: normalizeScores(SCORES, KEYS, normTypesOf('mean', 'traj_group_id')), gamma: 1, lambd: 1,
-  whiten: false, advEstimator: 'gae', values: VALUES, tokenKl: KL, klCoef: 0.1,
+  scores: SCORES,
+  mask: E_MASK,
+  lastIndex: LAST,
+  normScores: normalizeScores(SCORES, KEYS, normTypesOf('mean', 'traj_group_id')),
+  gamma: 1,
+  lambd: 1,
+  whiten: false,
+  advEstimator: 'gae',
+  values: VALUES,
+  tokenKl: KL,
+  klCoef: 0.1,
 };
 
 test('computeAdvantages gae: A = G - V on masked slots, returns = A + V for the critic, values metrics', () => {
   const out = computeAdvantages(input);
-  closeM(out.advantages, [[-0.02, 0.09, -0.43, 0], [-0.76, 0, -0.44, -0.04], [0, -0.15, 0, 0]]);
-  closeM(out.returns, [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]);
+  closeM(out.advantages, [
+    [-0.02, 0.09, -0.43, 0],
+    [-0.76, 0, -0.44, -0.04],
+    [0, -0.15, 0, 0],
+  ]);
+  closeM(out.returns, [
+    [0.48, 0.49, 0.47, 0],
+    [-0.56, -0.54, -0.54, -0.54],
+    [-0.05, -0.05, 0, 0],
+  ]);
   const m = out.metrics;
   // masked values 0.5, 0.4, 0.9, 0.2, -0.1, -0.5, 0.1: sum 1.5, mean 0.2142857
   assert.ok(Math.abs(m['critic/values/mean'] - 1.5 / 7) < 1e-12);
@@ -99,11 +161,31 @@ test('computeAdvantages gae: whitening (masked, unbiased) then advantage_clip 1'
   // sd = sqrt(0.0918667 + 1e-8) = 0.3030952; whitened = deviation / sd:
   //   0.7588376, 1.1217599, -0.5938729, -1.6826399, -0.6268658, 0.6928517, 0.3299294
   const w = computeAdvantages({ ...input, whiten: true });
-  closeM(w.advantages, [[0.7588376, 1.1217599, -0.5938729, 0], [-1.6826399, 0, -0.6268658, 0.6928517], [0, 0.3299294, 0, 0]], 1e-6);
+  closeM(
+    w.advantages,
+    [
+      [0.7588376, 1.1217599, -0.5938729, 0],
+      [-1.6826399, 0, -0.6268658, 0.6928517],
+      [0, 0.3299294, 0, 0],
+    ],
+    1e-6,
+  );
   // returns stay unwhitened
-  closeM(w.returns, [[0.48, 0.49, 0.47, 0], [-0.56, -0.54, -0.54, -0.54], [-0.05, -0.05, 0, 0]]);
+  closeM(w.returns, [
+    [0.48, 0.49, 0.47, 0],
+    [-0.56, -0.54, -0.54, -0.54],
+    [-0.05, -0.05, 0, 0],
+  ]);
   const c = computeAdvantages({ ...input, whiten: true, advantageClip: 1 });
-  closeM(c.advantages, [[0.7588376, 1, -0.5938729, 0], [-1, 0, -0.6268658, 0.6928517], [0, 0.3299294, 0, 0]], 1e-6);
+  closeM(
+    c.advantages,
+    [
+      [0.7588376, 1, -0.5938729, 0],
+      [-1, 0, -0.6268658, 0.6928517],
+      [0, 0.3299294, 0, 0],
+    ],
+    1e-6,
+  );
   // 1.12 and -1.68 clipped, counted over all B x T = 12 slots as ROLL's compute_clip_fraction does: ROLL 0.16666667
   assert.ok(Math.abs(c.metrics['critic/advantage_clip_frac'] - 2 / 12) < 1e-12);
 });
@@ -112,8 +194,15 @@ test('computeAdvantages gae: whitening is skipped when sum(mask) <= 1', () => {
   // one sampled token at t 1, score 1 (identity), V = [0.3, 0.6]; gamma = lambd = 1:
   // A1 = 1 - 0.6 = 0.4, A0 = 1 - 0.3 = 0.7 (off the mask) -> masked [0, 0.4]; whitening would need n >= 2 (ROLL: the same)
   const out = computeAdvantages({
-    scores: [1], mask: [[0, 1]], lastIndex: [1], normScores: normalizeScores([1], ['batch'], normTypesOf('identity', 'traj_group_id')), gamma: 1, lambd: 1,
-    whiten: true, advEstimator: 'gae', values: [[0.3, 0.6]],
+    scores: [1],
+    mask: [[0, 1]],
+    lastIndex: [1],
+    normScores: normalizeScores([1], ['batch'], normTypesOf('identity', 'traj_group_id')),
+    gamma: 1,
+    lambd: 1,
+    whiten: true,
+    advEstimator: 'gae',
+    values: [[0.3, 0.6]],
   });
   closeM(out.advantages, [[0, 0.4]]);
   closeM(out.returns, [[1, 1]]);

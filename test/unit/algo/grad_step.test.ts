@@ -20,8 +20,11 @@ test('a non-finite loss skips the optimizer step and leaves the weights untouche
   const before = (vars.get('model.norm.weight') as tf.Variable).arraySync();
   const optimizer = new AdamW({});
   const res = await optimizerStep({
-    vars, optimizer, lr: 1e-2, maxGradNorm: 1,
-    lossFns: [() => tf.mul(tf.sum((vars.get('model.norm.weight') as tf.Variable)), tf.scalar(Number.NaN)) as tf.Scalar],
+    vars,
+    optimizer,
+    lr: 1e-2,
+    maxGradNorm: 1,
+    lossFns: [() => tf.mul(tf.sum(vars.get('model.norm.weight') as tf.Variable), tf.scalar(Number.NaN)) as tf.Scalar],
   });
   assert.equal(res.applied, false);
   assert.deepEqual((vars.get('model.norm.weight') as tf.Variable).arraySync(), before);

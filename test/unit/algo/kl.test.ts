@@ -9,23 +9,59 @@ before(initTestBackend);
 
 const t2 = (rows: number[][]): tf.Tensor2D => tf.tensor2d(rows, undefined, 'float32');
 const closeM = (actual: number[][], expected: number[][], tol = 1e-6, what = ''): void =>
-  actual.forEach((row, i) => row.forEach((a, t) => assert.ok(Math.abs(a - expected[i][t]) <= tol, `${what}[${i}][${t}] ${a} vs ${expected[i][t]}`)));
+  actual.forEach((row, i) =>
+    row.forEach((a, t) => assert.ok(Math.abs(a - expected[i][t]) <= tol, `${what}[${i}][${t}] ${a} vs ${expected[i][t]}`)),
+  );
 
 // d = logp - ref: row 0 [0.5, 0, -1], row 1 [-0.1, -2, 19.9]
-const LOGP = [[-1, -0.5, -2], [-0.2, -3, -0.1]];
-const REF = [[-1.5, -0.5, -1], [-0.1, -1, -20]];
+const LOGP = [
+  [-1, -0.5, -2],
+  [-0.2, -3, -0.1],
+];
+const REF = [
+  [-1.5, -0.5, -1],
+  [-0.1, -1, -20],
+];
 // k3 with x = ref - logp = -d: exp(x) - x - 1
 //   x -0.5: 0.6065307 + 0.5 - 1 = 0.1065307 | x 0: 0 | x 1: 2.7182818 - 2 = 0.7182818
 //   x 0.1: 1.1051709 - 1.1 = 0.0051709 | x 2: 7.3890561 - 3 = 4.3890561 | x -19.9: 2.3e-9 + 18.9 = 18.9 -> clamp 10
-const K3 = [[0.1065307, 0, 0.7182818], [0.0051709, 4.3890561, 10]];
+const K3 = [
+  [0.1065307, 0, 0.7182818],
+  [0.0051709, 4.3890561, 10],
+];
 
 test('klPenalty: kl, abs, mse and k3 (clamped to [-10, 10]), by hand', () => {
   tf.tidy(() => {
-    const lp = t2(LOGP), rf = t2(REF);
-    closeM(klPenalty(lp, rf, 'kl').arraySync(), [[0.5, 0, -1], [-0.1, -2, 19.9]], 1e-6, 'kl');
-    closeM(klPenalty(lp, rf, 'abs').arraySync(), [[0.5, 0, 1], [0.1, 2, 19.9]], 1e-6, 'abs');
+    const lp = t2(LOGP),
+      rf = t2(REF);
+    closeM(
+      klPenalty(lp, rf, 'kl').arraySync(),
+      [
+        [0.5, 0, -1],
+        [-0.1, -2, 19.9],
+      ],
+      1e-6,
+      'kl',
+    );
+    closeM(
+      klPenalty(lp, rf, 'abs').arraySync(),
+      [
+        [0.5, 0, 1],
+        [0.1, 2, 19.9],
+      ],
+      1e-6,
+      'abs',
+    );
     // 0.5 d^2: 0.125, 0, 0.5 | 0.005, 2, 198.005
-    closeM(klPenalty(lp, rf, 'mse').arraySync(), [[0.125, 0, 0.5], [0.005, 2, 198.005]], 1e-4, 'mse');
+    closeM(
+      klPenalty(lp, rf, 'mse').arraySync(),
+      [
+        [0.125, 0, 0.5],
+        [0.005, 2, 198.005],
+      ],
+      1e-4,
+      'mse',
+    );
     closeM(klPenalty(lp, rf, 'k3').arraySync(), K3, 1e-6, 'k3');
   });
 });
@@ -41,15 +77,28 @@ test('klPenalty: full needs klFull; unknown kinds and shape mismatches throw', (
 test('klFull: sum_v p (log p - log q) per position', () => {
   // position 0: p = [0.5, 0.25, 0.25], q = [0.25, 0.5, 0.25]: 0.5 ln 2 + 0.25 ln 0.5 + 0 = 0.25 ln 2 = 0.1732868
   // position 1: p uniform, q = [0.5, 0.25, 0.25]: (ln(2/3) + 2 ln(4/3)) / 3 = (-0.4054651 + 0.5753641) / 3 = 0.0566330
-  const p = [[[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]]];
-  const q = [[[0.25, 0.5, 0.25], [0.5, 0.25, 0.25]]];
+  const p = [
+    [
+      [0.5, 0.25, 0.25],
+      [1 / 3, 1 / 3, 1 / 3],
+    ],
+  ];
+  const q = [
+    [
+      [0.25, 0.5, 0.25],
+      [0.5, 0.25, 0.25],
+    ],
+  ];
   const got = tf.tidy(() => klFull(tf.log(tf.tensor3d(p)) as tf.Tensor3D, tf.log(tf.tensor3d(q)) as tf.Tensor3D).arraySync());
-  closeM(got, [[0.1732868, 0.0566330]], 1e-6, 'full');
+  closeM(got, [[0.1732868, 0.056633]], 1e-6, 'full');
   assert.throws(() => tf.tidy(() => klFull(tf.zeros([1, 2, 3]), tf.zeros([1, 2, 4]))), /Shapes 1,2,3 and 1,2,4 must match/);
 });
 
 test('klLoss: aggLoss of the clamped k3, and its gradient (1 - exp(ref - logp), 0 where clamped)', () => {
-  const MASK = [[1, 1, 0], [1, 1, 1]];
+  const MASK = [
+    [1, 1, 0],
+    [1, 1, 1],
+  ];
   tf.tidy(() => {
     // token-mean: (0.1065307 + 0 + 0.0051709 + 4.3890561 + 10) / 5 = 14.5007577 / 5 = 2.9001515
     assert.ok(Math.abs(klLoss(t2(LOGP), t2(REF), t2(MASK), 'token-mean').dataSync()[0] - 2.9001515) < 1e-5);
@@ -58,10 +107,20 @@ test('klLoss: aggLoss of the clamped k3, and its gradient (1 - exp(ref - logp), 
     // seq-mean-token-sum: 14.5007577 / 2; seq-mean-token-sum-norm: 14.5007577 / 3
     assert.ok(Math.abs(klLoss(t2(LOGP), t2(REF), t2(MASK), 'seq-mean-token-sum').dataSync()[0] - 7.2503789) < 1e-5);
     assert.ok(Math.abs(klLoss(t2(LOGP), t2(REF), t2(MASK), 'seq-mean-token-sum-norm').dataSync()[0] - 4.8335859) < 1e-5);
-    const g = tf.grad((lp: tf.Tensor) => klLoss(lp as tf.Tensor2D, t2(REF), t2(MASK), 'token-mean'))(t2(LOGP)).arraySync() as number[][];
+    const g = tf
+      .grad((lp: tf.Tensor) => klLoss(lp as tf.Tensor2D, t2(REF), t2(MASK), 'token-mean'))(t2(LOGP))
+      .arraySync() as number[][];
     // d/dlogp = (1 - exp(x)) / 5: (1 - 0.6065307)/5 = 0.0786939, 0, masked 0 | (1 - 1.1051709)/5 = -0.0210342,
     // (1 - 7.3890561)/5 = -1.2778112, clamped 0
-    closeM(g, [[0.0786939, 0, 0], [-0.0210342, -1.2778112, 0]], 1e-6, 'grad');
+    closeM(
+      g,
+      [
+        [0.0786939, 0, 0],
+        [-0.0210342, -1.2778112, 0],
+      ],
+      1e-6,
+      'grad',
+    );
     assert.throws(() => klLoss(t2(LOGP), t2(REF), t2([[1, 1, 1]]), 'token-mean'), /mask has shape \[1, 3\] but logp has \[2, 3\]/);
   });
 });
@@ -96,7 +155,10 @@ test('KL controller: adaptive (TRL / ROLL AdaptiveKLController), by hand', () =>
 
 test('KL controller: errors name the key', () => {
   assert.throws(() => klControllerFromConfig({ init_kl_coef: -1 }), /init_kl_coef = -1 is invalid; allowed: a finite number >= 0/);
-  assert.throws(() => klControllerFromConfig({ init_kl_coef: 0.1, target_kl: 0 }), /target_kl = 0 is invalid; allowed: a finite number > 0 or null/);
+  assert.throws(
+    () => klControllerFromConfig({ init_kl_coef: 0.1, target_kl: 0 }),
+    /target_kl = 0 is invalid; allowed: a finite number > 0 or null/,
+  );
   assert.throws(() => klControllerFromConfig({ init_kl_coef: 0.1, kl_horizon: 0 }), /kl_horizon = 0 is invalid/);
   assert.throws(() => klControllerFromConfig({ init_kl_coef: 0.1 }, NaN), /the saved beta = NaN is invalid/);
   const c = klControllerFromConfig({ init_kl_coef: 0.1, target_kl: 0.1 });

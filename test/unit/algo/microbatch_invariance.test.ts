@@ -35,7 +35,12 @@ before(async () => {
   // token (a row no seq-mean denominator counts)
   const demos = (await fixtureDemos(8)).map((t, i) => {
     const n = 128 + 12 * i;
-    return { ...t, inputIds: t.inputIds.slice(0, n), responseMask: t.responseMask.slice(0, n), sampleLogprobs: t.sampleLogprobs.slice(0, n) };
+    return {
+      ...t,
+      inputIds: t.inputIds.slice(0, n),
+      responseMask: t.responseMask.slice(0, n),
+      sampleLogprobs: t.sampleLogprobs.slice(0, n),
+    };
   });
   trajectories = [...demos, { ...demos[4], trajId: 'empty', responseMask: demos[4].responseMask.map(() => 0) }];
 });
@@ -45,20 +50,36 @@ async function updateRows(actor: Qwen2, reference: Qwen2, critic: ValueModel): P
   const T = paddedLength(trajectories);
   const { mask } = shiftedArrays(trajectories, T + 1);
   const pre = await noGradPass({
-    actor, reference, critic, trajectories, T, padId: tokenizer.padId, microSize: 4, oldLogp: true, klPenalty: 'k3',
+    actor,
+    reference,
+    critic,
+    trajectories,
+    T,
+    padId: tokenizer.padId,
+    microSize: 4,
+    oldLogp: true,
+    klPenalty: 'k3',
   });
   const wave = (f: (x: number) => number, a: number) => mask.map((row, i) => row.map((m, t) => m * a * f(i * 7 + t * 0.3)));
   const offset = wave(Math.sin, 0.3);
   const advantages = wave(Math.cos, 1.5);
   return {
-    trajectories, padId: tokenizer.padId, mask, advantages, refLogp: pre.refLogp,
+    trajectories,
+    padId: tokenizer.padId,
+    mask,
+    advantages,
+    refLogp: pre.refLogp,
     oldLogp: pre.oldLogp!.map((row, i) => row.map((x, t) => x + offset[i][t])),
-    values: pre.values, returns: pre.values!.map((row, i) => row.map((v, t) => v + advantages[i][t])),
+    values: pre.values,
+    returns: pre.values!.map((row, i) => row.map((v, t) => v + advantages[i][t])),
   };
 }
 
 /** Loss and gradients of the micro-batch builders; the caller disposes nothing (arrays are returned). */
-async function lossAndGrads(vars: Map<string, tf.Variable>, fns: Array<() => tf.Scalar>): Promise<{ loss: number; grads: Map<string, Float32Array> }> {
+async function lossAndGrads(
+  vars: Map<string, tf.Variable>,
+  fns: Array<() => tf.Scalar>,
+): Promise<{ loss: number; grads: Map<string, Float32Array> }> {
   const { grads, loss } = await accumulateGradients(vars, fns);
   const out = new Map([...grads].map(([k, g]) => [k, g.dataSync() as Float32Array]));
   grads.forEach((g) => g.dispose());
@@ -76,7 +97,10 @@ function assertSame(a: { loss: number; grads: Map<string, Float32Array> }, b: ty
   let scale = 1;
   for (const [name, g] of b.grads) {
     const h = a.grads.get(name)!;
-    g.forEach((x, i) => { worst = Math.max(worst, Math.abs(x - h[i])); scale = Math.max(scale, Math.abs(x)); });
+    g.forEach((x, i) => {
+      worst = Math.max(worst, Math.abs(x - h[i]));
+      scale = Math.max(scale, Math.abs(x));
+    });
   }
   assert.ok(worst <= TOL * scale, `${what}: gradients differ by up to ${worst} (largest |gradient| ${scale})`);
 }
@@ -91,19 +115,36 @@ test('actor and critic: the same loss and gradient for micro-batches of 1, 3, 4 
   const rows = await updateRows(actor, reference, critic);
   const minibatch = [...trajectories.keys()];
   for (const mode of LOSS_AGG_MODES) {
-    const config = fixtureConfig({ loss_agg_mode: mode, use_kl_loss: true, kl_loss_coef: 0.1, entropy_loss_coef: 0.01, dual_clip_loss: true });
+    const config = fixtureConfig({
+      loss_agg_mode: mode,
+      use_kl_loss: true,
+      kl_loss_coef: 0.1,
+      entropy_loss_coef: 0.01,
+      dual_clip_loss: true,
+    });
     const stats = new StatAccumulator();
     const whole = await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, minibatch.length, config, stats));
     const clipped = stats.result(1)['actor/ppo_ratio_clipfrac'];
     assert.ok(clipped > 0.1 && clipped < 0.9, `${mode}: the clip acts on some tokens (${clipped})`);
     for (const micro of [1, 3, 4]) {
-      assertSame(await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, micro, config, new StatAccumulator())), whole, `actor ${mode} micro ${micro}`);
+      assertSame(
+        await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, micro, config, new StatAccumulator())),
+        whole,
+        `actor ${mode} micro ${micro}`,
+      );
     }
   }
   const config = fixtureConfig({ value_clip: 0.2 });
-  const whole = await lossAndGrads(critic.trainableVariables(), criticLossFns(critic, rows, minibatch, minibatch.length, config, new StatAccumulator()));
+  const whole = await lossAndGrads(
+    critic.trainableVariables(),
+    criticLossFns(critic, rows, minibatch, minibatch.length, config, new StatAccumulator()),
+  );
   for (const micro of [1, 3, 4]) {
-    assertSame(await lossAndGrads(critic.trainableVariables(), criticLossFns(critic, rows, minibatch, micro, config, new StatAccumulator())), whole, `critic micro ${micro}`);
+    assertSame(
+      await lossAndGrads(critic.trainableVariables(), criticLossFns(critic, rows, minibatch, micro, config, new StatAccumulator())),
+      whole,
+      `critic micro ${micro}`,
+    );
   }
   critic.dispose();
   reference.dispose();
@@ -115,22 +156,34 @@ test('ppoUpdate logs the same losses and gradient norm whatever per_device_train
   const batch = demos.map((t, i) => ({ ...t, trajGroupId: `FrozenLake_${Math.floor(i / 4)}_0_1`, episodeScore: (i % 4) * 0.25 }));
   for (const mode of LOSS_AGG_MODES) {
     const runs: Record<string, number>[] = [];
-    for (const [perDevice, accumulation] of [[16, 1], [4, 4], [1, 16]]) {
+    for (const [perDevice, accumulation] of [
+      [16, 1],
+      [4, 4],
+      [1, 16],
+    ]) {
       const config = fixtureConfig({
-        loss_agg_mode: mode, entropy_loss_coef: 0.01,
+        loss_agg_mode: mode,
+        entropy_loss_coef: 0.01,
         actor_train: { training_args: { per_device_train_batch_size: perDevice, gradient_accumulation_steps: accumulation } },
       });
       const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 23);
       const { metrics } = await ppoUpdate({
-        actor: { model, optimizer: new AdamW({}), lr: () => 1e-3 }, klController: klControllerFromConfig(config),
-        trajectories: batch, config, step: 0, padId: tokenizer.padId,
+        actor: { model, optimizer: new AdamW({}), lr: () => 1e-3 },
+        klController: klControllerFromConfig(config),
+        trajectories: batch,
+        config,
+        step: 0,
+        padId: tokenizer.padId,
       });
       runs.push(metrics);
       model.dispose();
     }
     for (const key of ['actor/pg_loss', 'actor/total_loss', 'actor/entropy', 'actor/grad_norm', 'actor/ratio_mean', 'actor/clipfrac']) {
       for (const m of runs.slice(1)) {
-        assert.ok(Math.abs(m[key] - runs[0][key]) <= TOL * Math.max(1, Math.abs(runs[0][key])), `${mode} ${key}: ${m[key]} vs ${runs[0][key]}`);
+        assert.ok(
+          Math.abs(m[key] - runs[0][key]) <= TOL * Math.max(1, Math.abs(runs[0][key])),
+          `${mode} ${key}: ${m[key]} vs ${runs[0][key]}`,
+        );
       }
     }
     assert.ok(runs[0]['actor/grad_norm'] > 0);

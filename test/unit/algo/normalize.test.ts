@@ -48,7 +48,10 @@ test('grouping batch: one key for all', () => {
 
 test('errors name the field, value and what is allowed', () => {
   assert.throws(() => normalizeScores([1], ['a', 'b'], byMethod('mean')), /scores has 1 entries but groupKeys has 2/);
-  assert.throws(() => normalizeScores([1], ['a'], { norm_mean_type: 'zscore' as NormType, norm_std_type: null }), /norm_mean_type "zscore" is not known; allowed: batch, group or null/);
+  assert.throws(
+    () => normalizeScores([1], ['a'], { norm_mean_type: 'zscore' as NormType, norm_std_type: null }),
+    /norm_mean_type "zscore" is not known; allowed: batch, group or null/,
+  );
   assert.throws(() => normalizeScores([NaN], ['a'], byMethod('mean')), /scores\[0\] must be finite, got NaN/);
 });
 
@@ -61,7 +64,7 @@ test('grouping traj_group_id: one group per "{tag}_{group_id}_{episode}_{seed}"'
   // ss = 1/9 + 1/36 + 1/36 = 1/6, var = 1/12, sd = 0.2886751; g2 [2] singleton -> 0
   const s0 = Math.sqrt(0.5) + 1e-6;
   const s1 = Math.sqrt(1 / 12) + 1e-6;
-  close(normalizeScores(G_SCORES, keys, byMethod('mean_std')), [0.5 / s0, -0.5 / s0, (-1 / 3) / s1, (1 / 6) / s1, (1 / 6) / s1, 0]);
+  close(normalizeScores(G_SCORES, keys, byMethod('mean_std')), [0.5 / s0, -0.5 / s0, -1 / 3 / s1, 1 / 6 / s1, 1 / 6 / s1, 0]);
   close(normalizeScores(G_SCORES, keys, byMethod('mean_std')), [0.7071058, -0.7071058, -1.1546959, 0.5773479, 0.5773479, 0], 1e-6);
   // mean: s - mu_g; the singleton keeps s - s = 0
   close(normalizeScores(G_SCORES, keys, byMethod('mean')), [0.5, -0.5, -1 / 3, 1 / 6, 1 / 6, 0]);
@@ -73,7 +76,7 @@ test('grouping tags: one group per env tag', () => {
   // deviations -5/6, -1/3, 7/6, ss = 25/36 + 4/36 + 49/36 = 78/36, var = 39/36, sd = 1.0408330
   const sf = 0.5 + 1e-6;
   const sb = Math.sqrt(39 / 36) + 1e-6;
-  close(normalizeScores(G_SCORES, keys, byMethod('asym_clip')), [0.5 / sf, (-5 / 6) / sb, -0.5 / sf, (-1 / 3) / sb, 0, (7 / 6) / sb]);
+  close(normalizeScores(G_SCORES, keys, byMethod('asym_clip')), [0.5 / sf, -5 / 6 / sb, -0.5 / sf, -1 / 3 / sb, 0, 7 / 6 / sb]);
   close(normalizeScores(G_SCORES, keys, byMethod('asym_clip')), [0.999998, -0.8006397, -0.999998, -0.3202559, 0, 1.1208956], 1e-6);
 });
 
@@ -123,7 +126,7 @@ test('grouping batch: batch and group statistics coincide; the four distinct cas
   }
 });
 
-test('method fills only the types left null, as ROLL\'s RewardNormalizationConfig resolves them', () => {
+test("method fills only the types left null, as ROLL's RewardNormalizationConfig resolves them", () => {
   // ROLL: grouping batch -> batch statistics, any other grouping -> group statistics; identity -> none.
   const expected: Record<string, Record<NormMethod, [NormType | null, NormType | null]>> = {
     batch: { identity: [null, null], mean: ['batch', null], mean_std: ['batch', 'batch'], asym_clip: ['batch', 'batch'] },
@@ -132,7 +135,11 @@ test('method fills only the types left null, as ROLL\'s RewardNormalizationConfi
   };
   for (const [grouping, byM] of Object.entries(expected)) {
     for (const [method, [m, s]] of Object.entries(byM)) {
-      assert.deepEqual(resolveNormTypes({ grouping, method: method as NormMethod }), { norm_mean_type: m, norm_std_type: s }, `${grouping} ${method}`);
+      assert.deepEqual(
+        resolveNormTypes({ grouping, method: method as NormMethod }),
+        { norm_mean_type: m, norm_std_type: s },
+        `${grouping} ${method}`,
+      );
     }
   }
   // Explicit types win; ROLL: mean_std + norm_mean_type batch -> (batch, group); mean + norm_std_type group -> (group, group).

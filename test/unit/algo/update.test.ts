@@ -37,7 +37,12 @@ test('reinforce: ratio 1 in the only minibatch, finite metrics with time split, 
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 5);
   const before = snapshot(model);
   const { metrics, skipReason } = await ppoUpdate({
-    actor: trainee(model), klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+    actor: trainee(model),
+    klController: klControllerFromConfig(config),
+    trajectories: batch(spread),
+    config,
+    step: 0,
+    padId: tokenizer.padId,
   });
   assert.equal(skipReason, null);
   for (const [k, v] of Object.entries(metrics)) assert.ok(Number.isFinite(v), `${k} = ${v}`);
@@ -60,7 +65,7 @@ async function sampledLogp(model: Qwen2, trajectories: Trajectory[]): Promise<nu
   return pre.oldLogp!.map((row, i) => row.reduce((s, v, t) => s + v * mask[i][t], 0) / mask[i].reduce((a, b) => a + b, 0));
 }
 
-test('one update raises the log-probs of the positive-advantage trajectory\'s tokens and lowers the negative one\'s', async () => {
+test("one update raises the log-probs of the positive-advantage trajectory's tokens and lowers the negative one's", async () => {
   // one group of two with the same prompts: the first replies as sampled (score 1), the second replies 'x' everywhere
   // (score 0); mean_std within the group: A = +-0.5 / (0.7071068 + 1e-6) on every sampled token
   const config = fixtureConfig({ actor_train: { training_args: { per_device_train_batch_size: 8, gradient_accumulation_steps: 2 } } });
@@ -73,7 +78,12 @@ test('one update raises the log-probs of the positive-advantage trajectory\'s to
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 5);
   const before = await sampledLogp(model, trajectories);
   const { scores } = await ppoUpdate({
-    actor: trainee(model), klController: klControllerFromConfig(config), trajectories, config, step: 0, padId: tokenizer.padId,
+    actor: trainee(model),
+    klController: klControllerFromConfig(config),
+    trajectories,
+    config,
+    step: 0,
+    padId: tokenizer.padId,
   });
   const after = await sampledLogp(model, trajectories);
   const A = 0.5 / (Math.SQRT1_2 + 1e-6);
@@ -85,7 +95,10 @@ test('one update raises the log-probs of the positive-advantage trajectory\'s to
 
 test('the lr schedule counts optimizer steps: ppo_epochs x minibatches per epoch (ROLL)', () => {
   // 16 trajectories / (4 per micro-batch x 2 accumulation) = 2 minibatches per epoch; x 3 epochs = 6
-  const config = fixtureConfig({ ppo_epochs: 3, actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 2 } } });
+  const config = fixtureConfig({
+    ppo_epochs: 3,
+    actor_train: { training_args: { per_device_train_batch_size: 4, gradient_accumulation_steps: 2 } },
+  });
   assert.equal(optimizerStepsPerUpdate(config), 6);
 });
 
@@ -96,31 +109,50 @@ test('gae: the critic trains from the policy; during critic_warmup the actor doe
   const before = snapshot(model);
   const head = () => Array.from((critic.trainableVariables().get('score.weight') as tf.Variable).dataSync());
   const { metrics } = await ppoUpdate({
-    actor: trainee(model), critic: trainee(critic), klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+    actor: trainee(model),
+    critic: trainee(critic),
+    klController: klControllerFromConfig(config),
+    trajectories: batch(spread),
+    config,
+    step: 0,
+    padId: tokenizer.padId,
   });
   assert.deepEqual(snapshot(model), before);
-  assert.ok(head().some((x) => x !== 0), 'the value head moved');
+  assert.ok(
+    head().some((x) => x !== 0),
+    'the value head moved',
+  );
   assert.equal(metrics['critic/optimizer_steps'], 1);
   // the value head starts at 0 and value_clip is off: the loss before the step is half the mean squared error
   assert.equal(metrics['critic/vpred'], 0);
   assert.ok(metrics['critic/loss'] > 0 && Math.abs(metrics['critic/loss'] - 0.5 * metrics['critic/error']) < 1e-7);
   assert.equal(metrics['actor/optimizer_steps'], 0);
   // step 1 >= critic_warmup: the actor trains too, ppo_epochs times; the critic makes one pass (ROLL's critic worker)
-  const twoEpochs = fixtureConfig({ adv_estimator: 'gae', critic_warmup: 1, ppo_epochs: 2, critic: { training_args: { learning_rate: 1e-3 } } });
+  const twoEpochs = fixtureConfig({
+    adv_estimator: 'gae',
+    critic_warmup: 1,
+    ppo_epochs: 2,
+    critic: { training_args: { learning_rate: 1e-3 } },
+  });
   const r = await ppoUpdate({
-    actor: trainee(model), critic: trainee(critic), klController: klControllerFromConfig(twoEpochs), trajectories: batch(spread), config: twoEpochs,
-    step: 1, padId: tokenizer.padId,
+    actor: trainee(model),
+    critic: trainee(critic),
+    klController: klControllerFromConfig(twoEpochs),
+    trajectories: batch(spread),
+    config: twoEpochs,
+    step: 1,
+    padId: tokenizer.padId,
   });
   assert.equal(r.metrics['actor/optimizer_steps'], 2);
   assert.equal(r.metrics['critic/optimizer_steps'], 1);
-  assert.ok(r.metrics['critic/loss'] < metrics['critic/loss'], 'one step lowered the critic\'s loss on the same batch');
+  assert.ok(r.metrics['critic/loss'] < metrics['critic/loss'], "one step lowered the critic's loss on the same batch");
   assert.equal(criticStepsPerUpdate(twoEpochs), 1);
   assert.notDeepEqual(snapshot(model), before);
   critic.dispose();
   model.dispose();
 });
 
-test('gae no-gradient pass: the critic\'s value at every position of a trajectory (prompt, observations, last token), 0 past its end', async () => {
+test("gae no-gradient pass: the critic's value at every position of a trajectory (prompt, observations, last token), 0 past its end", async () => {
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 6);
   const critic = ValueModel.fromPolicy(model);
   const head = critic.trainableVariables().get(VALUE_HEAD)!;
@@ -128,7 +160,16 @@ test('gae no-gradient pass: the critic\'s value at every position of a trajector
   const trajectories = demos.slice(2, 5); // 205, 265 and 144 tokens
   // one slot past the longest trajectory's last token, as ppoUpdate sizes it: GAE reads each last token's value there
   const T = paddedLength(trajectories);
-  const pre = await noGradPass({ actor: model, critic, trajectories, T, padId: tokenizer.padId, microSize: 2, oldLogp: false, klPenalty: 'kl' });
+  const pre = await noGradPass({
+    actor: model,
+    critic,
+    trajectories,
+    T,
+    padId: tokenizer.padId,
+    microSize: 2,
+    oldLogp: false,
+    klPenalty: 'kl',
+  });
   trajectories.forEach((t, i) => {
     const L = t.inputIds.length;
     const alone = tf.tidy(() => critic.values(tf.tensor2d([t.inputIds], [1, L], 'int32'), tf.ones([1, L]) as tf.Tensor2D).arraySync()[0]);
@@ -149,11 +190,19 @@ test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after 
   const reference = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
   const lrSteps: number[] = [];
   const { metrics } = await ppoUpdate({
-    actor: { ...trainee(model), lr: (k) => {
-      lrSteps.push(k);
-      return 1e-3;
-    } }, reference, klController: klControllerFromConfig(config),
-    trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+    actor: {
+      ...trainee(model),
+      lr: (k) => {
+        lrSteps.push(k);
+        return 1e-3;
+      },
+    },
+    reference,
+    klController: klControllerFromConfig(config),
+    trajectories: batch(spread),
+    config,
+    step: 0,
+    padId: tokenizer.padId,
   });
   assert.equal(metrics['actor/optimizer_steps'], 2);
   assert.deepEqual(lrSteps.slice(0, 2), [0, 1], 'the lr schedule advances per optimizer step');
@@ -170,7 +219,13 @@ test('token-level KL penalty: beta * kl enters the rewards and the adaptive cont
   const reference = Qwen2.random(tinyPreset(tokenizer.vocabSize), 9);
   const klController = klControllerFromConfig(config);
   const { metrics } = await ppoUpdate({
-    actor: trainee(model), reference, klController, trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+    actor: trainee(model),
+    reference,
+    klController,
+    trajectories: batch(spread),
+    config,
+    step: 0,
+    padId: tokenizer.padId,
   });
   const kl = metrics['critic/kl'];
   assert.ok(kl > 0);
@@ -190,7 +245,13 @@ test('the "full" estimator sums the KL over the whole vocabulary in the no-gradi
     const config = fixtureConfig({ add_token_level_kl: true, init_kl_coef: 0.1, kl_penalty: kind });
     const copy = Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
     const { metrics } = await ppoUpdate({
-      actor: trainee(copy), reference, klController: klControllerFromConfig(config), trajectories: batch(spread), config, step: 0, padId: tokenizer.padId,
+      actor: trainee(copy),
+      reference,
+      klController: klControllerFromConfig(config),
+      trajectories: batch(spread),
+      config,
+      step: 0,
+      padId: tokenizer.padId,
     });
     kls[kind] = metrics['critic/kl'];
     copy.dispose();
@@ -211,7 +272,12 @@ test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 10);
   const trajectories = batch(scores);
   const { metrics, scores: stored } = await ppoUpdate({
-    actor: trainee(model), klController: klControllerFromConfig(config), trajectories, config, step: 0, padId: tokenizer.padId,
+    actor: trainee(model),
+    klController: klControllerFromConfig(config),
+    trajectories,
+    config,
+    step: 0,
+    padId: tokenizer.padId,
   });
   assert.equal(metrics['rollout/kept_groups'], 2);
   assert.equal(metrics['rollout/kept_trajectories'], 8);
@@ -231,7 +297,12 @@ test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch
   const flat = fixtureConfig({ rollout_filter_ratio: 0.9, rollout_filter_type: 'top_p' });
   const before = snapshot(model);
   const r = await ppoUpdate({
-    actor: trainee(model), klController: klControllerFromConfig(flat), trajectories: batch(new Array(16).fill(1)), config: flat, step: 0, padId: tokenizer.padId,
+    actor: trainee(model),
+    klController: klControllerFromConfig(flat),
+    trajectories: batch(new Array(16).fill(1)),
+    config: flat,
+    step: 0,
+    padId: tokenizer.padId,
   });
   assert.match(r.skipReason!, /zero/);
   assert.equal(r.scores.skipReason, r.skipReason);
@@ -243,8 +314,21 @@ test('StarPO-S filter: std keeps the top half of the groups; top_p skips a batch
 
 test('group keys follow reward_normalization.grouping', () => {
   const t: Trajectory = {
-    trajGroupId: 'FrozenLake_3_0_77', trajId: 'FrozenLake_3_0_77_0', tag: 'T', groupId: 0, envId: 0, seed: 1, split: 'train', step: 0,
-    inputIds: [1, 2], responseMask: [0, 1], sampleLogprobs: [0, -0.5], turns: [], episodeScore: 0, success: false, truncated: false,
+    trajGroupId: 'FrozenLake_3_0_77',
+    trajId: 'FrozenLake_3_0_77_0',
+    tag: 'T',
+    groupId: 0,
+    envId: 0,
+    seed: 1,
+    split: 'train',
+    step: 0,
+    inputIds: [1, 2],
+    responseMask: [0, 1],
+    sampleLogprobs: [0, -0.5],
+    turns: [],
+    episodeScore: 0,
+    success: false,
+    truncated: false,
   };
   assert.equal(groupKeyOf(t, 'batch'), 'batch');
   assert.equal(groupKeyOf(t, 'traj_group_id'), 'FrozenLake_3_0_77');

@@ -11,7 +11,26 @@ import { spawnSync } from 'node:child_process';
 import { formatBackendCheck, type CheckResult } from '../../../src/cli/backend_check';
 import { NATIVE_VARIANTS, inspectNativeBuild, installCommand, nativeBuildDir } from '../../../src/model/native_build';
 
-const SMALL = ['--layers', '1', '--vocab', '500', '--batch', '2', '--micro-batch', '1', '--length', '12', '--rows', '2', '--prompt', '6', '--new-tokens', '3', '--rounds', '2'];
+const SMALL = [
+  '--layers',
+  '1',
+  '--vocab',
+  '500',
+  '--batch',
+  '2',
+  '--micro-batch',
+  '1',
+  '--length',
+  '12',
+  '--rows',
+  '2',
+  '--prompt',
+  '6',
+  '--new-tokens',
+  '3',
+  '--rounds',
+  '2',
+];
 
 /** `starpo backend check <args>`: exit code, stdout, stderr. */
 function check(args: string[]): { code: number | null; stdout: string; stderr: string } {
@@ -51,7 +70,10 @@ test('backend check on wasm: the device, the requested tokens at positive rates,
 });
 
 for (const v of NATIVE_VARIANTS) {
-  const skip = inspectNativeBuild(v).state === 'installed' ? false : `no ${v.variant.toUpperCase()} build in ${nativeBuildDir(v)}; run ${installCommand(v)}`;
+  const skip =
+    inspectNativeBuild(v).state === 'installed'
+      ? false
+      : `no ${v.variant.toUpperCase()} build in ${nativeBuildDir(v)}; run ${installCommand(v)}`;
   test(`backend check on the native ${v.backend} backend`, { skip }, () => {
     checksOn(v.backend);
   });

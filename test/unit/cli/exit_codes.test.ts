@@ -13,9 +13,15 @@ import { validateRunId } from '../../../src/contract';
 
 test('run-json and train refuse a --run-id the store would refuse, with exit 2, before writing anything', () => {
   const dir = mkdtempSync(join(tmpdir(), 'starpo-runjson-'));
-  for (const [command, id] of [['run-json', '..'], ['run-json', '.'], ['run-json', '.x'], ['train', '..']]) {
+  for (const [command, id] of [
+    ['run-json', '..'],
+    ['run-json', '.'],
+    ['run-json', '.x'],
+    ['train', '..'],
+  ]) {
     const out = join(dir, 'run.json');
-    const args = command === 'run-json' ? ['run-json', 'configs/frozen_lake.yaml', '-o', out] : ['train', 'configs/frozen_lake.yaml', '--no-workers'];
+    const args =
+      command === 'run-json' ? ['run-json', 'configs/frozen_lake.yaml', '-o', out] : ['train', 'configs/frozen_lake.yaml', '--no-workers'];
     const res = spawnSync(process.execPath, ['bin/starpo.js', ...args, '--run-id', id], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(res.status, 2, `${command} --run-id ${id}: ${res.stderr}`);
     assert.match(res.stderr, new RegExp(`--run-id <id>.*runId "${id.replace(/\./g, '\\.')}" is invalid; allowed: 1-128 characters`));

@@ -29,7 +29,8 @@ import { writeTinyExport } from '../../helpers/tiny_export';
  * oneDNN and CPU-feature lines, printed before any log level applies) and, for the GPU build on a host
  * without a GPU, starpo's one-line notice that it computes on CPU.
  */
-const BACKEND_NOTICE = /^(tensorflow-gpu: TensorFlow \S+ sees no GPU .*|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|[IWE]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)\n/gm;
+const BACKEND_NOTICE =
+  /^(tensorflow-gpu: TensorFlow \S+ sees no GPU .*|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|[IWE]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)\n/gm;
 
 /** `starpo generate <args>` on this process's backend: exit code, stdout, stderr (the backend's load notices left out). */
 function generate(args: string[], input?: string): { code: number | null; stdout: string; stderr: string } {
@@ -79,16 +80,25 @@ function checkGreedy(out: GenerateOutput, model: Qwen2, tokenizer: ChatTokenizer
   });
 }
 
-test('tiny preset: the greedy reply is the model\'s argmax path, --json fields agree, --score gives the same log-probs', async () => {
+test("tiny preset: the greedy reply is the model's argmax path, --json fields agree, --score gives the same log-probs", async () => {
   await initTestBackend();
   const tokenizer = charTokenizer();
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(7, 'init'));
   try {
-    const chat = [{ role: 'system', content: 'You are a helpful agent.' }, { role: 'user', content: 'Turn 1:\nP_G\n__#√' }];
-    const out = generateJSON(['--model', 'tiny', '--seed', '7', '--chat', '-', '--no-do-sample', '--max-new-tokens', '12'], JSON.stringify(chat));
+    const chat = [
+      { role: 'system', content: 'You are a helpful agent.' },
+      { role: 'user', content: 'Turn 1:\nP_G\n__#√' },
+    ];
+    const out = generateJSON(
+      ['--model', 'tiny', '--seed', '7', '--chat', '-', '--no-do-sample', '--max-new-tokens', '12'],
+      JSON.stringify(chat),
+    );
     assert.equal(out.mode, 'generate');
     assert.deepEqual(out.messages, chat);
-    assert.equal(out.prompt, '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nTurn 1:\nP_G\n__#√<|im_end|>\n<|im_start|>assistant\n');
+    assert.equal(
+      out.prompt,
+      '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nTurn 1:\nP_G\n__#√<|im_end|>\n<|im_start|>assistant\n',
+    );
     assert.equal(out.generating_args?.do_sample, false);
     checkGreedy(out, model, tokenizer, 12);
 
@@ -113,12 +123,34 @@ test('tiny preset: the greedy reply is the model\'s argmax path, --json fields a
   }
 });
 
-test('sampling follows --seed: the same seed gives the same reply, the run\'s generating_args keys as flags', () => {
-  const args = ['--model', 'tiny', '--prompt', 'Go', '--do-sample', '--temperature', '1.5', '--top-p', '1', '--top-k', '0', '--max-new-tokens', '16'];
+test("sampling follows --seed: the same seed gives the same reply, the run's generating_args keys as flags", () => {
+  const args = [
+    '--model',
+    'tiny',
+    '--prompt',
+    'Go',
+    '--do-sample',
+    '--temperature',
+    '1.5',
+    '--top-p',
+    '1',
+    '--top-k',
+    '0',
+    '--max-new-tokens',
+    '16',
+  ];
   const a = generateJSON([...args, '--seed', '3']);
   const b = generateJSON([...args, '--seed', '3']);
   assert.deepEqual(a.ids, b.ids);
-  assert.deepEqual(a.generating_args, { max_new_tokens: 16, temperature: 1.5, top_p: 1, top_k: 0, do_sample: true, num_beams: 1, num_return_sequences: 1 });
+  assert.deepEqual(a.generating_args, {
+    max_new_tokens: 16,
+    temperature: 1.5,
+    top_p: 1,
+    top_k: 0,
+    do_sample: true,
+    num_beams: 1,
+    num_return_sequences: 1,
+  });
   assert.ok(a.ids.length <= 16);
   assert.notDeepEqual(generateJSON([...args, '--seed', '4']).ids, a.ids, 'another seed, another draw');
 });
@@ -129,7 +161,11 @@ test('an HF folder made by transformers (the real Qwen2.5 tokenizer): greedy rep
   const { model, tokenizer } = modelFromFolder(dir);
   try {
     const out = generateJSON(['--model', dir, '--prompt', 'FrozenLake: reach G.', '--no-do-sample', '--max-new-tokens', '6']);
-    assert.match(out.prompt, /^<\|im_start\|>system\nYou are Qwen, created by Alibaba Cloud\. You are a helpful assistant\.<\|im_end\|>\n/, "Qwen2.5's default system prompt");
+    assert.match(
+      out.prompt,
+      /^<\|im_start\|>system\nYou are Qwen, created by Alibaba Cloud\. You are a helpful assistant\.<\|im_end\|>\n/,
+      "Qwen2.5's default system prompt",
+    );
     checkGreedy(out, model, tokenizer, 6);
   } finally {
     model.dispose();
@@ -158,7 +194,10 @@ test("a chat the model's template refuses (raise_exception) exits 2 with the tem
   const dir = mkdtempSync(join(tmpdir(), 'starpo-generate-'));
   try {
     writeTinyExport(dir);
-    writeFileSync(join(dir, 'chat_template.jinja'), `{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('the first message cannot be the assistant') }}{% endif %}${CHATML_TEMPLATE}`);
+    writeFileSync(
+      join(dir, 'chat_template.jinja'),
+      `{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('the first message cannot be the assistant') }}{% endif %}${CHATML_TEMPLATE}`,
+    );
     const res = generate(['--model', dir, '--chat', '-'], '[{"role": "assistant", "content": "x"}]');
     assert.equal(res.code, 2, res.stderr);
     assert.match(res.stderr, /^error: the model's chat template refuses these messages: .*the first message cannot be the assistant/);
@@ -171,10 +210,22 @@ test('a prompt longer than an active sliding window exits 2 naming the window, a
   const dir = materializeHfVariant('tied_gqa');
   try {
     const configFile = join(dir, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), use_sliding_window: true, sliding_window: 16, layer_types: undefined, max_window_layers: 1 }));
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        ...JSON.parse(readFileSync(configFile, 'utf8')),
+        use_sliding_window: true,
+        sliding_window: 16,
+        layer_types: undefined,
+        max_window_layers: 1,
+      }),
+    );
     const res = generate(['--model', dir, '--prompt', 'hi', '--max-new-tokens', '5']);
     assert.equal(res.code, 2, res.stderr);
-    assert.match(res.stderr, /^error: the prompt's \d+ tokens \+ --max-new-tokens 5 are more than the model's active sliding_window \(16; use_sliding_window true, layer 1 >= max_window_layers = 1\); sliding-window attention is not implemented\n$/);
+    assert.match(
+      res.stderr,
+      /^error: the prompt's \d+ tokens \+ --max-new-tokens 5 are more than the model's active sliding_window \(16; use_sliding_window true, layer 1 >= max_window_layers = 1\); sliding-window attention is not implemented\n$/,
+    );
   } finally {
     removeHfFolder(dir);
   }
@@ -185,11 +236,21 @@ test('bad arguments exit 2 naming the flag or the chat entry', () => {
     [['--prompt', 'Hi'], /^error: give either --model DIR\|tiny or --run <runId> \[--step N\]\n$/],
     [['--model', 'tiny'], /^error: give either --prompt TEXT or --chat FILE/],
     [['--model', 'tiny', '--prompt', 'a', '--chat', '-'], /^error: give either --prompt TEXT or --chat FILE/, '[]'],
-    [['--model', 'tiny', '--chat', '-'], /^error: --chat - \(stdin\): entry 1 is \{"role":"robot","content":"x"\}; allowed: \{role: system\|user\|assistant, content: a string\}\n$/, '[{"role":"user","content":"a"},{"role":"robot","content":"x"}]'],
+    [
+      ['--model', 'tiny', '--chat', '-'],
+      /^error: --chat - \(stdin\): entry 1 is \{"role":"robot","content":"x"\}; allowed: \{role: system\|user\|assistant, content: a string\}\n$/,
+      '[{"role":"user","content":"a"},{"role":"robot","content":"x"}]',
+    ],
     [['--model', 'tiny', '--chat', '-'], /^error: --chat - \(stdin\): .*JSON.*; allowed: a JSON list of \{role, content\}\n$/, 'not json'],
-    [['--model', 'tiny', '--prompt', 'a', '--top-p', '2'], /option '--top-p <p>' argument '2' is invalid\. "2" is not a number in \(0, 1\]/],
+    [
+      ['--model', 'tiny', '--prompt', 'a', '--top-p', '2'],
+      /option '--top-p <p>' argument '2' is invalid\. "2" is not a number in \(0, 1\]/,
+    ],
     [['--model', 'tiny', '--prompt', 'a', '--step', '3'], /^error: --step 3: only with --run <runId>\n$/],
-    [['--model', 'tiny', '--prompt', 'a', '--max-new-tokens', '2040'], /^error: the prompt's 20 tokens \+ --max-new-tokens 2040 are more than the model's max_position_embeddings \(2048\)\n$/],
+    [
+      ['--model', 'tiny', '--prompt', 'a', '--max-new-tokens', '2040'],
+      /^error: the prompt's 20 tokens \+ --max-new-tokens 2040 are more than the model's max_position_embeddings \(2048\)\n$/,
+    ],
     [['--model', 'tiny', '--prompt', 'a', '--score', ''], /^error: --score: the text has no tokens\n$/],
     [['--run', '../x', '--prompt', 'a'], /option '--run <runId>' argument '\.\.\/x' is invalid/],
   ];

@@ -15,14 +15,21 @@ import { freePort } from '../../../infra/ports';
 
 /** `starpo <args>`: exit code, stdout, stderr. */
 function starpo(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(process.execPath, ['bin/starpo.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const res = spawnSync(process.execPath, ['bin/starpo.js', ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
 /** `starpo <args>` without blocking, so several run at once (each start compiles the CLI with tsx). */
 function starpoAsync(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/starpo.js', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/starpo.js', ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -34,13 +41,19 @@ function starpoAsync(args: string[], env: Record<string, string> = {}): Promise<
 /** Environment pointing at servers that do not run (a free port), so any connection is refused. */
 async function deadServers(): Promise<{ port: number; env: Record<string, string> }> {
   const port = await freePort();
-  return { port, env: { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' } };
+  return {
+    port,
+    env: { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' },
+  };
 }
 
 /** Command names of a help text's "Commands:" section (without `help`). */
 function commandsIn(help: string): string[] {
   const section = help.split('\nCommands:\n')[1]?.split('\n\n')[0] ?? '';
-  return section.split('\n').map((l) => l.trim().split(/\s+/)[0] as string).filter((n) => n && n !== 'help');
+  return section
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/)[0] as string)
+    .filter((n) => n && n !== 'help');
 }
 
 const STACK = /^\s+at /m;
@@ -48,10 +61,17 @@ const STACK = /^\s+at /m;
 test('starpo --help lists every command and the exit codes 0-3', () => {
   const top = starpo(['--help']);
   assert.equal(top.code, 0);
-  for (const line of [/^ {2}0 {2}ok$/m, /^ {2}1 {2}the run failed/m, /^ {2}2 {2}bad input/m, /^ {2}3 {2}infra unavailable/m, /--verbose for stack traces/]) {
+  for (const line of [
+    /^ {2}0 {2}ok$/m,
+    /^ {2}1 {2}the run failed/m,
+    /^ {2}2 {2}bad input/m,
+    /^ {2}3 {2}infra unavailable/m,
+    /--verbose for stack traces/,
+  ]) {
     assert.match(top.stdout, line);
   }
-  for (const name of ['train', 'resume', 'export', 'status', 'list', 'config', 'infra']) assert.ok(commandsIn(top.stdout).includes(name), name);
+  for (const name of ['train', 'resume', 'export', 'status', 'list', 'config', 'infra'])
+    assert.ok(commandsIn(top.stdout).includes(name), name);
 });
 
 test('every command and subcommand has a help text with examples of itself', async () => {
@@ -74,7 +94,10 @@ test('usage and config errors: exit 2, one line, no stack trace; --verbose adds 
     [['bogus'], /^error: unknown command 'bogus'\n$/],
     [['list', '--limit', '0'], /^error: option '--limit <n>' argument '0' is invalid\. "0" is not a positive integer\n$/],
     [['export', 'some-run'], /^error: required option '--to <dir>' not specified\n$/],
-    [['config', 'check', 'test/fixtures/tiny_frozen_lake.yaml', 'pretrain=/no/such/model'], /^ {2}- `pretrain`: \/no\/such\/model is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder/m],
+    [
+      ['config', 'check', 'test/fixtures/tiny_frozen_lake.yaml', 'pretrain=/no/such/model'],
+      /^ {2}- `pretrain`: \/no\/such\/model is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder/m,
+    ],
   ];
   for (const [args, expected] of cases) {
     const res = starpo(args);
@@ -91,21 +114,36 @@ test('usage and config errors: exit 2, one line, no stack trace; --verbose adds 
 test('bad server settings exit 2 and unreachable servers exit 3, each with one line and no stack trace', async () => {
   const badEnv = starpo(['infra', 'up'], { S3_ENDPOINT: 'http://127.0.0.1:1' });
   assert.equal(badEnv.code, 2);
-  assert.equal(badEnv.stderr, 'error: S3_ENDPOINT is set (http://127.0.0.1:1) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither\n');
+  assert.equal(
+    badEnv.stderr,
+    'error: S3_ENDPOINT is set (http://127.0.0.1:1) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither\n',
+  );
   const { port, env: dead } = await deadServers();
   const status = starpo(['status', 'some-run'], dead);
   assert.equal(status.code, 3);
-  assert.match(status.stderr, new RegExp(`^error: cannot reach the Temporal server at 127\\.0\\.0\\.1:${port} \\(.+\\); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS\\n$`));
+  assert.match(
+    status.stderr,
+    new RegExp(
+      `^error: cannot reach the Temporal server at 127\\.0\\.0\\.1:${port} \\(.+\\); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS\\n$`,
+    ),
+  );
   const out = mkdtempSync(join(tmpdir(), 'starpo-dead-'));
-  const s3 = await Promise.all([
-    ['export', 'some-run', '--to', join(out, 'exported')],
-    ['report', 'some-run', '-o', join(out, 'new', 'r.html')],
-    ['trajectories', 'some-run', '--step', '0'],
-    ['eval', 'some-run', '--no-workers'],
-  ].map((args) => starpoAsync(args, dead)));
+  const s3 = await Promise.all(
+    [
+      ['export', 'some-run', '--to', join(out, 'exported')],
+      ['report', 'some-run', '-o', join(out, 'new', 'r.html')],
+      ['trajectories', 'some-run', '--step', '0'],
+      ['eval', 'some-run', '--no-workers'],
+    ].map((args) => starpoAsync(args, dead)),
+  );
   for (const res of s3) {
     assert.equal(res.code, 3, res.stderr);
-    assert.match(res.stderr, new RegExp(`^error: cannot reach the S3 server at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\); start the local servers with \`starpo infra up\` or set S3_ENDPOINT\\n$`));
+    assert.match(
+      res.stderr,
+      new RegExp(
+        `^error: cannot reach the S3 server at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\); start the local servers with \`starpo infra up\` or set S3_ENDPOINT\\n$`,
+      ),
+    );
   }
   assert.deepEqual(readdirSync(out), [], 'nothing written');
 });
@@ -115,7 +153,10 @@ test('a bad run id, eval target or -o exits 2 naming it, before any server is co
   const out = mkdtempSync(join(tmpdir(), 'starpo-bad-'));
   writeFileSync(join(out, 'plain'), '');
   const cases: Array<[string[], RegExp]> = [
-    [['report', '../etc'], /^error: command-argument value '\.\.\/etc' is invalid for argument 'runId'\. runId "\.\.\/etc" is invalid; allowed: 1-128 characters/],
+    [
+      ['report', '../etc'],
+      /^error: command-argument value '\.\.\/etc' is invalid for argument 'runId'\. runId "\.\.\/etc" is invalid; allowed: 1-128 characters/,
+    ],
     [['report', 'a/b'], /argument 'runId'\. runId "a\/b" is invalid/],
     [['report', ''], /argument 'runId'\. runId "" is invalid/],
     [['trajectories', '../etc', '--step', '1'], /argument 'runId'\. runId "\.\.\/etc" is invalid/],
@@ -123,7 +164,10 @@ test('a bad run id, eval target or -o exits 2 naming it, before any server is co
     [['eval', '../etc'], /^error: \.\.\/etc: not a run id or a checkpoint key; allowed: a run id/],
     [['eval', 'runs/../checkpoints/step-000001/manifest.json'], /^error: runId "\.\." is invalid/],
     [['report', 'some-run', '-o', out], new RegExp(`^error: -o ${out}: is a folder; allowed: a file path`)],
-    [['report', 'some-run', '-o', join(out, 'plain', 'r.html')], new RegExp(`^error: -o ${out}/plain/r\\.html: ${out}/plain is a file, not a folder`)],
+    [
+      ['report', 'some-run', '-o', join(out, 'plain', 'r.html')],
+      new RegExp(`^error: -o ${out}/plain/r\\.html: ${out}/plain is a file, not a folder`),
+    ],
   ];
   const results = await Promise.all(cases.map(([args]) => starpoAsync(args, dead)));
   cases.forEach(([args, expected], i) => {

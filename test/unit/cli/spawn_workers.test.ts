@@ -15,7 +15,9 @@ import type { InfraEndpoints } from '../../../infra/types';
 
 // Unreachable loopback ports: a worker that got as far as connecting would wait, not exit.
 const endpoints: InfraEndpoints = {
-  temporalAddress: '127.0.0.1:1', temporalNamespace: 'default', managed: false,
+  temporalAddress: '127.0.0.1:1',
+  temporalNamespace: 'default',
+  managed: false,
   s3: { endPoint: '127.0.0.1', port: 1, useSSL: false, accessKey: 'a', secretKey: 'b', bucket: 'starpo' },
 };
 
@@ -24,13 +26,21 @@ test('a worker that exits by itself is reported with its role, exit code and log
   try {
     const workers = spawnWorkers(['update'], endpoints, logDir, { update: 'no-such-backend' as BackendName });
     const exit = await workers.died;
-    assert.deepEqual({ role: exit.role, code: exit.code, signal: exit.signal, log: exit.log }, { role: 'update', code: 2, signal: null, log: join(logDir, 'update.log') });
-    assert.match(readFileSync(exit.log, 'utf8'), /--backend <name>.*'no-such-backend' is invalid.*backend "no-such-backend" is not known; allowed: tensorflow-gpu, tensorflow, wasm, cpu/);
+    assert.deepEqual(
+      { role: exit.role, code: exit.code, signal: exit.signal, log: exit.log },
+      { role: 'update', code: 2, signal: null, log: join(logDir, 'update.log') },
+    );
+    assert.match(
+      readFileSync(exit.log, 'utf8'),
+      /--backend <name>.*'no-such-backend' is invalid.*backend "no-such-backend" is not known; allowed: tensorflow-gpu, tensorflow, wasm, cpu/,
+    );
     await workers.stop();
 
     const stopped = spawnWorkers(['control'], endpoints, logDir);
     let reported = false;
-    void stopped.died.then(() => { reported = true; });
+    void stopped.died.then(() => {
+      reported = true;
+    });
     await stopped.stop(5);
     await new Promise((r) => setImmediate(r));
     assert.equal(reported, false, 'a worker stopped on purpose is not a death');

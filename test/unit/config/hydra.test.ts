@@ -33,7 +33,7 @@ function configErrorOf(fn: () => unknown): string {
 const resolve = (tree: Record<string, unknown>) => resolveInterpolations(tree, { source: 'test.yaml' }).tree;
 const override = (tree: Record<string, unknown>, args: string[]) => applyOverrides(tree, parseOverrides(args));
 
-test('defaults: the file\'s own keys override included ones (_self_ last); mappings merge, lists replace', () => {
+test("defaults: the file's own keys override included ones (_self_ last); mappings merge, lists replace", () => {
   const dir = files({
     'config/base.yaml': 'a: 1\nb: {x: 1, y: 2}\nl: [1, 2]\nonly_base: true\n',
     'exp/main.yaml': 'defaults:\n  - ../config/base@_here_\na: 2\nb: {y: 3}\nl: [9]\n',
@@ -54,7 +54,10 @@ test('defaults: _self_ first lets the included file win; plain entries and .yaml
   });
   const { tree, layers } = composeFile(join(dir, 'self_first.yaml'));
   assert.deepEqual(tree, { a: 'base', mine: 2, inner_only: 1 });
-  assert.deepEqual(layers.map((l) => l.file), [join(dir, 'self_first.yaml'), join(dir, 'sub/inner.yaml'), join(dir, 'base.yaml')]);
+  assert.deepEqual(
+    layers.map((l) => l.file),
+    [join(dir, 'self_first.yaml'), join(dir, 'sub/inner.yaml'), join(dir, 'base.yaml')],
+  );
 });
 
 test('defaults: a missing file names the entry and the resolved path', () => {
@@ -68,18 +71,25 @@ test('defaults: a cycle is an error naming the chain; unsupported entries are na
   const dir = files({ 'a.yaml': 'defaults: [b]\nx: 1\n', 'b.yaml': 'defaults: [a]\ny: 1\n', 'g.yaml': 'defaults:\n  - db: mysql\n' });
   const msg = configErrorOf(() => composeFile(join(dir, 'a.yaml')));
   assert.ok(msg.includes(`defaults cycle: ${join(dir, 'a.yaml')} -> ${join(dir, 'b.yaml')} -> ${join(dir, 'a.yaml')}`), msg);
-  assert.match(configErrorOf(() => composeFile(join(dir, 'g.yaml'))),
-    /`defaults\[0\]`: \{"db":"mysql"\}: only file entries are supported \(`path`, `path@_here_`, `_self_`\)/);
+  assert.match(
+    configErrorOf(() => composeFile(join(dir, 'g.yaml'))),
+    /`defaults\[0\]`: \{"db":"mysql"\}: only file entries are supported \(`path`, `path@_here_`, `_self_`\)/,
+  );
 });
 
 test('interpolation: typed single references, string substitution, whole mappings, chains, nesting, escapes', () => {
   const out = resolve({
-    n: 64, flag: false, name: 'lake',
+    n: 64,
+    flag: false,
+    name: 'lake',
     env: { FrozenLake: { max_tokens_per_step: '${n}', path: 'runs/${name}/${n}', slip: '${flag}' } },
     custom_envs: { FrozenLake: '${env.FrozenLake}' },
-    chain_a: '${chain_b}', chain_b: '${n}',
-    pick: 'name', nested: '${${pick}}',
-    literal: '\\${n} costs ${n}', braces: 'Turn {turn_idx}: {observation}',
+    chain_a: '${chain_b}',
+    chain_b: '${n}',
+    pick: 'name',
+    nested: '${${pick}}',
+    literal: '\\${n} costs ${n}',
+    braces: 'Turn {turn_idx}: {observation}',
     list: ['${n}', { k: '${name}' }],
   });
   assert.deepEqual(out.custom_envs, { FrozenLake: { max_tokens_per_step: 64, path: 'runs/lake/64', slip: false } });
@@ -98,30 +108,63 @@ test('interpolation: a reference through another reference resolves', () => {
 
 test('interpolation: an unresolved key names the key holding it, the missing path and the nearest key', () => {
   const msg = configErrorOf(() => resolve({ note: { x: 1 }, custom_envs: { FrozenLake: { max_steps: '${nope.x}' } } }));
-  assert.match(msg, /`custom_envs\.FrozenLake\.max_steps`: `\$\{nope\.x\}` cannot be resolved: no key `nope` at the top level; did you mean `note`\?/);
+  assert.match(
+    msg,
+    /`custom_envs\.FrozenLake\.max_steps`: `\$\{nope\.x\}` cannot be resolved: no key `nope` at the top level; did you mean `note`\?/,
+  );
   const deeper = configErrorOf(() => resolve({ custom_env: { FrozenLake: { max_steps: 3 } }, a: 'x${custom_env.FrozenLak.max_steps}' }));
-  assert.match(deeper, /`a`: `\$\{custom_env\.FrozenLak\.max_steps\}` cannot be resolved: no key `FrozenLak` under `custom_env`; did you mean `FrozenLake`\?/);
+  assert.match(
+    deeper,
+    /`a`: `\$\{custom_env\.FrozenLak\.max_steps\}` cannot be resolved: no key `FrozenLak` under `custom_env`; did you mean `FrozenLake`\?/,
+  );
 });
 
 test('interpolation: the defaults file that set a key last is named, the loaded file is not', () => {
-  const layers = [{ file: 'config/env.yaml', tree: { v: '${missing}', w: 1 } }, { file: 'main.yaml', tree: { w: '${missing}' } }];
+  const layers = [
+    { file: 'config/env.yaml', tree: { v: '${missing}', w: 1 } },
+    { file: 'main.yaml', tree: { w: '${missing}' } },
+  ];
   const originOf = originFinder(layers, {}, []);
   const msg = configErrorOf(() => resolveInterpolations({ v: '${missing}' }, { source: 'main.yaml', originOf }));
-  assert.match(msg, /^main\.yaml: invalid config\n {2}- `v` \(from config\/env\.yaml\): `\$\{missing\}` cannot be resolved: no key `missing` at the top level/);
-  assert.match(configErrorOf(() => resolveInterpolations({ w: '${missing}' }, { source: 'main.yaml', originOf })), /- `w`: `\$\{missing\}`/);
+  assert.match(
+    msg,
+    /^main\.yaml: invalid config\n {2}- `v` \(from config\/env\.yaml\): `\$\{missing\}` cannot be resolved: no key `missing` at the top level/,
+  );
+  assert.match(
+    configErrorOf(() => resolveInterpolations({ w: '${missing}' }, { source: 'main.yaml', originOf })),
+    /- `w`: `\$\{missing\}`/,
+  );
 });
 
 test('interpolation: the top-level keys referred to are reported, escaped references are not', () => {
-  const { referenced } = resolveInterpolations({ a: { b: 1 }, c: '${a.b}', d: '\\${e}', e: 2, f: '${${g}}', g: 'h', h: 3 }, { source: 'test.yaml' });
+  const { referenced } = resolveInterpolations(
+    { a: { b: 1 }, c: '${a.b}', d: '\\${e}', e: 2, f: '${${g}}', g: 'h', h: 3 },
+    { source: 'test.yaml' },
+  );
   assert.deepEqual([...referenced].sort(), ['a', 'g', 'h']);
 });
 
 test('interpolation: cycles, resolvers and unterminated references are errors', () => {
-  assert.match(configErrorOf(() => resolve({ a: '${b}', b: '${c}', c: '${a}' })), /`a`: interpolation cycle: a -> b -> c -> a/);
-  assert.match(configErrorOf(() => resolve({ a: { b: '${a}' } })), /`a\.b`: interpolation cycle: a\.b -> a\.b/);
-  assert.match(configErrorOf(() => resolve({ home: '${oc.env:HOME}' })), /`home`: `\$\{oc\.env:HOME\}`: resolvers are not supported \(only `\$\{path\.to\.key\}` references\)/);
-  assert.match(configErrorOf(() => resolve({ a: 'x ${b' })), /`a`: "x \$\{b": unterminated interpolation/);
-  assert.match(configErrorOf(() => resolve({ m: { k: 1 }, a: 'x ${m}' })), /`a`: `\$\{m\}` is a mapping; it can only be used as the whole value, not inside "x \$\{m\}"/);
+  assert.match(
+    configErrorOf(() => resolve({ a: '${b}', b: '${c}', c: '${a}' })),
+    /`a`: interpolation cycle: a -> b -> c -> a/,
+  );
+  assert.match(
+    configErrorOf(() => resolve({ a: { b: '${a}' } })),
+    /`a\.b`: interpolation cycle: a\.b -> a\.b/,
+  );
+  assert.match(
+    configErrorOf(() => resolve({ home: '${oc.env:HOME}' })),
+    /`home`: `\$\{oc\.env:HOME\}`: resolvers are not supported \(only `\$\{path\.to\.key\}` references\)/,
+  );
+  assert.match(
+    configErrorOf(() => resolve({ a: 'x ${b' })),
+    /`a`: "x \$\{b": unterminated interpolation/,
+  );
+  assert.match(
+    configErrorOf(() => resolve({ m: { k: 1 }, a: 'x ${m}' })),
+    /`a`: `\$\{m\}` is a mapping; it can only be used as the whole value, not inside "x \$\{m\}"/,
+  );
 });
 
 test('interpolation: the hydra block is left to Hydra (its own resolvers)', () => {
@@ -131,15 +174,39 @@ test('interpolation: the hydra block is left to Hydra (its own resolvers)', () =
 
 test('overrides: dotted paths, YAML values, + and ++ like Hydra', () => {
   const tree = { a: { b: 1 }, seed: 42, tags: ['X'] };
-  const out = override(tree, ['a.b=3', 'seed=7', 'tags=[FrozenLake, Bandit]', '+a.c=x', '++seed=8', 'new.deep=true', 'empty=', 'ref=${a.b}']);
+  const out = override(tree, [
+    'a.b=3',
+    'seed=7',
+    'tags=[FrozenLake, Bandit]',
+    '+a.c=x',
+    '++seed=8',
+    'new.deep=true',
+    'empty=',
+    'ref=${a.b}',
+  ]);
   assert.deepEqual(out, { a: { b: 3, c: 'x' }, seed: 8, tags: ['FrozenLake', 'Bandit'], new: { deep: true }, empty: '', ref: '${a.b}' });
   assert.deepEqual(tree, { a: { b: 1 }, seed: 42, tags: ['X'] }, 'the input is not modified');
 });
 
 test('overrides: bad arguments are ConfigErrors naming the argument', () => {
-  assert.match(configErrorOf(() => override({ seed: 1 }, ['seed'])), /`seed`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1\)/);
-  assert.match(configErrorOf(() => override({ seed: 1 }, ['+seed=2'])), /`\+seed=2`: `seed` is already set \(to 1\); use seed=2 or \+\+seed=2 to override it/);
-  assert.match(configErrorOf(() => override({ seed: 1 }, ['seed.x=2'])), /`seed\.x=2`: `seed` is 1, not a mapping/);
-  assert.match(configErrorOf(() => override({}, ['a=[1'])), /`a=\[1`: the value is not valid YAML/);
-  assert.match(configErrorOf(() => override({ a: 1 }, ['~a'])), /`~a`: expected key=value/);
+  assert.match(
+    configErrorOf(() => override({ seed: 1 }, ['seed'])),
+    /`seed`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1\)/,
+  );
+  assert.match(
+    configErrorOf(() => override({ seed: 1 }, ['+seed=2'])),
+    /`\+seed=2`: `seed` is already set \(to 1\); use seed=2 or \+\+seed=2 to override it/,
+  );
+  assert.match(
+    configErrorOf(() => override({ seed: 1 }, ['seed.x=2'])),
+    /`seed\.x=2`: `seed` is 1, not a mapping/,
+  );
+  assert.match(
+    configErrorOf(() => override({}, ['a=[1'])),
+    /`a=\[1`: the value is not valid YAML/,
+  );
+  assert.match(
+    configErrorOf(() => override({ a: 1 }, ['~a'])),
+    /`~a`: expected key=value/,
+  );
 });

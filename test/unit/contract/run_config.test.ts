@@ -68,7 +68,10 @@ test('every adv_estimator, kl_penalty and rollout_filter_type value is accepted'
 test('bad values name the key, the value and what is allowed', () => {
   const cases: Array<[Record<string, unknown>, RegExp]> = [
     [{ adv_estimator: 'ppo' }, /`adv_estimator`: .*"reinforce"\|"grpo"\|"agentic_reinforce"\|"gae".*\(got "ppo"\)/],
-    [{ loss_agg_mode: 'mean' }, /`loss_agg_mode`: .*"token-mean"\|"seq-mean-token-mean"\|"seq-mean-token-sum"\|"seq-mean-token-sum-norm".*\(got "mean"\)/],
+    [
+      { loss_agg_mode: 'mean' },
+      /`loss_agg_mode`: .*"token-mean"\|"seq-mean-token-mean"\|"seq-mean-token-sum"\|"seq-mean-token-sum-norm".*\(got "mean"\)/,
+    ],
     [{ kl_penalty: 'k2' }, /`kl_penalty`: .*"kl"\|"abs"\|"mse"\|"k3"\|"full".*\(got "k2"\)/],
     [{ rollout_filter_type: 'var' }, /`rollout_filter_type`: .*"std"\|"std_rev"\|"top_p".*\(got "var"\)/],
     [{ rollout_filter_ratio: 0 }, /`rollout_filter_ratio`: .*>0.*\(got 0\)/],
@@ -92,14 +95,19 @@ test('bad values name the key, the value and what is allowed', () => {
 });
 
 test('pretrain other than tiny must be a local HF folder (a Hub id is not downloaded)', () => {
-  assert.match(problemsOf({ ...minimal(), pretrain: 'Qwen/Qwen2.5-0.5B-Instruct' }),
-    /`pretrain`: Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder .*Hub model ids are not downloaded/);
+  assert.match(
+    problemsOf({ ...minimal(), pretrain: 'Qwen/Qwen2.5-0.5B-Instruct' }),
+    /`pretrain`: Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder .*Hub model ids are not downloaded/,
+  );
 });
 
 test('async_generation_ratio: whole steps (0 synchronous, 1, 2, ... ahead); a fraction names the key, value and what is allowed', () => {
-  for (const r of [0, 1, 3]) assert.equal(validateConfig({ ...minimal(), async_generation_ratio: r }, 'test.yaml').async_generation_ratio, r);
-  assert.match(problemsOf({ ...minimal(), async_generation_ratio: 0.5 }),
-    /`async_generation_ratio`: 0\.5 is not a whole number of steps; allowed: 0 \(synchronous\) or an integer >= 1/);
+  for (const r of [0, 1, 3])
+    assert.equal(validateConfig({ ...minimal(), async_generation_ratio: r }, 'test.yaml').async_generation_ratio, r);
+  assert.match(
+    problemsOf({ ...minimal(), async_generation_ratio: 0.5 }),
+    /`async_generation_ratio`: 0\.5 is not a whole number of steps; allowed: 0 \(synchronous\) or an integer >= 1/,
+  );
 });
 
 test('env_config is validated by the env parser at load time', () => {
@@ -111,74 +119,153 @@ test('env_config is validated by the env parser at load time', () => {
 test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for custom_envs)', () => {
   const raw = minimal();
   Object.assign(raw, {
-    resume_from_checkpoint: false, reward_pretrain: 'Qwen/Qwen2.5-0.5B-Instruct', hydra: { run: { dir: '.' } },
-    num_gpus_per_node: 8, system_envs: { USE_MODELSCOPE: '1' }, render_save_dir: './output/render',
-    track_with: 'tensorboard', tracker_kwargs: { log_dir: '/tmp' }, output_dir: './output', logging_dir: './output/logs',
+    resume_from_checkpoint: false,
+    reward_pretrain: 'Qwen/Qwen2.5-0.5B-Instruct',
+    hydra: { run: { dir: '.' } },
+    num_gpus_per_node: 8,
+    system_envs: { USE_MODELSCOPE: '1' },
+    render_save_dir: './output/render',
+    track_with: 'tensorboard',
+    tracker_kwargs: { log_dir: '/tmp' },
+    output_dir: './output',
+    logging_dir: './output/logs',
     checkpoint_config: { type: 'file_system' },
     reference: { model_args: { dtype: 'bf16' }, strategy_args: { strategy_name: 'hf_infer' }, device_mapping: 'list(range(0,8))' },
     critic: { device_mapping: 'list(range(0,8))', training_args: { learning_rate: 1e-5 } },
   });
-  Object.assign(raw.actor_train, { model_args: { dtype: 'bf16' }, strategy_args: {}, device_mapping: 'list(range(0,8))', infer_batch_size: 2, data_args: { template: 'qwen2_5' } });
+  Object.assign(raw.actor_train, {
+    model_args: { dtype: 'bf16' },
+    strategy_args: {},
+    device_mapping: 'list(range(0,8))',
+    infer_batch_size: 2,
+    data_args: { template: 'qwen2_5' },
+  });
   Object.assign(raw.train_env_manager, { format_penalty: -0.15, env_manager_cls: 'x.TrajEnvManager' });
   Object.assign(raw.custom_envs.FrozenLake, {
-    env_manager_cls: 'x.TrajEnvManager', use_thread_lock: true, history_length: 5,
-    user_prompt_format: '<answer>{}</answer>', reward_template: 'r',
+    env_manager_cls: 'x.TrajEnvManager',
+    use_thread_lock: true,
+    history_length: 5,
+    user_prompt_format: '<answer>{}</answer>',
+    reward_template: 'r',
   });
   const c = validateConfig(raw);
   assert.equal(c.critic.training_args.learning_rate, 1e-5);
   assert.deepEqual(ignoredKeysIn(raw), [
-    'track_with', 'tracker_kwargs', 'output_dir', 'logging_dir', 'checkpoint_config', 'num_gpus_per_node',
-    'system_envs', 'render_save_dir', 'resume_from_checkpoint', 'reward_pretrain', 'hydra', 'reference',
-    'actor_train.model_args', 'actor_train.strategy_args', 'actor_train.device_mapping', 'actor_train.infer_batch_size',
-    'actor_train.data_args', 'critic.device_mapping', 'train_env_manager.format_penalty',
-    'train_env_manager.env_manager_cls', 'custom_envs.FrozenLake.env_manager_cls',
-    'custom_envs.FrozenLake.use_thread_lock', 'custom_envs.FrozenLake.history_length',
-    'custom_envs.FrozenLake.user_prompt_format', 'custom_envs.FrozenLake.reward_template',
+    'track_with',
+    'tracker_kwargs',
+    'output_dir',
+    'logging_dir',
+    'checkpoint_config',
+    'num_gpus_per_node',
+    'system_envs',
+    'render_save_dir',
+    'resume_from_checkpoint',
+    'reward_pretrain',
+    'hydra',
+    'reference',
+    'actor_train.model_args',
+    'actor_train.strategy_args',
+    'actor_train.device_mapping',
+    'actor_train.infer_batch_size',
+    'actor_train.data_args',
+    'critic.device_mapping',
+    'train_env_manager.format_penalty',
+    'train_env_manager.env_manager_cls',
+    'custom_envs.FrozenLake.env_manager_cls',
+    'custom_envs.FrozenLake.use_thread_lock',
+    'custom_envs.FrozenLake.history_length',
+    'custom_envs.FrozenLake.user_prompt_format',
+    'custom_envs.FrozenLake.reward_template',
   ]);
 });
 
-test('each role holds only the blocks it uses; ROLL\'s other blocks are accepted, listed as ignored, not filled in', () => {
+test("each role holds only the blocks it uses; ROLL's other blocks are accepted, listed as ignored, not filled in", () => {
   const c = validateConfig(minimal());
   assert.deepEqual(Object.keys(c.actor_train), ['training_args']);
   assert.deepEqual(c.actor_train.training_args, {
-    learning_rate: 1e-4, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'constant',
-    warmup_steps: 0, per_device_train_batch_size: 8, gradient_accumulation_steps: 8,
+    learning_rate: 1e-4,
+    adam_beta1: 0.9,
+    adam_beta2: 0.999,
+    weight_decay: 0,
+    lr_scheduler_type: 'constant',
+    warmup_steps: 0,
+    per_device_train_batch_size: 8,
+    gradient_accumulation_steps: 8,
   });
   assert.deepEqual(Object.keys(c.actor_infer), ['generating_args']);
-  assert.deepEqual(c.critic, { training_args: { learning_rate: 5e-5, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'linear', warmup_steps: 0 } });
+  assert.deepEqual(c.critic, {
+    training_args: {
+      learning_rate: 5e-5,
+      adam_beta1: 0.9,
+      adam_beta2: 0.999,
+      weight_decay: 0,
+      lr_scheduler_type: 'linear',
+      warmup_steps: 0,
+    },
+  });
   const raw = minimal();
   Object.assign(raw.actor_train, { generating_args: { max_new_tokens: 128 } });
   raw.actor_train.training_args.num_train_epochs = 2;
   Object.assign(raw.actor_infer, { training_args: { learning_rate: 1 } });
-  raw.critic = { generating_args: {}, training_args: { learning_rate: 1e-5, per_device_train_batch_size: 2, gradient_accumulation_steps: 4, num_train_epochs: 1 } };
+  raw.critic = {
+    generating_args: {},
+    training_args: { learning_rate: 1e-5, per_device_train_batch_size: 2, gradient_accumulation_steps: 4, num_train_epochs: 1 },
+  };
   raw.reference = { training_args: { learning_rate: 1 }, generating_args: {} };
   const set = validateConfig(raw);
-  assert.deepEqual(set.critic.training_args, {
-    learning_rate: 1e-5, adam_beta1: 0.9, adam_beta2: 0.999, weight_decay: 0, lr_scheduler_type: 'linear', warmup_steps: 0,
-    per_device_train_batch_size: 2, gradient_accumulation_steps: 4, num_train_epochs: 1,
-  }, 'ignored keys pass through as written');
+  assert.deepEqual(
+    set.critic.training_args,
+    {
+      learning_rate: 1e-5,
+      adam_beta1: 0.9,
+      adam_beta2: 0.999,
+      weight_decay: 0,
+      lr_scheduler_type: 'linear',
+      warmup_steps: 0,
+      per_device_train_batch_size: 2,
+      gradient_accumulation_steps: 4,
+      num_train_epochs: 1,
+    },
+    'ignored keys pass through as written',
+  );
   assert.deepEqual(ignoredKeysIn(raw), [
-    'reference', 'actor_train.generating_args', 'actor_train.training_args.num_train_epochs', 'actor_infer.training_args',
-    'critic.generating_args', 'critic.training_args.per_device_train_batch_size', 'critic.training_args.gradient_accumulation_steps',
+    'reference',
+    'actor_train.generating_args',
+    'actor_train.training_args.num_train_epochs',
+    'actor_infer.training_args',
+    'critic.generating_args',
+    'critic.training_args.per_device_train_batch_size',
+    'critic.training_args.gradient_accumulation_steps',
     'critic.training_args.num_train_epochs',
   ]);
 });
 
 test('reward_normalization.grouping: batch, traj_group_id, tags or a scalar trajectory field, checked at load time', () => {
   assert.equal(validateConfig({ ...minimal(), reward_normalization: { grouping: 'seed' } }).reward_normalization.grouping, 'seed');
-  assert.equal(problemsOf({ ...minimal(), reward_normalization: { grouping: 'trajgroupid' } }),
-    '`reward_normalization.grouping`: expected batch, traj_group_id, tags or a trajectory field (trajGroupId, trajId, tag, groupId, '
-      + 'envId, seed, split, step, episodeScore, success, truncated); did you mean "traj_group_id"? (got "trajgroupid")');
+  assert.equal(
+    problemsOf({ ...minimal(), reward_normalization: { grouping: 'trajgroupid' } }),
+    '`reward_normalization.grouping`: expected batch, traj_group_id, tags or a trajectory field (trajGroupId, trajId, tag, groupId, ' +
+      'envId, seed, split, step, episodeScore, success, truncated); did you mean "traj_group_id"? (got "trajgroupid")',
+  );
   assert.ok(problemsOf({ ...minimal(), reward_normalization: { grouping: 'turns' } }).endsWith('success, truncated) (got "turns")'));
   const t = { trajGroupId: 'FrozenLake_0_0_1', tag: 'FrozenLake', seed: 1 } as Trajectory;
   assert.equal(groupKeyOf(t, 'seed'), '1');
-  assert.throws(() => groupKeyOf(t, 'colour'), (err: unknown) => err instanceof ConfigError && err.message === 'run config: invalid config\n'
-    + '  - reward_normalization.grouping: "colour" is not a trajectory field (allowed: batch, traj_group_id, tags, trajGroupId, trajId, tag, '
-    + 'groupId, envId, seed, split, step, episodeScore, success, truncated)', 'never a retryable plain Error at update time');
+  assert.throws(
+    () => groupKeyOf(t, 'colour'),
+    (err: unknown) =>
+      err instanceof ConfigError &&
+      err.message ===
+        'run config: invalid config\n' +
+          '  - reward_normalization.grouping: "colour" is not a trajectory field (allowed: batch, traj_group_id, tags, trajGroupId, trajId, tag, ' +
+          'groupId, envId, seed, split, step, episodeScore, success, truncated)',
+    'never a retryable plain Error at update time',
+  );
 });
 
-test('sequence_length must fit the model\'s max_position_embeddings', () => {
+test("sequence_length must fit the model's max_position_embeddings", () => {
   assert.equal(validateConfig({ ...minimal(), sequence_length: 2048 }).sequence_length, 2048);
-  assert.equal(problemsOf({ ...minimal(), sequence_length: 4096 }),
-    '`sequence_length`: 4096 is more than the tiny model\'s max_position_embeddings (2048); allowed: <= 2048');
+  assert.equal(
+    problemsOf({ ...minimal(), sequence_length: 4096 }),
+    "`sequence_length`: 4096 is more than the tiny model's max_position_embeddings (2048); allowed: <= 2048",
+  );
 });

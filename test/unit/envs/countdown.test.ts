@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  COUNTDOWN_INSTRUCTION, CountdownEnv, MAX_EXPRESSION_LENGTH, countdownSolution, evaluateArithmetic, generateCountdown,
+  COUNTDOWN_INSTRUCTION,
+  CountdownEnv,
+  MAX_EXPRESSION_LENGTH,
+  countdownSolution,
+  evaluateArithmetic,
+  generateCountdown,
 } from '../../../src/envs/countdown';
 import { createEnv } from '../../../src/envs/registry';
 import { Rng } from '../../../src/util/rng';
@@ -23,8 +28,26 @@ test('arithmetic: precedence, associativity, parentheses, unary minus, number li
 });
 
 test('arithmetic: anything outside the grammar is invalid (null), never evaluated', () => {
-  for (const bad of ['', '   ', '2 +', '(2 + 3', '2 + 3)', '2 3', '+2', '2 ** 3', '2 ^ 3', '2 x 3', '2 + 3 = 5',
-    'Math.max(1, 2)', 'process.exit(1)', '1e3', '.5 + 1', '2..3', '()', '2 * (3 +)']) {
+  for (const bad of [
+    '',
+    '   ',
+    '2 +',
+    '(2 + 3',
+    '2 + 3)',
+    '2 3',
+    '+2',
+    '2 ** 3',
+    '2 ^ 3',
+    '2 x 3',
+    '2 + 3 = 5',
+    'Math.max(1, 2)',
+    'process.exit(1)',
+    '1e3',
+    '.5 + 1',
+    '2..3',
+    '()',
+    '2 * (3 +)',
+  ]) {
     assert.equal(evaluateArithmetic(bad), null, JSON.stringify(bad));
   }
   assert.equal(evaluateArithmetic(`1${' + 1'.repeat(MAX_EXPRESSION_LENGTH)}`), null); // too long
@@ -35,7 +58,10 @@ test('golden first observations (3 numbers in 1..99 by default; 4 by config)', (
   const env = new CountdownEnv();
   const r = env.reset(0);
   assert.deepEqual(r, { observation: 'Target: 104, nums: [25, 75, 54]', info: { env_instruction: COUNTDOWN_INSTRUCTION } });
-  assert.equal(COUNTDOWN_INSTRUCTION, 'Countdown. Use each number once with + - * / ( ) to reach the target. Answer <answer>expression</answer>.');
+  assert.equal(
+    COUNTDOWN_INSTRUCTION,
+    'Countdown. Use each number once with + - * / ( ) to reach the target. Answer <answer>expression</answer>.',
+  );
   assert.equal(env.reset(1).observation, 'Target: 130, nums: [69, 69, 8]'); // 69 + 69 - 8 = 130
   assert.deepEqual(env.actionNames, []);
   const four = new CountdownEnv({ num_count: 4, max_number: 20 });
@@ -45,17 +71,24 @@ test('golden first observations (3 numbers in 1..99 by default; 4 by config)', (
 
 test('scoring (seed 0: target 104, nums [25, 75, 54]): 1, format score 0.1, 0, invalid', () => {
   const env = new CountdownEnv({ format_penalty: -0.1 });
-  const play = (text: string) => { env.reset(0); return env.step(text); };
+  const play = (text: string) => {
+    env.reset(0);
+    return env.step(text);
+  };
   // 75 + 54 - 25 = 104: right value, right numbers.
   assert.deepEqual(play(ans('75 + 54 - 25')), {
-    observation: 'Your answer gets 1 points.', reward: 1, terminated: true,
+    observation: 'Your answer gets 1 points.',
+    reward: 1,
+    terminated: true,
     info: { success: true, action_is_valid: true, action_is_effective: true, format_penalty: 0 },
   });
   // Any order and form that reaches 104: (54 - 25) + 75 = 29 + 75 = 104.
   assert.equal(play(ans(' (54 - 25) + 75 ')).reward, 1);
   // Right multiset, wrong value: 25 + 75 + 54 = 154 -> format score 0.1.
   assert.deepEqual(play(ans('25 + 75 + 54')), {
-    observation: 'Your answer gets 0.1 points.', reward: 0.1, terminated: true,
+    observation: 'Your answer gets 0.1 points.',
+    reward: 0.1,
+    terminated: true,
     info: { success: false, action_is_valid: true, action_is_effective: true, format_penalty: 0 },
   });
   // Wrong numbers: 75 + 29 = 104 has the right value but not the given numbers -> 0.
@@ -65,7 +98,9 @@ test('scoring (seed 0: target 104, nums [25, 75, 54]): 1, format score 0.1, 0, i
   // Not an expression, or no answer tags: invalid, reward = format_penalty.
   for (const text of [ans('75 + 54 - 25 = 104'), ans('seventy-five'), '75 + 54 - 25']) {
     assert.deepEqual(play(text), {
-      observation: 'Invalid answer.', reward: -0.1, terminated: true,
+      observation: 'Invalid answer.',
+      reward: -0.1,
+      terminated: true,
       info: { success: false, action_is_valid: false, action_is_effective: false, format_penalty: -0.1 },
     });
   }

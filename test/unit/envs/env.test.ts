@@ -37,10 +37,16 @@ test('special tokens are stripped before matching', () => {
 
 test('think pattern: requires <think>..</think> then <answer>..</answer>, multi-line allowed', () => {
   const think = { enableThink: true };
-  assert.deepEqual(parseAction('<think>hole right</think> <answer>down</answer>', LAKE, think),
-    { action: 'Down', answer: 'down', think: 'hole right' });
-  assert.deepEqual(parseAction('<think>\nline1\nline2\n</think>\n<answer>Up</answer><|im_end|>', LAKE, think),
-    { action: 'Up', answer: 'Up', think: 'line1\nline2' });
+  assert.deepEqual(parseAction('<think>hole right</think> <answer>down</answer>', LAKE, think), {
+    action: 'Down',
+    answer: 'down',
+    think: 'hole right',
+  });
+  assert.deepEqual(parseAction('<think>\nline1\nline2\n</think>\n<answer>Up</answer><|im_end|>', LAKE, think), {
+    action: 'Up',
+    answer: 'Up',
+    think: 'line1\nline2',
+  });
   assert.deepEqual(parseAction('<answer>Up</answer>', LAKE, think), { action: null });
   assert.deepEqual(parseAction('<think>x</think> text <answer>Up</answer>', LAKE, think), { action: null });
   // without the think option a think block is just ignored text

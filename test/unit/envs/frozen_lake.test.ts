@@ -32,9 +32,13 @@ test('non-slippery scripted episode: format penalty, blocked move, goal', () => 
   let last = '';
   for (const a of script) {
     const r = env.step(a === 'nothing' ? 'no tags here' : ans(a));
-    rewards.push(r.reward); done.push(r.terminated); valid.push(r.info.action_is_valid);
-    effective.push(r.info.action_is_effective); last = r.observation;
-    penalties.push(r.info.format_penalty as number); success.push(r.info.success);
+    rewards.push(r.reward);
+    done.push(r.terminated);
+    valid.push(r.info.action_is_valid);
+    effective.push(r.info.action_is_effective);
+    last = r.observation;
+    penalties.push(r.info.format_penalty as number);
+    success.push(r.info.success);
     if (a === 'nothing') assert.equal(r.observation, '___G\n_O__\n_PO_\nOO__');
     if (a === 'Left') assert.equal(r.observation, '___G\n_O__\nP_O_\nOO__');
   }
@@ -54,7 +58,9 @@ test('falling in a hole: X, reward 0, terminated, not success', () => {
   env.reset(0);
   const r = env.step(ans('Down'));
   assert.deepEqual(r, {
-    observation: '___G\n_O__\n__O_\nOX__', reward: 0, terminated: true,
+    observation: '___G\n_O__\n__O_\nOX__',
+    reward: 0,
+    terminated: true,
     info: { success: false, action_is_valid: true, action_is_effective: true, format_penalty: 0 },
   });
 });
@@ -67,8 +73,12 @@ test('slippery golden trajectory (seed 123, envId 0) is deterministic', () => {
   };
   const obs = run();
   assert.deepEqual(obs, [
-    '____\n____\nG___\n_P__', '____\n____\nG___\n__P_', '____\n____\nG___\n___P',
-    '____\n____\nG___\n___P', '____\n____\nG___\n___P', '____\n____\nG__P\n____',
+    '____\n____\nG___\n_P__',
+    '____\n____\nG___\n__P_',
+    '____\n____\nG___\n___P',
+    '____\n____\nG___\n___P',
+    '____\n____\nG___\n___P',
+    '____\n____\nG__P\n____',
   ]);
   assert.deepEqual(run(), obs);
 });
@@ -96,7 +106,11 @@ test('10,000 generated 4x4 maps are all solvable, start != goal, hole rate near 
     assert.equal(m.desc[m.goal.row][m.goal.col], 'G');
     const path = shortestPath(m.desc, m.start, m.goal);
     assert.ok(path !== null && path.length >= 1, `map ${i} unsolvable: ${m.desc.join('/')}`);
-    for (const row of m.desc) for (const ch of row) { if (ch === 'H') holes++; if (ch === 'H' || ch === 'F') cells++; }
+    for (const row of m.desc)
+      for (const ch of row) {
+        if (ch === 'H') holes++;
+        if (ch === 'H' || ch === 'F') cells++;
+      }
   }
   const rate = holes / cells; // rejection of unsolvable maps lowers it a little below 0.2
   assert.ok(rate > 0.15 && rate < 0.21, `hole rate ${rate}`);
@@ -116,8 +130,15 @@ test('slippery transitions: intended and each perpendicular move near 1/3 (succe
     const env = new FrozenLakeEnv({ is_slippery: true, p: 1 }, { envId: seed % 7 });
     env.reset(seed);
     const s = env.position;
-    if (s.row > 2 || s.col < 1 || s.col > 2 || env.lakeMap!.desc[s.row + 1][s.col] === 'G'
-      || env.lakeMap!.desc[s.row][s.col - 1] === 'G' || env.lakeMap!.desc[s.row][s.col + 1] === 'G') continue;
+    if (
+      s.row > 2 ||
+      s.col < 1 ||
+      s.col > 2 ||
+      env.lakeMap!.desc[s.row + 1][s.col] === 'G' ||
+      env.lakeMap!.desc[s.row][s.col - 1] === 'G' ||
+      env.lakeMap!.desc[s.row][s.col + 1] === 'G'
+    )
+      continue;
     env.step(ans('Down'));
     const t = env.position;
     if (t.row === s.row + 1) counts.Down++;
@@ -144,14 +165,7 @@ test('golden 6x6 (seed 0): first observation, then wall, invalid answer, valid m
   const env = new FrozenLakeEnv({ size: 6, is_slippery: false, format_penalty: -0.01 });
   const first = env.reset(0);
   // P at row 1, col 5 (the right edge); holes O; goal G at row 5, col 2.
-  assert.equal(first.observation, [
-    '_____O',
-    '____OP',
-    'OO____',
-    '_O____',
-    'O__O_O',
-    'O_GO_O',
-  ].join('\n'));
+  assert.equal(first.observation, ['_____O', '____OP', 'OO____', '_O____', 'O__O_O', 'O_GO_O'].join('\n'));
   assert.deepEqual(env.lakeMap!.desc, ['FFFFFH', 'FFFFHS', 'HHFFFF', 'FHFFFF', 'HFFHFH', 'HFGHFH']);
   const step = (text: string) => {
     const r = env.step(text);

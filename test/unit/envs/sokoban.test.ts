@@ -1,6 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ALT_GRID_LOOKUP, SOKOBAN_INSTRUCTION, SokobanEnv, parseSokobanConfig, renderSokoban, sokobanInstruction } from '../../../src/envs/sokoban';
+import {
+  ALT_GRID_LOOKUP,
+  SOKOBAN_INSTRUCTION,
+  SokobanEnv,
+  parseSokobanConfig,
+  renderSokoban,
+  sokobanInstruction,
+} from '../../../src/envs/sokoban';
 import { loadConfigFile } from '../../../src/preflight/load';
 import { createEnv, validateEnvConfig } from '../../../src/envs/registry';
 import '../../helpers/chaos_env'; // registers env type chaos
@@ -9,7 +16,9 @@ import type { SokobanState } from '../../../src/envs/sokoban_room';
 const ans = (a: string): string => `<answer>${a}</answer><|im_end|>`;
 /** ROLL's SokobanDifferentGridVocab entry (examples/config/traj_envs.yaml). */
 const ALT_VOCAB = {
-  search_depth: 30, dim_room: [6, 6], num_boxes: 1,
+  search_depth: 30,
+  dim_room: [6, 6],
+  num_boxes: 1,
   grid_lookup: { 0: 'W', 1: '.', 2: 'G', 3: 'C', 4: 'B', 5: 'A', 6: '@' },
   grid_vocab: { W: 'wall', '.': 'empty', G: 'target', C: 'box on target', B: 'box', A: 'player', '@': 'player on target' },
 };
@@ -19,9 +28,12 @@ test('golden first observations of SimpleSokoban (6x6, 1 box, search_depth 300)'
   const env = new SokobanEnv({ dim_room: [6, 6], num_boxes: 1, format_penalty: -0.15, max_steps: 10 });
   const r0 = env.reset(0);
   assert.equal(r0.observation, '######\n###__#\n###PX#\n###_O#\n###__#\n######');
-  assert.equal(r0.info.env_instruction, `${SOKOBAN_INSTRUCTION}\nThe meaning of each symbol in the state is:\n` +
-    '#: wall, _: empty, O: target, √: box on target, X: box, P: player, S: player on target\n' +
-    'Your available actions are:\nUp, Down, Left, Right');
+  assert.equal(
+    r0.info.env_instruction,
+    `${SOKOBAN_INSTRUCTION}\nThe meaning of each symbol in the state is:\n` +
+      '#: wall, _: empty, O: target, √: box on target, X: box, P: player, S: player on target\n' +
+      'Your available actions are:\nUp, Down, Left, Right',
+  );
   assert.equal(env.reset(1).observation, '######\n#____#\n#__XP#\n#O___#\n######\n######');
   assert.equal(env.reset(2).observation, '######\n#O___#\n#__X_#\n###P_#\n####_#\n######');
   assert.equal(env.render(), '######\n#O___#\n#__X_#\n###P_#\n####_#\n######');
@@ -31,18 +43,49 @@ test('golden first observation of the alternative vocabulary (W . G C B A @, sea
   const env = createEnv('sokoban', ALT_VOCAB);
   const r = env.reset(7);
   assert.equal(r.observation, 'WWWWWW\nW...GW\nW....W\nW.B.WW\nWA.WWW\nWWWWWW');
-  assert.match(r.info.env_instruction, /\nThe meaning of each symbol in the state is:\nW: wall, \.: empty, G: target, C: box on target, B: box, A: player, @: player on target\n/);
+  assert.match(
+    r.info.env_instruction,
+    /\nThe meaning of each symbol in the state is:\nW: wall, \.: empty, G: target, C: box on target, B: box, A: player, @: player on target\n/,
+  );
 });
 
 test('scripted LargerSokoban episode: invalid answer, blocked move, push on, push off, push on, solve', () => {
   const env = new SokobanEnv(LARGER);
   const first = env.reset(0).observation;
-  assert.equal(first, [
-    '##########', '##########', '##########', '##########', '#####_####',
-    '####_____#', '####____##', '####__OX_#', '####_OXP_#', '##########',
-  ].join('\n'));
-  const script = ['nothing', 'Down', 'Right', 'Up', 'Left', 'Left', 'Up', 'Left', 'Left', 'Down', 'Right',
-    'Up', 'Right', 'Right', 'Down', 'Down', 'Left'];
+  assert.equal(
+    first,
+    [
+      '##########',
+      '##########',
+      '##########',
+      '##########',
+      '#####_####',
+      '####_____#',
+      '####____##',
+      '####__OX_#',
+      '####_OXP_#',
+      '##########',
+    ].join('\n'),
+  );
+  const script = [
+    'nothing',
+    'Down',
+    'Right',
+    'Up',
+    'Left',
+    'Left',
+    'Up',
+    'Left',
+    'Left',
+    'Down',
+    'Right',
+    'Up',
+    'Right',
+    'Right',
+    'Down',
+    'Down',
+    'Left',
+  ];
   const rewards: number[] = [];
   const done: boolean[] = [];
   const valid: boolean[] = [];
@@ -51,13 +94,15 @@ test('scripted LargerSokoban episode: invalid answer, blocked move, push on, pus
   const rows78: string[] = [];
   for (const a of script) {
     const r = env.step(a === 'nothing' ? 'I would go Up' : ans(a));
-    rewards.push(r.reward); done.push(r.terminated); valid.push(r.info.action_is_valid);
-    effective.push(r.info.action_is_effective); penalties.push(r.info.format_penalty as number);
+    rewards.push(r.reward);
+    done.push(r.terminated);
+    valid.push(r.info.action_is_valid);
+    effective.push(r.info.action_is_effective);
+    penalties.push(r.info.format_penalty as number);
     rows78.push(r.observation.split('\n').slice(7, 9).join('/'));
     assert.equal(r.info.success, r.terminated);
   }
-  assert.deepEqual(rewards, [-0.25, -0.1, -0.1, -0.1, 0.9, -1.1, -0.1, -0.1, -0.1, -0.1, 0.9,
-    -0.1, -0.1, -0.1, -0.1, -0.1, 10.9]);
+  assert.deepEqual(rewards, [-0.25, -0.1, -0.1, -0.1, 0.9, -1.1, -0.1, -0.1, -0.1, -0.1, 0.9, -0.1, -0.1, -0.1, -0.1, -0.1, 10.9]);
   assert.deepEqual(done, [...Array(16).fill(false), true]);
   assert.deepEqual(valid, [false, ...Array(16).fill(true)]);
   assert.deepEqual(effective, [false, false, ...Array(15).fill(true)]);
@@ -126,7 +171,9 @@ test('same seed, same room (fresh instances); other seeds differ', () => {
 test('renderSokoban: every symbol, default and alternative vocabulary', () => {
   // 3x6: wall, box on target, box, target, player on target (row 1); the player is on cell 10.
   const state: SokobanState = {
-    rows: 3, cols: 6, player: 10,
+    rows: 3,
+    cols: 6,
+    player: 10,
     fixed: Uint8Array.from([0, 0, 0, 0, 0, 0, 0, 2, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0]),
     boxes: Uint8Array.from([0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
   };
@@ -140,8 +187,10 @@ test('renderSokoban: every symbol, default and alternative vocabulary', () => {
 
 test('config: defaults, ROLL/RAGEN key forms, errors name key, value and allowed range', () => {
   const d = parseSokobanConfig(undefined);
-  assert.deepEqual([d.dim_room, d.num_boxes, d.max_steps, d.search_depth, d.format_penalty, d.env_instruction],
-    [[6, 6], 1, 100, 300, 0, null]);
+  assert.deepEqual(
+    [d.dim_room, d.num_boxes, d.max_steps, d.search_depth, d.format_penalty, d.env_instruction],
+    [[6, 6], 1, 100, 300, 0, null],
+  );
   assert.deepEqual(parseSokobanConfig({ dim_x: 8, dim_y: 7 }).dim_room, [8, 7]);
   assert.deepEqual(parseSokobanConfig({ dim_x: 8, dim_y: 7, dim_room: [8, 7] }).dim_room, [8, 7]);
   assert.deepEqual(parseSokobanConfig(ALT_VOCAB).grid_lookup, ALT_GRID_LOOKUP);
@@ -170,34 +219,54 @@ test('config: defaults, ROLL/RAGEN key forms, errors name key, value and allowed
     [{ grid_lookup: { 0: 'W', 1: '.', 2: 'G', 3: 'C', 4: 'B', 5: 'A' } }, /grid_lookup must be .*; key 6 is missing/],
     [{ grid_lookup: { ...ALT_VOCAB.grid_lookup, 6: 'A' } }, /grid_lookup must be .*; code 6 has "A"/],
     [{ grid_lookup: { ...ALT_VOCAB.grid_lookup, 1: '..' } }, /grid_lookup must be .*; code 1 has "\.\."/],
-    [{ grid_vocab: ALT_VOCAB.grid_vocab }, /grid_vocab must be a mapping of each grid_lookup symbol \(# _ O √ X P S\) to its meaning; "W" is not a grid_lookup symbol/],
+    [
+      { grid_vocab: ALT_VOCAB.grid_vocab },
+      /grid_vocab must be a mapping of each grid_lookup symbol \(# _ O √ X P S\) to its meaning; "W" is not a grid_lookup symbol/,
+    ],
     [{ grid_lookup: ALT_VOCAB.grid_lookup, grid_vocab: { W: 'wall' } }, /grid_vocab must be .*; "\." is missing/],
     [{ grid_vocab: { '#': '', _: 'e', O: 't', '√': 'b', X: 'x', P: 'p', S: 's' } }, /grid_vocab must be .*; "#" has ""/],
   ];
   for (const [raw, re] of bad) {
-    assert.throws(() => parseSokobanConfig(raw), (e: Error) => where.test(e.message) && re.test(e.message), JSON.stringify(raw));
+    assert.throws(
+      () => parseSokobanConfig(raw),
+      (e: Error) => where.test(e.message) && re.test(e.message),
+      JSON.stringify(raw),
+    );
   }
   assert.throws(() => createEnv('sokoban', { num_boxes: 15 }), /num_boxes/);
 });
 
-test('the Sokoban variants of configs/config/traj_envs.yaml (ROLL\'s three) resolve to valid env_configs', () => {
+test("the Sokoban variants of configs/config/traj_envs.yaml (ROLL's three) resolve to valid env_configs", () => {
   const tags = ['SimpleSokoban', 'LargerSokoban', 'SokobanDifferentGridVocab'];
-  const { config } = loadConfigFile('configs/examples/agent_val_frozen_lake.yaml',
-    tags.map((tag) => `++custom_envs.${tag}=\${custom_env.${tag}}`));
+  const { config } = loadConfigFile(
+    'configs/examples/agent_val_frozen_lake.yaml',
+    tags.map((tag) => `++custom_envs.${tag}=\${custom_env.${tag}}`),
+  );
   const parsed = tags.map((tag) => {
     const entry = config.custom_envs[tag];
     assert.equal(entry.env_type, 'sokoban');
     return parseSokobanConfig(entry.env_config);
   });
-  assert.deepEqual(parsed.map((c) => [c.dim_room, c.num_boxes, c.search_depth, c.format_penalty, c.max_steps]),
-    [[[6, 6], 1, 300, -0.15, 10], [[10, 10], 2, 10, -0.15, 10], [[6, 6], 1, 30, -0.15, 10]]);
+  assert.deepEqual(
+    parsed.map((c) => [c.dim_room, c.num_boxes, c.search_depth, c.format_penalty, c.max_steps]),
+    [
+      [[6, 6], 1, 300, -0.15, 10],
+      [[10, 10], 2, 10, -0.15, 10],
+      [[6, 6], 1, 30, -0.15, 10],
+    ],
+  );
   assert.match(parsed[0].env_instruction!, /^You are solving the Sokoban puzzle\./);
-  assert.equal(createEnv('sokoban', config.custom_envs.SokobanDifferentGridVocab.env_config).reset(7).observation,
-    'WWWWWW\nW...GW\nW....W\nW.B.WW\nWA.WWW\nWWWWWW');
+  assert.equal(
+    createEnv('sokoban', config.custom_envs.SokobanDifferentGridVocab.env_config).reset(7).observation,
+    'WWWWWW\nW...GW\nW....W\nW.B.WW\nWA.WWW\nWWWWWW',
+  );
 });
 
 test('config validation resets once: a room too small for its boxes fails at config check', () => {
-  assert.throws(() => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 7 }), /no 6x6 room with 7 boxes after 1000 retries for seed 0/);
+  assert.throws(
+    () => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 7 }),
+    /no 6x6 room with 7 boxes after 1000 retries for seed 0/,
+  );
   assert.doesNotThrow(() => validateEnvConfig('sokoban', { dim_x: 6, dim_y: 6, num_boxes: 1 }));
   // a chaos env made without an env id (as validation makes it) never faults
   assert.doesNotThrow(() => validateEnvConfig('chaos', { inner_env_type: 'frozen_lake', throw_on_reset: true }));

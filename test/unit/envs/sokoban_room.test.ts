@@ -2,8 +2,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { renderSokoban } from '../../../src/envs/sokoban';
 import {
-  FLOOR, MAX_ROOM_RETRIES, TARGET, WALL, cellDeltas, generateRoom, roomForSeed, roomTopology, solveSokoban, tryMove,
-  type RoomSpec, type SokobanState,
+  FLOOR,
+  MAX_ROOM_RETRIES,
+  TARGET,
+  WALL,
+  cellDeltas,
+  generateRoom,
+  roomForSeed,
+  roomTopology,
+  solveSokoban,
+  tryMove,
+  type RoomSpec,
+  type SokobanState,
 } from '../../../src/envs/sokoban_room';
 import { Rng } from '../../../src/util/rng';
 
@@ -59,8 +69,10 @@ test('a failed generation retries with a derived seed (ROLL re-seeds); impossibl
   const retried = generateRoom(tiny, new Rng('sokoban/room', 0, 'retry', 1));
   assert.deepEqual(roomForSeed(tiny, 0), retried);
   assert.equal(renderSokoban(retried!), '#####\n#PXO#\n#####');
-  assert.throws(() => roomForSeed({ rows: 4, cols: 4, numBoxes: 3, searchDepth: 10 }, 5),
-    new RegExp(`no 4x4 room with 3 boxes after ${MAX_ROOM_RETRIES} retries for seed 5; use fewer boxes or a larger room`));
+  assert.throws(
+    () => roomForSeed({ rows: 4, cols: 4, numBoxes: 3, searchDepth: 10 }, 5),
+    new RegExp(`no 4x4 room with 3 boxes after ${MAX_ROOM_RETRIES} retries for seed 5; use fewer boxes or a larger room`),
+  );
 });
 
 test('tryMove: move, push, blocked by a wall, box against a wall, box against a box', () => {

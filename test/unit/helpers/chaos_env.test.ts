@@ -6,7 +6,8 @@ import { createEnv } from '../../../src/envs/registry';
 import { Rng } from '../../../src/util/rng';
 
 const LAKE = { inner_env_type: 'frozen_lake', inner_env_config: { is_slippery: false } };
-const chaos = (faults: Record<string, unknown>, envId?: number) => createEnv('chaos', { ...LAKE, ...faults }, envId === undefined ? {} : { envId });
+const chaos = (faults: Record<string, unknown>, envId?: number) =>
+  createEnv('chaos', { ...LAKE, ...faults }, envId === undefined ? {} : { envId });
 
 test('without faults it plays the inner env unchanged, solve() included', () => {
   const inner = createEnv('frozen_lake', { is_slippery: false });
@@ -63,6 +64,9 @@ test('bad env_config: named key and value; the inner env config is validated too
   assert.throws(() => createEnv('chaos', { ...LAKE, throw_on_stp: 3 }), /unknown key "throw_on_stp" \(did you mean "throw_on_step"\?\)/);
   assert.throws(() => createEnv('chaos', { ...LAKE, env_ids: [1, -2] }), /env_ids must be a list of non-negative integers, got \[1,-2\]/);
   assert.throws(() => createEnv('chaos', { ...LAKE, throw_on_step: 0 }), /throw_on_step must be an integer in \[1, 1000000\], got 0/);
-  assert.throws(() => createEnv('chaos', { inner_env_type: 'frozen_lake', inner_env_config: { size: 1 } }), /env_config of frozen_lake: size/);
+  assert.throws(
+    () => createEnv('chaos', { inner_env_type: 'frozen_lake', inner_env_config: { size: 1 } }),
+    /env_config of frozen_lake: size/,
+  );
   assert.throws(() => createEnv('chaos', { inner_env_type: 'lava' }), /env_type "lava" is not known/);
 });

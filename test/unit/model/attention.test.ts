@@ -20,7 +20,11 @@ function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, w: tf.Tensor, ke
   const mask = causalMask(keyMask, B, Lq, k.shape[2], H / k.shape[1], chunk);
   try {
     const out = groupedAttention(q, k, v, mask);
-    const grads = tf.grads((a, b, c) => tf.sum(tf.mul(groupedAttention(a as tf.Tensor4D, b as tf.Tensor4D, c as tf.Tensor4D, mask), w)))([q, k, v]);
+    const grads = tf.grads((a, b, c) => tf.sum(tf.mul(groupedAttention(a as tf.Tensor4D, b as tf.Tensor4D, c as tf.Tensor4D, mask), w)))([
+      q,
+      k,
+      v,
+    ]);
     return { out, grads, chunks: mask.chunks.length };
   } finally {
     disposeMask(mask);
@@ -35,7 +39,14 @@ test('chunked causal attention equals one chunk over all keys: outputs and q/k/v
   const v = tf.randomNormal([B, KVH, Lk, D], 0, 1, 'float32', 3) as tf.Tensor4D;
   const keyMask = [...new Array(Lk).fill(1), ...new Array(Lk - 2).fill(1), 0, 0];
   // The loss ignores row 1's last 2 queries (pad positions, whose output is meaningless).
-  const w = tf.tensor4d(Array.from({ length: B * Lq * H * D }, (_, i) => (Math.floor(i / (Lq * H * D)) === 1 && Math.floor(i / (H * D)) % Lq >= Lq - 2 ? 0 : Math.sin(i))), [B, Lq, H * D, 1]).reshape([B, Lq, H * D]);
+  const w = tf
+    .tensor4d(
+      Array.from({ length: B * Lq * H * D }, (_, i) =>
+        Math.floor(i / (Lq * H * D)) === 1 && Math.floor(i / (H * D)) % Lq >= Lq - 2 ? 0 : Math.sin(i),
+      ),
+      [B, Lq, H * D, 1],
+    )
+    .reshape([B, Lq, H * D]);
   const one = attend(q, k, v, w, keyMask, Lq);
   const chunked = attend(q, k, v, w, keyMask, 3);
   assert.equal(one.chunks, 1);
@@ -49,7 +60,13 @@ test('chunked causal attention equals one chunk over all keys: outputs and q/k/v
 
 test('causalMask: chunk j of queries sees keys [0, Lk - Lq + q1) with pad keys and future keys masked', () => {
   const m = causalMask([1, 1, 1, 0, 1, 1, 1, 1], 2, 4, 4, 1, 2);
-  assert.deepEqual(m.chunks.map((c) => [c.q0, c.q1, c.k1]), [[0, 2, 2], [2, 4, 4]]);
+  assert.deepEqual(
+    m.chunks.map((c) => [c.q0, c.q1, c.k1]),
+    [
+      [0, 2, 2],
+      [2, 4, 4],
+    ],
+  );
   const neg = (x: number) => (x === 0 ? 0 : 1);
   assert.deepEqual([...m.chunks[1].bias.dataSync()].map(neg), [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]);
   disposeMask(m);
@@ -64,7 +81,9 @@ test('embedLookup: the one-hot product equals a gather and its gradient a scatte
   const [g] = tf.grads((x) => tf.sum(tf.mul(embedLookup(x as tf.Tensor2D, ids), dy)))([w]);
   const expected = new Float32Array(35);
   const d = dy.dataSync();
-  [3, 0, 3, 6, 1].forEach((id, n) => { for (let e = 0; e < 5; e++) expected[id * 5 + e] += d[n * 5 + e]; });
+  [3, 0, 3, 6, 1].forEach((id, n) => {
+    for (let e = 0; e < 5; e++) expected[id * 5 + e] += d[n * 5 + e];
+  });
   close(g.dataSync(), expected, 1e-6, 'dW');
 });
 

@@ -11,7 +11,11 @@ import { countParams, tinyPreset } from '../../../src/model/config';
 import { charTokenizer } from '../../../src/model/tokenizer';
 import { fixtureConfig } from '../../helpers/fixture';
 
-const host = (tensorflow: boolean, tensorflowGpu: boolean, nvidiaDriver: boolean): HostBackends => ({ tensorflow, tensorflowGpu, nvidiaDriver });
+const host = (tensorflow: boolean, tensorflowGpu: boolean, nvidiaDriver: boolean): HostBackends => ({
+  tensorflow,
+  tensorflowGpu,
+  nvidiaDriver,
+});
 
 test('a host with nothing installed computes on wasm in both roles, with or without a driver', () => {
   for (const role of ['rollout', 'update'] as const) {
@@ -40,13 +44,17 @@ test('a small model rolls out on wasm on a CPU host (native updates it); a large
   assert.equal(defaultBackend('rollout', host(false, false, false), WASM_ROLLOUT_MAX_PARAMS + 1), 'wasm', 'nothing installed');
 });
 
-test('starpo train starts the quickstart\'s rollout workers on wasm and its update worker on native, unless STARPO_BACKEND says', () => {
+test("starpo train starts the quickstart's rollout workers on wasm and its update worker on native, unless STARPO_BACKEND says", () => {
   const config = fixtureConfig();
   assert.equal(config.pretrain, 'tiny');
   assert.ok(countParams(tinyPreset(charTokenizer().vocabSize)) <= WASM_ROLLOUT_MAX_PARAMS, 'the tiny preset is a small model');
   assert.deepEqual(roleBackends(config, host(true, false, false), {}), { rollout: 'wasm', update: 'tensorflow' });
   assert.deepEqual(roleBackends(config, host(false, false, false), {}), { rollout: 'wasm', update: 'wasm' });
-  assert.deepEqual(roleBackends(config, host(true, false, false), { STARPO_BACKEND: 'tensorflow' }), {}, 'the workers inherit STARPO_BACKEND');
+  assert.deepEqual(
+    roleBackends(config, host(true, false, false), { STARPO_BACKEND: 'tensorflow' }),
+    {},
+    'the workers inherit STARPO_BACKEND',
+  );
   assert.deepEqual(roleBackends(null, host(true, false, false), {}), {}, 'config unknown: the workers pick');
 });
 

@@ -60,10 +60,23 @@ function problemsWith(patch: Record<string, unknown>, sequenceLength = 64): stri
 }
 
 test('real Qwen2.5 configs load: use_sliding_window false with any sliding_window and max_window_layers, both spellings', () => {
-  for (const [sliding_window, max_window_layers] of [[32768, 21], [32768, 24], [131072, 28], [4096, 0]]) {
+  for (const [sliding_window, max_window_layers] of [
+    [32768, 21],
+    [32768, 24],
+    [131072, 28],
+    [4096, 0],
+  ]) {
     assert.deepEqual(problemsWith({ sliding_window, max_window_layers }, 4096), [], `${sliding_window}/${max_window_layers}`);
   }
-  const v5 = { rope_theta: undefined, rope_scaling: undefined, torch_dtype: undefined, dtype: 'float32', sliding_window: null, rope_parameters: { rope_theta: 1e6, rope_type: 'default' }, layer_types: ['full_attention', 'full_attention'] };
+  const v5 = {
+    rope_theta: undefined,
+    rope_scaling: undefined,
+    torch_dtype: undefined,
+    dtype: 'float32',
+    sliding_window: null,
+    rope_parameters: { rope_theta: 1e6, rope_type: 'default' },
+    layer_types: ['full_attention', 'full_attention'],
+  };
   assert.deepEqual(problemsWith(v5, 4096), []);
 });
 
@@ -71,11 +84,24 @@ test('rope scaling is refused in either spelling, naming file, key, value and al
   const yarn = { factor: 4.0, original_max_position_embeddings: 32768 };
   const v4 = problemsWith({ rope_scaling: { type: 'yarn', ...yarn } });
   assert.equal(v4.length, 1);
-  assert.equal(v4[0], `${configFile()}: rope_scaling.type = "yarn" is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`);
-  assert.match(problemsWith({ rope_scaling: { rope_type: 'dynamic', factor: 2 } })[0], /config\.json: rope_scaling\.rope_type = "dynamic" is not supported; allowed: "default"/);
-  const v5 = problemsWith({ rope_theta: undefined, rope_scaling: undefined, rope_parameters: { rope_theta: 1e6, rope_type: 'yarn', ...yarn } });
+  assert.equal(
+    v4[0],
+    `${configFile()}: rope_scaling.type = "yarn" is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`,
+  );
+  assert.match(
+    problemsWith({ rope_scaling: { rope_type: 'dynamic', factor: 2 } })[0],
+    /config\.json: rope_scaling\.rope_type = "dynamic" is not supported; allowed: "default"/,
+  );
+  const v5 = problemsWith({
+    rope_theta: undefined,
+    rope_scaling: undefined,
+    rope_parameters: { rope_theta: 1e6, rope_type: 'yarn', ...yarn },
+  });
   assert.equal(v5.length, 1);
-  assert.equal(v5[0], `${configFile()}: rope_parameters.rope_type = "yarn" is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`);
+  assert.equal(
+    v5[0],
+    `${configFile()}: rope_parameters.rope_type = "yarn" is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`,
+  );
 });
 
 test('an active sliding window shorter than sequence_length is refused at config check; one covering it is not', () => {
@@ -85,8 +111,14 @@ test('an active sliding window shorter than sequence_length is refused at config
   ]);
   assert.deepEqual(problemsWith(v4, 16), []);
   const v5 = { use_sliding_window: true, sliding_window: 24, layer_types: ['sliding_attention', 'full_attention'] };
-  assert.match(problemsWith(v5, 64)[0], /config\.json: sliding_window = 24 is active \(use_sliding_window true, layer_types\[0\] = "sliding_attention"\) and shorter than sequence_length 64; allowed: sequence_length <= 24/);
-  assert.match(problemsWith({ use_sliding_window: false, layer_types: ['full_attention', 'sliding_attention'] })[0], /config\.json: layer_types\[1\] = "sliding_attention" but use_sliding_window = false .*; allowed: "full_attention", or use_sliding_window true with a sliding_window/);
+  assert.match(
+    problemsWith(v5, 64)[0],
+    /config\.json: sliding_window = 24 is active \(use_sliding_window true, layer_types\[0\] = "sliding_attention"\) and shorter than sequence_length 64; allowed: sequence_length <= 24/,
+  );
+  assert.match(
+    problemsWith({ use_sliding_window: false, layer_types: ['full_attention', 'sliding_attention'] })[0],
+    /config\.json: layer_types\[1\] = "sliding_attention" but use_sliding_window = false .*; allowed: "full_attention", or use_sliding_window true with a sliding_window/,
+  );
 });
 
 test('model types other than qwen2 are refused, naming file, key, value and allowed', () => {
@@ -96,16 +128,30 @@ test('model types other than qwen2 are refused, naming file, key, value and allo
 test('starpo config check and starpo train exit 2 on a sliding window shorter than sequence_length, before anything starts', () => {
   problemsWith({ use_sliding_window: true, sliding_window: 16, max_window_layers: 1 });
   for (const command of ['config check', 'train']) {
-    const r = spawnSync(process.execPath, ['bin/starpo.js', ...command.split(' '), 'configs/frozen_lake.yaml', `pretrain=${dir}`], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['bin/starpo.js', ...command.split(' '), 'configs/frozen_lake.yaml', `pretrain=${dir}`], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 2, `${command}: ${r.stderr}`);
-    assert.match(r.stderr, /config\.json: sliding_window = 16 is active .* shorter than sequence_length 768; allowed: sequence_length <= 16/, command);
+    assert.match(
+      r.stderr,
+      /config\.json: sliding_window = 16 is active .* shorter than sequence_length 768; allowed: sequence_length <= 16/,
+      command,
+    );
   }
 });
 
 test('the model refuses positions past an active sliding window rather than attend past it', () => {
   const config = validateQwen2Config({
-    model_type: 'qwen2', vocab_size: 8, hidden_size: 8, intermediate_size: 8, num_hidden_layers: 2, num_attention_heads: 2,
-    max_position_embeddings: 64, use_sliding_window: true, sliding_window: 4, max_window_layers: 1,
+    model_type: 'qwen2',
+    vocab_size: 8,
+    hidden_size: 8,
+    intermediate_size: 8,
+    num_hidden_layers: 2,
+    num_attention_heads: 2,
+    max_position_embeddings: 64,
+    use_sliding_window: true,
+    sliding_window: 4,
+    max_window_layers: 1,
   });
   const model = Qwen2.random(config, 1);
   try {

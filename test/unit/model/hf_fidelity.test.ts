@@ -71,13 +71,20 @@ for (const variant of hfVariants()) {
         const prompts = expected.prompts.map((p) => p.ids);
         for (const p of expected.prompts) assert.deepEqual(tokenizer.encode(p.text), p.ids, p.text);
         const V = model.config.vocab_size;
-        const alone = maxLogitDiff(expected, prompts.map((ids) => forwardRows(model, [ids])[0]), V);
+        const alone = maxLogitDiff(
+          expected,
+          prompts.map((ids) => forwardRows(model, [ids])[0]),
+          V,
+        );
         const batched = maxLogitDiff(expected, forwardRows(model, prompts), V);
         t.diagnostic(`max |logit - transformers|: alone ${alone.toExponential(2)}, batched ${batched.toExponential(2)}`);
         assert.ok(alone <= TOL && batched <= TOL, `max |logit diff| alone ${alone}, batched ${batched}`);
 
         const greedy = { maxNewTokens: expected.greedy.max_new_tokens, stopIds: [], doSample: false };
-        assert.deepEqual(prompts.map((ids) => generate(model, [ids], greedy).tokens[0]), expected.greedy.alone);
+        assert.deepEqual(
+          prompts.map((ids) => generate(model, [ids], greedy).tokens[0]),
+          expected.greedy.alone,
+        );
         assert.deepEqual(generate(model, prompts, greedy).tokens, expected.greedy.batched);
       } finally {
         model.dispose();

@@ -34,7 +34,10 @@ test('RoPE matches hand-computed rotation (D=4, theta=10000)', () => {
   // position 1, D=4: inv_freq = [1, 0.01]; pairs (x0,x2) rotate by 1 rad, (x1,x3) by 0.01 rad.
   const { cos, sin } = ropeCosSin([1], 1, 1, 4, 10000);
   const y = applyRope(tf.tensor4d([1, 2, 3, 4], [1, 1, 1, 4]), cos, sin).dataSync();
-  const c1 = Math.cos(1), s1 = Math.sin(1), c2 = Math.cos(0.01), s2 = Math.sin(0.01);
+  const c1 = Math.cos(1),
+    s1 = Math.sin(1),
+    c2 = Math.cos(0.01),
+    s2 = Math.sin(0.01);
   close(y, [1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 3 * c1 + 1 * s1, 4 * c2 + 2 * s2], 1e-5);
   // position 0 is the identity
   const z = ropeCosSin([0], 1, 1, 4, 10000);
@@ -93,7 +96,13 @@ test('padding invariance: logits of a row do not depend on right padding or on o
 test('gradients exist and are finite for every variable on wasm', () => {
   const m = Qwen2.random({ ...tinyPreset(101), tie_word_embeddings: false }, 9);
   const vars = m.trainableVariables();
-  const { ids, mask } = ids2d([[1, 5, 9, 13, 17, 2], [1, 7, 2]], 6);
+  const { ids, mask } = ids2d(
+    [
+      [1, 5, 9, 13, 17, 2],
+      [1, 7, 2],
+    ],
+    6,
+  );
   const { value, grads } = tf.variableGrads(() => {
     const { logp, entropy } = tokenLogProbs(m, ids, mask);
     return tf.sub(tf.neg(tf.mean(logp)), tf.mul(0.01, tf.mean(entropy))) as tf.Scalar;
@@ -106,7 +115,10 @@ test('gradients exist and are finite for every variable on wasm', () => {
     const d = g.dataSync();
     assert.ok(d.every(Number.isFinite), `finite gradient for ${name}`);
     if (!name.endsWith('.bias') || name.includes('q_proj') || name.includes('v_proj')) {
-      assert.ok(d.some((x) => x !== 0), `non-zero gradient for ${name}`);
+      assert.ok(
+        d.some((x) => x !== 0),
+        `non-zero gradient for ${name}`,
+      );
     }
   }
   m.dispose();

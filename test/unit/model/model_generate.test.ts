@@ -30,7 +30,11 @@ function argmaxNext(m: Qwen2, seq: number[]): number {
   });
 }
 
-const contexts = [[1, 5, 6, 7, 8], [1, 9], [1, 10, 11, 12, 13, 14, 15, 16]];
+const contexts = [
+  [1, 5, 6, 7, 8],
+  [1, 9],
+  [1, 10, 11, 12, 13, 14, 15, 16],
+];
 
 test('greedy KV-cache generation equals full-forward recompute (tokens and log-probs within 1e-4)', () => {
   const m = Qwen2.random(tinyPreset(101), 21);
@@ -79,7 +83,8 @@ test('stop ids end a row (kept in its tokens); zero budget gives an empty row', 
 
 test('no tensor leaks across generate calls', () => {
   const m = Qwen2.random(tinyPreset(101), 24);
-  const run = () => generate(m, contexts, { maxNewTokens: [3, 7, 5], temperature: 1, stopIds: [2], rngs: contexts.map((_, i) => new Rng(1, i)) });
+  const run = () =>
+    generate(m, contexts, { maxNewTokens: [3, 7, 5], temperature: 1, stopIds: [2], rngs: contexts.map((_, i) => new Rng(1, i)) });
   run();
   const n = tf.memory().numTensors;
   run();

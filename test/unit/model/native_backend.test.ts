@@ -5,7 +5,21 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { canonicalBackend, requestedBackend, UnknownBackendError } from '../../../src/model/backend_choice';
-import { BINDING_FILE, inspectNativeBuild, MANIFEST_FILE, NATIVE_CPU, NATIVE_GPU, NATIVE_LIBRARIES, NATIVE_VARIANTS, nativeBuildDir, nativeBuildName, requireInstalled, variantOf, type NativeManifest, type NativeVariant } from '../../../src/model/native_build';
+import {
+  BINDING_FILE,
+  inspectNativeBuild,
+  MANIFEST_FILE,
+  NATIVE_CPU,
+  NATIVE_GPU,
+  NATIVE_LIBRARIES,
+  NATIVE_VARIANTS,
+  nativeBuildDir,
+  nativeBuildName,
+  requireInstalled,
+  variantOf,
+  type NativeManifest,
+  type NativeVariant,
+} from '../../../src/model/native_build';
 import { ensureShim } from '../../../src/model/native_backend';
 import { nodeGypArgs, pipDownloadArgs, unpackRules } from '../../../src/cli/backend_install';
 import { noGpuLine } from '../../../src/model/backend';
@@ -24,7 +38,10 @@ test('pins: tfjs-node(-gpu) is the version of the tfjs this project resolves; ev
     assert.ok(w.platform.startsWith(`manylinux_${v.minGlibc.replace('.', '_')}_`), 'minGlibc is the wheel tag');
     for (const c of [w, ...v.cudaWheels]) assert.match(c.sha256, /^[0-9a-f]{64}$/, c.name);
   }
-  assert.deepEqual([NATIVE_CPU.tfjsNode.name, NATIVE_CPU.wheel.name, NATIVE_CPU.cudaWheels.length], ['@tensorflow/tfjs-node', 'tensorflow-cpu', 0]);
+  assert.deepEqual(
+    [NATIVE_CPU.tfjsNode.name, NATIVE_CPU.wheel.name, NATIVE_CPU.cudaWheels.length],
+    ['@tensorflow/tfjs-node', 'tensorflow-cpu', 0],
+  );
   assert.deepEqual([NATIVE_GPU.tfjsNode.name, NATIVE_GPU.wheel.name], ['@tensorflow/tfjs-node-gpu', 'tensorflow']);
   assert.equal(NATIVE_GPU.wheel.version, NATIVE_CPU.wheel.version, 'both builds run the same TensorFlow');
   for (const c of NATIVE_GPU.cudaWheels) {
@@ -41,18 +58,28 @@ test('pins: tfjs-node(-gpu) is the version of the tfjs this project resolves; ev
 test('paths: each build folder is under <cache>/native and its name carries every pin (the CUDA wheels through a hash)', () => {
   const cpu = nativeBuildDir(NATIVE_CPU, '/c');
   assert.equal(path.dirname(cpu), '/c/native');
-  for (const pin of [NATIVE_CPU.tfjsNode.version, NATIVE_CPU.wheel.name, NATIVE_CPU.wheel.version, `napi${NATIVE_CPU.napiVersion}`]) assert.ok(path.basename(cpu).includes(pin), pin);
+  for (const pin of [NATIVE_CPU.tfjsNode.version, NATIVE_CPU.wheel.name, NATIVE_CPU.wheel.version, `napi${NATIVE_CPU.napiVersion}`])
+    assert.ok(path.basename(cpu).includes(pin), pin);
   const gpu = path.basename(nativeBuildDir(NATIVE_GPU, '/c'));
   assert.match(gpu, /^tfjs-node-gpu-4\.22\.0-tensorflow-2\.21\.0-cuda12\.[\d.]+-cudnn9\.[\d.]+-[0-9a-f]{8}-napi8$/);
-  const bumped: NativeVariant = { ...NATIVE_GPU, cudaWheels: NATIVE_GPU.cudaWheels.map((c, i) => (i === 4 ? { ...c, sha256: 'f'.repeat(64) } : c)) };
+  const bumped: NativeVariant = {
+    ...NATIVE_GPU,
+    cudaWheels: NATIVE_GPU.cudaWheels.map((c, i) => (i === 4 ? { ...c, sha256: 'f'.repeat(64) } : c)),
+  };
   assert.notEqual(nativeBuildName(bumped), gpu, 'another CUDA wheel, another folder');
 });
 
 test('commands: pip fetches exactly each pinned wheel whatever Python runs it; node-gyp uses local headers and napi-v8', () => {
   const pip = pipDownloadArgs(NATIVE_CPU.wheel, '/d').join(' ');
-  assert.match(pip, /-m pip download tensorflow-cpu==2\.21\.0 --no-deps --only-binary=:all: --python-version 311 --implementation cp --platform manylinux_2_27_x86_64 --dest \/d/);
+  assert.match(
+    pip,
+    /-m pip download tensorflow-cpu==2\.21\.0 --no-deps --only-binary=:all: --python-version 311 --implementation cp --platform manylinux_2_27_x86_64 --dest \/d/,
+  );
   const cublas = NATIVE_GPU.cudaWheels.find((c) => c.dir === 'cublas');
-  assert.match(pipDownloadArgs(cublas as NativeVariant['cudaWheels'][number], '/d').join(' '), /download nvidia-cublas-cu12==12\.5\.3\.2 .* --platform manylinux2014_x86_64 /);
+  assert.match(
+    pipDownloadArgs(cublas as NativeVariant['cudaWheels'][number], '/d').join(' '),
+    /download nvidia-cublas-cu12==12\.5\.3\.2 .* --platform manylinux2014_x86_64 /,
+  );
   const gyp = nodeGypArgs('/b', '/usr');
   assert.equal(gyp[0], 'rebuild');
   assert.ok(gyp.includes('--nodedir=/usr'));
@@ -76,7 +103,10 @@ test("unpacking: the CPU build takes TensorFlow's libraries and headers; the GPU
 });
 
 test('no-GPU line: names TensorFlow, why no GPU is seen (no driver, or a driver without a usable device) and that it computes on CPU', () => {
-  assert.equal(noGpuLine({ tfVersion: '2.21.0', cudaDriver: false }, {}), 'tensorflow-gpu: TensorFlow 2.21.0 sees no GPU (no CUDA driver: libcuda.so.1 not found); computing on CPU');
+  assert.equal(
+    noGpuLine({ tfVersion: '2.21.0', cudaDriver: false }, {}),
+    'tensorflow-gpu: TensorFlow 2.21.0 sees no GPU (no CUDA driver: libcuda.so.1 not found); computing on CPU',
+  );
   assert.equal(
     noGpuLine({ tfVersion: '2.21.0', cudaDriver: true }, { CUDA_VISIBLE_DEVICES: '' }),
     'tensorflow-gpu: TensorFlow 2.21.0 sees no GPU (the CUDA driver loaded but no device is usable, CUDA_VISIBLE_DEVICES=""); computing on CPU',
@@ -93,11 +123,18 @@ function fakeBuild(dir: string, patch: Partial<NativeManifest> = {}, v: NativeVa
     files[rel] = { bytes: Buffer.byteLength(rel), sha256: '0'.repeat(64) };
   }
   const manifest: NativeManifest = {
-    format: 1, variant: v.variant, tfjsNode: v.tfjsNode.version,
+    format: 1,
+    variant: v.variant,
+    tfjsNode: v.tfjsNode.version,
     tensorflow: { package: v.wheel.name, version: v.wheel.version, wheel: v.wheel.file, wheelSha256: v.wheel.sha256 },
-    napiVersion: v.napiVersion, cudaWheels: Object.fromEntries(v.cudaWheels.map((c) => [c.name, { version: c.version, wheel: c.file, sha256: c.sha256 }])),
+    napiVersion: v.napiVersion,
+    cudaWheels: Object.fromEntries(v.cudaWheels.map((c) => [c.name, { version: c.version, wheel: c.file, sha256: c.sha256 }])),
     builtWith: { node: 'v20', nodedir: '/usr', compiler: 'g++', glibc: '2.36' },
-    builtAt: '2026-01-01T00:00:00Z', seconds: { compile: 1 }, runtimeDeps: {}, files, ...patch,
+    builtAt: '2026-01-01T00:00:00Z',
+    seconds: { compile: 1 },
+    runtimeDeps: {},
+    files,
+    ...patch,
   };
   fs.writeFileSync(path.join(dir, MANIFEST_FILE), JSON.stringify(manifest));
   return manifest;
@@ -106,7 +143,11 @@ function fakeBuild(dir: string, patch: Partial<NativeManifest> = {}, v: NativeVa
 test('manifest: missing, installed, and broken builds (bad JSON, other pins, a file of another size) say which', () => {
   const dir = path.join(tmp(), 'build');
   assert.equal(inspectNativeBuild(NATIVE_CPU, dir).state, 'missing');
-  assert.throws(() => requireInstalled(NATIVE_CPU, dir), (e: Error) => e.name === 'NativeBackendError' && e.message.includes(dir) && e.message.includes('starpo backend install') && exitCodeOf(e) === 3);
+  assert.throws(
+    () => requireInstalled(NATIVE_CPU, dir),
+    (e: Error) =>
+      e.name === 'NativeBackendError' && e.message.includes(dir) && e.message.includes('starpo backend install') && exitCodeOf(e) === 3,
+  );
   const manifest = fakeBuild(dir);
   const ok = inspectNativeBuild(NATIVE_CPU, dir);
   assert.equal(ok.state, 'installed');
@@ -127,12 +168,19 @@ test('manifest: missing, installed, and broken builds (bad JSON, other pins, a f
   assert.match(bad.state === 'broken' ? bad.problem : '', /is not a valid manifest/);
 });
 
-test("manifest of the GPU build: its CUDA wheels are pinned and their libraries checked; a CPU build is not a GPU build; messages name --gpu", () => {
+test('manifest of the GPU build: its CUDA wheels are pinned and their libraries checked; a CPU build is not a GPU build; messages name --gpu', () => {
   const dir = path.join(tmp(), 'gpu');
-  assert.throws(() => requireInstalled(NATIVE_GPU, dir), (e: Error) => e.message.includes('tensorflow-gpu') && e.message.includes('`starpo backend install --gpu`') && exitCodeOf(e) === 3);
+  assert.throws(
+    () => requireInstalled(NATIVE_GPU, dir),
+    (e: Error) => e.message.includes('tensorflow-gpu') && e.message.includes('`starpo backend install --gpu`') && exitCodeOf(e) === 3,
+  );
   fakeBuild(dir, {}, NATIVE_GPU);
   assert.equal(inspectNativeBuild(NATIVE_GPU, dir).state, 'installed');
-  assert.match((inspectNativeBuild(NATIVE_CPU, dir) as { problem: string }).problem, /"variant":"gpu".*not the pinned \{"variant":"cpu"/, 'a GPU build is not the CPU build');
+  assert.match(
+    (inspectNativeBuild(NATIVE_CPU, dir) as { problem: string }).problem,
+    /"variant":"gpu".*not the pinned \{"variant":"cpu"/,
+    'a GPU build is not the CPU build',
+  );
 
   fs.rmSync(path.join(dir, 'deps/nvidia/cudnn/lib/libcudnn.so'));
   assert.match((inspectNativeBuild(NATIVE_GPU, dir) as { problem: string }).problem, /libcudnn\.so is missing/);
@@ -153,8 +201,16 @@ test("manifest of the GPU build: its CUDA wheels are pinned and their libraries 
 });
 
 const host: HostFacts = {
-  platform: 'linux', arch: 'x64', glibc: '2.36', python: 'python3', compiler: 'g++ 12', make: true, npm: true,
-  nodedir: '/usr', nodeHeaders: true, nodeGyp: '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
+  platform: 'linux',
+  arch: 'x64',
+  glibc: '2.36',
+  python: 'python3',
+  compiler: 'g++ 12',
+  make: true,
+  npm: true,
+  nodedir: '/usr',
+  nodeHeaders: true,
+  nodeGyp: '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
 };
 
 test('prerequisites: none missing on a complete host; each missing tool is named with how to get it', () => {
@@ -181,7 +237,13 @@ test('backend choice: STARPO_BACKEND wins over the caller; package names are acc
   assert.equal(requestedBackend({}, 'wasm'), 'wasm');
   assert.equal(requestedBackend({ STARPO_BACKEND: 'tfjs-node' }, 'wasm'), 'tensorflow');
   assert.equal(canonicalBackend('tfjs-node-gpu'), 'tensorflow-gpu');
-  assert.throws(() => requestedBackend({ STARPO_BACKEND: 'tpu' }), (e: Error) => e instanceof UnknownBackendError && /^STARPO_BACKEND: backend "tpu" is not known; allowed: tensorflow-gpu, tensorflow, wasm, cpu/.test(e.message) && exitCodeOf(e) === 2);
+  assert.throws(
+    () => requestedBackend({ STARPO_BACKEND: 'tpu' }),
+    (e: Error) =>
+      e instanceof UnknownBackendError &&
+      /^STARPO_BACKEND: backend "tpu" is not known; allowed: tensorflow-gpu, tensorflow, wasm, cpu/.test(e.message) &&
+      exitCodeOf(e) === 2,
+  );
 });
 
 /** A fake build with tfjs-node's shape: package.json, dist/ with an index.js reporting the tfjs-core it resolves. */
@@ -207,8 +269,12 @@ test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core,
     assert.equal(parent, path.resolve('node_modules', '.cache', 'starpo-native'));
     assert.equal(require(shim), require.resolve('@tensorflow/tfjs-core'), 'the same tfjs-core file');
     assert.ok(fs.existsSync(path.join(shim, 'dist', 'io', 'file.js')));
-    assert.ok(!fs.existsSync(path.join(shim, 'dist', 'index_test.js')) && !fs.existsSync(path.join(shim, 'dist', 'index.d.ts')), 'JS only, no tests');
-    for (const link of ['lib', 'deps', 'node_modules']) assert.equal(fs.readlinkSync(path.join(shim, link)), path.join(fs.realpathSync(dir), link));
+    assert.ok(
+      !fs.existsSync(path.join(shim, 'dist', 'index_test.js')) && !fs.existsSync(path.join(shim, 'dist', 'index.d.ts')),
+      'JS only, no tests',
+    );
+    for (const link of ['lib', 'deps', 'node_modules'])
+      assert.equal(fs.readlinkSync(path.join(shim, link)), path.join(fs.realpathSync(dir), link));
     const rebuilt = ensureShim(dir, { ...manifest, builtAt: 'later' });
     assert.notEqual(rebuilt, shim, 'a rebuilt build gets a fresh shim');
     assert.ok(fs.existsSync(shim), 'a shim whose build exists stays');
@@ -217,25 +283,37 @@ test("shim: tfjs-node's JS is copied where it resolves this project's tfjs-core,
     ensureShim(other, fakePackage(other));
     assert.ok(!fs.existsSync(shim) && !fs.existsSync(rebuilt), 'shims of a deleted build are removed');
   } finally {
-    for (const entry of fs.readdirSync(parent)) if (entry.startsWith('build-')) fs.rmSync(path.join(parent, entry), { recursive: true, force: true });
+    for (const entry of fs.readdirSync(parent))
+      if (entry.startsWith('build-')) fs.rmSync(path.join(parent, entry), { recursive: true, force: true });
   }
 });
 
 const installed = inspectNativeBuild(NATIVE_CPU).state === 'installed';
-test(
-  'native backend (skipped unless `starpo backend install` has run): a tiny model forward pass on it equals wasm within 1e-5, in a child process that then refuses tfjs-node-gpu',
-  { skip: installed ? false : `no native build in ${nativeBuildDir(NATIVE_CPU)}; run \`starpo backend install\`` },
-  () => {
-    const env = { ...process.env };
-    delete env.STARPO_BACKEND;
-    const res = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/native_forward.ts'], { encoding: 'utf8', env, timeout: 120_000 });
-    const line = res.stdout.split('\n').find((l) => l.startsWith('{'));
-    assert.equal(res.status, 0, res.stderr);
-    const out = JSON.parse(line as string) as { backends: string[]; tfVersion: string; logits: number; maxAbsDiff: number; gpuRefused: string | null };
-    assert.deepEqual(out.backends, ['wasm', 'tensorflow'], "the project's engine runs on the backend tfjs-node registered");
-    assert.equal(out.tfVersion, NATIVE_CPU.wheel.version);
-    assert.ok(out.logits > 1000);
-    assert.ok(out.maxAbsDiff <= 1e-5, `max |native - wasm| = ${out.maxAbsDiff}`);
-    assert.equal(out.gpuRefused, '@tensorflow/tfjs-node is loaded in this process; @tensorflow/tfjs-node-gpu cannot be loaded beside it (same library names)');
-  },
-);
+test('native backend (skipped unless `starpo backend install` has run): a tiny model forward pass on it equals wasm within 1e-5, in a child process that then refuses tfjs-node-gpu', {
+  skip: installed ? false : `no native build in ${nativeBuildDir(NATIVE_CPU)}; run \`starpo backend install\``,
+}, () => {
+  const env = { ...process.env };
+  delete env.STARPO_BACKEND;
+  const res = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/native_forward.ts'], {
+    encoding: 'utf8',
+    env,
+    timeout: 120_000,
+  });
+  const line = res.stdout.split('\n').find((l) => l.startsWith('{'));
+  assert.equal(res.status, 0, res.stderr);
+  const out = JSON.parse(line as string) as {
+    backends: string[];
+    tfVersion: string;
+    logits: number;
+    maxAbsDiff: number;
+    gpuRefused: string | null;
+  };
+  assert.deepEqual(out.backends, ['wasm', 'tensorflow'], "the project's engine runs on the backend tfjs-node registered");
+  assert.equal(out.tfVersion, NATIVE_CPU.wheel.version);
+  assert.ok(out.logits > 1000);
+  assert.ok(out.maxAbsDiff <= 1e-5, `max |native - wasm| = ${out.maxAbsDiff}`);
+  assert.equal(
+    out.gpuRefused,
+    '@tensorflow/tfjs-node is loaded in this process; @tensorflow/tfjs-node-gpu cannot be loaded beside it (same library names)',
+  );
+});

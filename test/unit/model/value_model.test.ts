@@ -10,13 +10,30 @@ before(async () => {
   await initTestBackend();
 });
 
-const small = { ...tinyPreset(16), hidden_size: 8, intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 2 };
+const small = {
+  ...tinyPreset(16),
+  hidden_size: 8,
+  intermediate_size: 16,
+  num_hidden_layers: 1,
+  num_attention_heads: 2,
+  num_key_value_heads: 2,
+};
 
 test('critic from a policy: values start at 0, have shape [B, L], and the head learns', () => {
   const policy = Qwen2.random(small, 7);
   const critic = ValueModel.fromPolicy(policy);
-  const ids = tf.tensor2d([[1, 2, 3], [4, 5, 0]], [2, 3], 'int32');
-  const am = tf.tensor2d([[1, 1, 1], [1, 1, 0]]);
+  const ids = tf.tensor2d(
+    [
+      [1, 2, 3],
+      [4, 5, 0],
+    ],
+    [2, 3],
+    'int32',
+  );
+  const am = tf.tensor2d([
+    [1, 1, 1],
+    [1, 1, 0],
+  ]);
   const v = critic.values(ids, am);
   assert.deepEqual(v.shape, [2, 3]);
   assert.deepEqual(Array.from(v.dataSync()), [0, 0, 0, 0, 0, 0]);
@@ -44,7 +61,10 @@ test('critic safetensors round trip is exact; a wrong head shape is named', asyn
   const ids = tf.tensor2d([[1, 2, 3]], [1, 3], 'int32');
   const am = tf.tensor2d([[1, 1, 1]]);
   assert.deepEqual(Array.from(back.values(ids, am).dataSync()), Array.from(critic.values(ids, am).dataSync()));
-  assert.throws(() => ValueModel.fromSafetensors({ ...small, hidden_size: 16, intermediate_size: 16 }, bytes), /score\.weight has shape \[1,8\], expected \[1, 16\]/);
+  assert.throws(
+    () => ValueModel.fromSafetensors({ ...small, hidden_size: 16, intermediate_size: 16 }, bytes),
+    /score\.weight has shape \[1,8\], expected \[1, 16\]/,
+  );
   back.dispose();
   critic.dispose();
   policy.dispose();

@@ -52,7 +52,10 @@ test('rollout_batch_size must be a multiple of group_size', () => {
   const raw = base();
   raw.rollout_batch_size = 60;
   const problems = problemsOf(raw);
-  assert.ok(problems.some((p) => /`rollout_batch_size`: 60 is not a multiple of train_env_manager\.group_size \(8\)/.test(p)), problems.join('\n'));
+  assert.ok(
+    problems.some((p) => /`rollout_batch_size`: 60 is not a multiple of train_env_manager\.group_size \(8\)/.test(p)),
+    problems.join('\n'),
+  );
 });
 
 test('partition, tags and env_type are checked', () => {
@@ -80,7 +83,10 @@ test('planShards: complete groups, equal seeds within a group, fixed validation 
   assert.equal(shards.length, 2);
   const groups = shards.flat();
   assert.equal(groups.length, 8);
-  assert.deepEqual(groups.map((g) => g.groupId), [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(
+    groups.map((g) => g.groupId),
+    [0, 1, 2, 3, 4, 5, 6, 7],
+  );
   assert.equal(new Set(groups.map((g) => g.seed)).size, 8);
   assert.deepEqual(planShards(config, 'train', 3), shards);
   assert.notDeepEqual(planShards(config, 'train', 4)[0][0].seed, groups[0].seed);

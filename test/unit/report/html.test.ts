@@ -22,9 +22,18 @@ const config = fixtureConfig({ collapse_guard: { enabled: true, patience: 1 } })
 const metrics: StepMetrics[] = [0, 1, 2].map((step) => ({
   step,
   metrics: {
-    'env/success': step / 4, 'env/Lake/success': step / 2, 'env/Box/success': 0, 'env/score': step - 1,
-    'rollout/in_group_std': 0.5 / (step + 1), 'actor/entropy': 2 - step, 'actor/grad_norm': 1, 'actor/lr': 1e-4,
-    'time/step': 10, 'time/rollout': 6, 'time/update': 3, 'env/response_length': 20 + step,
+    'env/success': step / 4,
+    'env/Lake/success': step / 2,
+    'env/Box/success': 0,
+    'env/score': step - 1,
+    'rollout/in_group_std': 0.5 / (step + 1),
+    'actor/entropy': 2 - step,
+    'actor/grad_norm': 1,
+    'actor/lr': 1e-4,
+    'time/step': 10,
+    'time/rollout': 6,
+    'time/update': 3,
+    'env/response_length': 20 + step,
     ...(step % 2 === 0 ? { 'val/env/success': step / 3, 'val/env/Lake/success': 0.5, 'val/score': 0.1, 'val/Lake/score': 0.2 } : {}),
     ...(step === 2 ? { 'collapse/fired': 1 } : {}),
   },
@@ -33,16 +42,29 @@ metrics.push({ step: 3, metrics: { 'val/env/success': 0.75, 'val/env/Lake/succes
 
 test('charts: train and val series per tag, collapse floors and marks, the time split', () => {
   const charts = chartsOf(config, metrics);
-  assert.deepEqual(charts.map((c) => c.id), ['success', 'score', 'in_group_std', 'entropy', 'grad_norm', 'kl', 'clipfrac', 'lr', 'response_length', 'time']);
+  assert.deepEqual(
+    charts.map((c) => c.id),
+    ['success', 'score', 'in_group_std', 'entropy', 'grad_norm', 'kl', 'clipfrac', 'lr', 'response_length', 'time'],
+  );
   const byId = Object.fromEntries(charts.map((c) => [c.id, c]));
-  assert.deepEqual(byId.success.series.map((s) => s.name), ['train', 'train Lake', 'train Box', 'val']);
-  assert.deepEqual(byId.success.series.find((s) => s.name === 'val')!.points, [{ step: 0, value: 0 }, { step: 2, value: 2 / 3 }, { step: 3, value: 0.75 }]);
+  assert.deepEqual(
+    byId.success.series.map((s) => s.name),
+    ['train', 'train Lake', 'train Box', 'val'],
+  );
+  assert.deepEqual(byId.success.series.find((s) => s.name === 'val')!.points, [
+    { step: 0, value: 0 },
+    { step: 2, value: 2 / 3 },
+    { step: 3, value: 0.75 },
+  ]);
   assert.deepEqual(byId.entropy.floor, { value: 0.05, label: 'collapse_guard min_entropy' });
   assert.deepEqual(byId.entropy.marks, [2]);
   assert.deepEqual(byId.in_group_std.marks, [2]);
   assert.deepEqual(byId.kl.series, [], 'no KL metric in this run');
   const other = byId.time.series.find((s) => s.name === 'orchestration and validation')!;
-  assert.deepEqual(other.points.map((p) => p.value), [1, 1, 1]);
+  assert.deepEqual(
+    other.points.map((p) => p.value),
+    [1, 1, 1],
+  );
 });
 
 test('the SVG is drawn headless by Vega, with the legend and no external reference', async () => {
@@ -57,13 +79,37 @@ test('the SVG is drawn headless by Vega, with the legend and no external referen
 });
 
 test('the page: stable hooks, validation and collapse sections, and trajectory text kept inside its script', () => {
-  const turn = { observation: 'P_\n_G', response: '</script><script>alert(1)</script>', action: null, reward: -0.1, actionIsValid: false, actionIsEffective: false };
-  const t = { trajGroupId: 'Lake_0_0_5', trajId: 'Lake_0_0_5_0', tag: 'Lake', groupId: 0, envId: 0, seed: 5, split: 'train', step: 2, turns: [turn], episodeScore: -0.1, success: false, truncated: true } as Trajectory;
+  const turn = {
+    observation: 'P_\n_G',
+    response: '</script><script>alert(1)</script>',
+    action: null,
+    reward: -0.1,
+    actionIsValid: false,
+    actionIsEffective: false,
+  };
+  const t = {
+    trajGroupId: 'Lake_0_0_5',
+    trajId: 'Lake_0_0_5_0',
+    tag: 'Lake',
+    groupId: 0,
+    envId: 0,
+    seed: 5,
+    split: 'train',
+    step: 2,
+    turns: [turn],
+    episodeScore: -0.1,
+    success: false,
+    truncated: true,
+  } as Trajectory;
   const html = reportHtml({
-    spec: { runId: 'r1', configName: 'tiny', config }, metrics,
+    spec: { runId: 'r1', configName: 'tiny', config },
+    metrics,
     charts: chartsOf(config, metrics).map((chart) => ({ chart, svg: chart.series.length > 0 ? '<svg></svg>' : null })),
-    steps: [groupStep(2, [t], null)], omittedSteps: [], generatedAt: '2026-01-01T00:00:00Z',
-    state: 'COMPLETED after 2 steps', legends: gridLegends(config, ['FrozenLake']),
+    steps: [groupStep(2, [t], null)],
+    omittedSteps: [],
+    generatedAt: '2026-01-01T00:00:00Z',
+    state: 'COMPLETED after 2 steps',
+    legends: gridLegends(config, ['FrozenLake']),
   });
   for (const id of ['success', 'entropy', 'time', 'kl']) assert.ok(html.includes(`<figure class="chart" data-chart="${id}">`), id);
   assert.match(html, /data-chart="kl"><figcaption>KL<\/figcaption><p class="empty">not recorded in this run/);
@@ -75,13 +121,22 @@ test('the page: stable hooks, validation and collapse sections, and trajectory t
   assert.ok(html.includes('\\u003c/script>\\u003cscript>alert(1)\\u003c/script>'));
   assert.doesNotMatch(html, /<(link|img|iframe)\b|\bsrc=|https?:\/\//);
   assert.match(html, /<tr><th>state<\/th><td>COMPLETED after 2 steps<\/td><\/tr>/);
-  assert.match(html, /<p class="note legend">grid symbols: FrozenLake: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal<\/p>/);
+  assert.match(
+    html,
+    /<p class="note legend">grid symbols: FrozenLake: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal<\/p>/,
+  );
 });
 
 test('a run with no step yet: the summary says its state, empty sections say no step completed yet', () => {
   const html = reportHtml({
-    spec: { runId: 'r0', configName: 'tiny', config }, metrics: [], charts: chartsOf(config, []).map((chart) => ({ chart, svg: null })),
-    steps: [], omittedSteps: [], generatedAt: '2026-01-01T00:00:00Z', state: 'RUNNING: in warm-up (preparing the step-0 policy), step 0 of 6 done', legends: [],
+    spec: { runId: 'r0', configName: 'tiny', config },
+    metrics: [],
+    charts: chartsOf(config, []).map((chart) => ({ chart, svg: null })),
+    steps: [],
+    omittedSteps: [],
+    generatedAt: '2026-01-01T00:00:00Z',
+    state: 'RUNNING: in warm-up (preparing the step-0 policy), step 0 of 6 done',
+    legends: [],
   });
   assert.match(html, /<tr><th>state<\/th><td>RUNNING: in warm-up \(preparing the step-0 policy\), step 0 of 6 done<\/td>/);
   assert.doesNotMatch(html, /not recorded in this run|no evaluation in this run/);
@@ -91,16 +146,32 @@ test('a run with no step yet: the summary says its state, empty sections say no 
 });
 
 test('chart series with identical points are drawn once, under both names', () => {
-  const same = [0, 1].map((step) => ({ step, metrics: { 'rollout/in_group_std': 0.4 + step, 'rollout/chosen_in_group_std': 0.4 + step, 'actor/grad_norm': 1, 'actor/grad_norm_max': 2 } }));
+  const same = [0, 1].map((step) => ({
+    step,
+    metrics: {
+      'rollout/in_group_std': 0.4 + step,
+      'rollout/chosen_in_group_std': 0.4 + step,
+      'actor/grad_norm': 1,
+      'actor/grad_norm_max': 2,
+    },
+  }));
   const byId = Object.fromEntries(chartsOf(config, same).map((c) => [c.id, c]));
-  assert.deepEqual(byId.in_group_std.series.map((s) => s.name), ['all groups = kept groups']);
-  assert.deepEqual(byId.grad_norm.series.map((s) => s.name), ['actor mean', 'actor max'], 'different series stay apart');
+  assert.deepEqual(
+    byId.in_group_std.series.map((s) => s.name),
+    ['all groups = kept groups'],
+  );
+  assert.deepEqual(
+    byId.grad_norm.series.map((s) => s.name),
+    ['actor mean', 'actor max'],
+    'different series stay apart',
+  );
 });
 
-test('grid legends come from the envs: FrozenLake symbols, a Sokoban tag\'s own vocabulary, none for text envs', () => {
+test("grid legends come from the envs: FrozenLake symbols, a Sokoban tag's own vocabulary, none for text envs", () => {
   const mixed = fixtureConfig({
     custom_envs: {
-      FrozenLake: { env_type: 'frozen_lake' }, Lake8: { env_type: 'frozen_lake', env_config: { size: 8 } },
+      FrozenLake: { env_type: 'frozen_lake' },
+      Lake8: { env_type: 'frozen_lake', env_config: { size: 8 } },
       Box: { env_type: 'sokoban', env_config: { grid_lookup: { 0: 'W', 1: '.', 2: 'G', 3: 'C', 4: 'B', 5: 'A', 6: '@' } } },
       Arms: { env_type: 'bandit' },
     },
@@ -123,7 +194,9 @@ test('the browser spreads its steps evenly, first and last included; messages li
 
 test('the summary says where the steps computed: each rollout/update backend with its steps', () => {
   const at = (step: number, update?: string): StepMetrics => ({
-    step, metrics: {}, ...(update ? { compute: { rollout: [{ backend: 'wasm', device: 'CPU' }], update: { backend: update, device: 'CPU' } } } : {}),
+    step,
+    metrics: {},
+    ...(update ? { compute: { rollout: [{ backend: 'wasm', device: 'CPU' }], update: { backend: update, device: 'CPU' } } } : {}),
   });
   assert.equal(computeSummary([at(0), at(1)]), '-');
   assert.equal(

@@ -21,7 +21,11 @@ import { deriveSeed } from '../../../src/util/rng';
 const tokenizer = charTokenizer();
 const customEnvs = {
   FrozenLake: customEnvSchema.parse({
-    env_type: 'frozen_lake', max_steps: 5, max_tokens_per_step: 24, agent_system_template: '', agent_template: '{observation}',
+    env_type: 'frozen_lake',
+    max_steps: 5,
+    max_tokens_per_step: 24,
+    agent_system_template: '',
+    agent_template: '{observation}',
     env_config: { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 },
   }),
 };
@@ -35,10 +39,20 @@ const jump: Policy = {
 
 let trajectories: Trajectory[] = [];
 before(async () => {
-  const play = async (groupId: number, policy: Policy) => (await runGroups(
-    [rolloutGroup('FrozenLake', groupId, 0, deriveSeed(7, 'train', 3, groupId), [7, 'train', 3])],
-    { policy, tokenizer, customEnvs, sequenceLength: 768, maxNewTokens: 24, split: 'train', step: 3, groupSize: 2, redundancy: 0 },
-  )).trajectories;
+  const play = async (groupId: number, policy: Policy) =>
+    (
+      await runGroups([rolloutGroup('FrozenLake', groupId, 0, deriveSeed(7, 'train', 3, groupId), [7, 'train', 3])], {
+        policy,
+        tokenizer,
+        customEnvs,
+        sequenceLength: 768,
+        maxNewTokens: 24,
+        split: 'train',
+        step: 3,
+        groupSize: 2,
+        redundancy: 0,
+      })
+    ).trajectories;
   trajectories = [...(await play(0, jump)), ...(await play(1, solverPolicy(tokenizer)))];
 });
 
@@ -46,7 +60,14 @@ before(async () => {
 function scores() {
   const keep = trajectories.map((_, i) => i);
   const values = trajectories.map((t) => (t.success ? 1 : -1));
-  return trajectoryScores({ step: 3, trajIds: trajectories.map((t) => t.trajId), keep, normalizedScores: values, advantages: values.map((v) => [v / 2]), mask: values.map(() => [1]) });
+  return trajectoryScores({
+    step: 3,
+    trajIds: trajectories.map((t) => t.trajId),
+    keep,
+    normalizedScores: values,
+    advantages: values.map((v) => [v / 2]),
+    mask: values.map(() => [1]),
+  });
 }
 
 test('the records are a real FrozenLake step: the solver group succeeds, the jump group runs to the cap', () => {
@@ -57,7 +78,7 @@ test('the records are a real FrozenLake step: the solver group succeeds, the jum
   assert.match(solver.turns[0].observation, /P/);
 });
 
-test('wide terminal: the group table, then best and worst side by side with every turn\'s grid and response', () => {
+test("wide terminal: the group table, then best and worst side by side with every turn's grid and response", () => {
   const shown = groupStep(3, trajectories, scores());
   const [worstId, bestId] = [trajectories[0].trajGroupId, trajectories[2].trajGroupId];
   assert.equal(shown.best, bestId);
@@ -65,8 +86,14 @@ test('wide terminal: the group table, then best and worst side by side with ever
   const text = formatStep(shown, { header: 'run r · step 3 · train', width: 160 });
   const lines = text.split('\n');
   assert.equal(lines[0], 'run r · step 3 · train');
-  assert.ok(lines.some((l) => l.startsWith(bestId) && l.endsWith('kept  (best)')), text);
-  assert.ok(lines.some((l) => l.startsWith(worstId) && l.endsWith('kept  (worst)')), text);
+  assert.ok(
+    lines.some((l) => l.startsWith(bestId) && l.endsWith('kept  (best)')),
+    text,
+  );
+  assert.ok(
+    lines.some((l) => l.startsWith(worstId) && l.endsWith('kept  (worst)')),
+    text,
+  );
   const title = lines.find((l) => l.includes('best group')) as string;
   assert.match(title, new RegExp(`^best group ${bestId} .* │ worst group ${worstId} `));
 
@@ -80,7 +107,11 @@ test('wide terminal: the group table, then best and worst side by side with ever
   solver.turns.forEach((turn, i) => {
     at = left.indexOf(`turn ${i + 1} · reward ${turn.reward.toFixed(3)} · action ${turn.action}`, at);
     assert.ok(at > 0, `turn ${i + 1} of the best group`);
-    assert.deepEqual(left.slice(at + 1, at + 5), turn.observation.split('\n').map((row) => `  ${row}`), 'the 4x4 grid');
+    assert.deepEqual(
+      left.slice(at + 1, at + 5),
+      turn.observation.split('\n').map((row) => `  ${row}`),
+      'the 4x4 grid',
+    );
     assert.equal(left[at + 5], `  response: ${JSON.stringify(turn.response)}`);
     assert.match(turn.response, /^<answer>(Left|Down|Right|Up)<\/answer><\|im_end\|>$/);
   });

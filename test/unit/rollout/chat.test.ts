@@ -15,9 +15,13 @@ import type { Policy } from '../../../src/rollout/policy';
 const tokenizer = charTokenizer();
 const THINK = '<think>(.*?)</think>\\s*<answer>(.*?)</answer>';
 const ALL_FIELDS = 'T{turn_idx} O{observation} A{actions_left} M{max_response_length} S{suffix}';
-const lake = (extra: Record<string, unknown>, envConfig: Record<string, unknown> = {}) => customEnvSchema.parse({
-  env_type: 'frozen_lake', agent_system_template: '', env_config: { is_slippery: false, format_penalty: -0.01, ...envConfig }, ...extra,
-});
+const lake = (extra: Record<string, unknown>, envConfig: Record<string, unknown> = {}) =>
+  customEnvSchema.parse({
+    env_type: 'frozen_lake',
+    agent_system_template: '',
+    env_config: { is_slippery: false, format_penalty: -0.01, ...envConfig },
+    ...extra,
+  });
 
 function spec(tag: string, envId: number): EpisodeSpec {
   return { tag, groupId: envId, envId, seed: 100 + envId, trajGroupId: `${tag}_${envId}_0_${100 + envId}`, rngParts: [1, envId] };
@@ -43,7 +47,10 @@ test('fillTemplate fills all five fields of docs/numerics.md §4.1', () => {
 
 test('{suffix} is the answer format of the tag: answer-only, or think-then-answer for the think pattern', () => {
   assert.equal(formatSuffix(false), 'Always output: <answer> [your answer] </answer> with no extra text. Strictly follow this format.');
-  assert.equal(formatSuffix(true), 'Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text. Strictly follow this format.');
+  assert.equal(
+    formatSuffix(true),
+    'Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text. Strictly follow this format.',
+  );
   assert.equal(usesThinkPattern({ action_pattern: THINK }), true);
   assert.equal(usesThinkPattern({ action_pattern: '<answer>(.*?)</answer>' }), false);
   assert.equal(usesThinkPattern({}), false);
@@ -82,12 +89,29 @@ test('max_steps and max_tokens_per_step hold per tag in one mixed batch', async 
     Long: lake({ max_steps: 5, max_tokens_per_step: 12, agent_template: 'L {observation}' }),
   };
   // never a stop token and never a valid action: every reply uses its whole budget, no episode terminates
-  const trajs = await runEpisodes([spec('Short', 0), spec('Long', 1), spec('Short', 2), spec('Long', 3)],
-    { ...opts, customEnvs, policy: fixedPolicy('x'.repeat(100)) });
-  assert.deepEqual(trajs.map((t) => t.turns.length), [2, 5, 2, 5]);
-  assert.deepEqual(trajs.map((t) => t.turns.map((u) => u.response.length)), [[30, 30], [12, 12, 12, 12, 12], [30, 30], [12, 12, 12, 12, 12]]);
+  const trajs = await runEpisodes([spec('Short', 0), spec('Long', 1), spec('Short', 2), spec('Long', 3)], {
+    ...opts,
+    customEnvs,
+    policy: fixedPolicy('x'.repeat(100)),
+  });
+  assert.deepEqual(
+    trajs.map((t) => t.turns.length),
+    [2, 5, 2, 5],
+  );
+  assert.deepEqual(
+    trajs.map((t) => t.turns.map((u) => u.response.length)),
+    [
+      [30, 30],
+      [12, 12, 12, 12, 12],
+      [30, 30],
+      [12, 12, 12, 12, 12],
+    ],
+  );
   assert.ok(trajs.every((t) => t.truncated));
   // the global cap applies too: min(max_tokens_per_step, generating_args.max_new_tokens)
   const capped = await runEpisodes([spec('Short', 0)], { ...opts, maxNewTokens: 20, customEnvs, policy: fixedPolicy('x'.repeat(100)) });
-  assert.deepEqual(capped[0].turns.map((u) => u.response.length), [20, 20]);
+  assert.deepEqual(
+    capped[0].turns.map((u) => u.response.length),
+    [20, 20],
+  );
 });

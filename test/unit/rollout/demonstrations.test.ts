@@ -11,17 +11,33 @@ import { customEnvSchema } from '../../../src/contract';
 import { createEnv } from '../../../src/envs/registry';
 import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
 import {
-  formatDemonstrations, randomActionPolicy, solverEpisodes, solverPolicy, warmupDemonstrations,
+  formatDemonstrations,
+  randomActionPolicy,
+  solverEpisodes,
+  solverPolicy,
+  warmupDemonstrations,
 } from '../../../src/rollout/demonstrations';
 
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };
-const lakeEntry = (envConfig: Record<string, unknown> = {}) => customEnvSchema.parse({
-  env_type: 'frozen_lake', max_steps: 10, max_tokens_per_step: 40, agent_system_template: '', agent_template: '{observation}',
-  env_config: { ...LAKE, ...envConfig },
-});
+const lakeEntry = (envConfig: Record<string, unknown> = {}) =>
+  customEnvSchema.parse({
+    env_type: 'frozen_lake',
+    max_steps: 10,
+    max_tokens_per_step: 40,
+    agent_system_template: '',
+    agent_template: '{observation}',
+    env_config: { ...LAKE, ...envConfig },
+  });
 const specs = (tag: string, n: number): EpisodeSpec[] =>
-  Array.from({ length: n }, (_, i) => ({ tag, groupId: i, envId: i, seed: 1000 + i, trajGroupId: `${tag}_${i}_0_${1000 + i}`, rngParts: [3, i] }));
+  Array.from({ length: n }, (_, i) => ({
+    tag,
+    groupId: i,
+    envId: i,
+    seed: 1000 + i,
+    trajGroupId: `${tag}_${i}_0_${1000 + i}`,
+    rngParts: [3, i],
+  }));
 const opts = { tokenizer, sequenceLength: 2000, maxNewTokens: 40, split: 'train' as const, step: 0 };
 
 test('the solver policy wins every FrozenLake episode along a shortest path', async () => {
@@ -32,7 +48,11 @@ test('the solver policy wins every FrozenLake episode along a shortest path', as
     const shortest = env.solve!()!;
     assert.equal(t.success, true, `seed ${t.seed}`);
     assert.equal(t.episodeScore, 1);
-    assert.deepEqual(t.turns.map((u) => u.action), shortest, `seed ${t.seed}: the BFS plan, replanned each turn`);
+    assert.deepEqual(
+      t.turns.map((u) => u.action),
+      shortest,
+      `seed ${t.seed}: the BFS plan, replanned each turn`,
+    );
     assert.ok(t.turns.every((u) => u.response === `<answer>${u.action}</answer><|im_end|>`));
   }
 });
@@ -53,8 +73,14 @@ test('solverEpisodes: round(fraction * n) seeded indices', () => {
 test('warmup solver demonstrations: every solver episode succeeds; the others are the format episodes', async () => {
   const fixture = (...o: string[]) => loadConfigFile('test/fixtures/tiny_frozen_lake.yaml', ['warmup.num_episodes=16', ...o]).config;
   const all = (await warmupDemonstrations(fixture('warmup.type=solver'), tokenizer)).episodes;
-  assert.deepEqual(all.map((t) => t.groupId), [...Array(16).keys()]);
-  assert.ok(all.every((t) => t.success), 'solver_fraction 1 (default): every demonstration wins');
+  assert.deepEqual(
+    all.map((t) => t.groupId),
+    [...Array(16).keys()],
+  );
+  assert.ok(
+    all.every((t) => t.success),
+    'solver_fraction 1 (default): every demonstration wins',
+  );
   const half = (await warmupDemonstrations(fixture('warmup.type=solver', '++warmup.solver_fraction=0.5'), tokenizer)).episodes;
   const format = await formatDemonstrations(fixture(), tokenizer);
   const solverIds = [0, 4, 5, 6, 7, 9, 13, 14]; // solverEpisodes(16, 0.5, seed 7)
@@ -67,13 +93,24 @@ test('warmup solver demonstrations: every solver episode succeeds; the others ar
 });
 
 test('warmup.type solver with an env that has no solve() is a config error naming the tag', () => {
-  assert.throws(() => loadConfigFile('configs/bandit.yaml', ['warmup.type=solver']),
-    /`warmup\.type`: solver needs a solver for every train tag, but tag "Bandit" \(env_type bandit\) has no solve\(\)/);
+  assert.throws(
+    () => loadConfigFile('configs/bandit.yaml', ['warmup.type=solver']),
+    /`warmup\.type`: solver needs a solver for every train tag, but tag "Bandit" \(env_type bandit\) has no solve\(\)/,
+  );
   assert.equal(loadConfigFile('test/fixtures/tiny_frozen_lake.yaml', ['warmup.type=solver']).config.warmup.solver_fraction, 1);
 });
 
-test('free-form answers (Countdown, no action names): the format policy answers the solver\'s expression', async () => {
-  const Countdown = customEnvSchema.parse({ env_type: 'countdown', max_steps: 1, max_tokens_per_step: 40, agent_system_template: '', agent_template: '{observation}' });
+test("free-form answers (Countdown, no action names): the format policy answers the solver's expression", async () => {
+  const Countdown = customEnvSchema.parse({
+    env_type: 'countdown',
+    max_steps: 1,
+    max_tokens_per_step: 40,
+    agent_system_template: '',
+    agent_template: '{observation}',
+  });
   const trajs = await runEpisodes(specs('Countdown', 8), { ...opts, customEnvs: { Countdown }, policy: randomActionPolicy(tokenizer) });
-  assert.ok(trajs.every((t) => t.success && /^<answer>[\d+\-() ]+<\/answer><\|im_end\|>$/.test(t.turns[0].response)), trajs[0].turns[0].response);
+  assert.ok(
+    trajs.every((t) => t.success && /^<answer>[\d+\-() ]+<\/answer><\|im_end\|>$/.test(t.turns[0].response)),
+    trajs[0].turns[0].response,
+  );
 });

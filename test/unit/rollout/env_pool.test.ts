@@ -19,7 +19,15 @@ import '../../helpers/chaos_env'; // registers env type chaos
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };
 const envEntry = (env_type: string, env_config: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-  customEnvSchema.parse({ env_type, max_steps: 10, max_tokens_per_step: 24, agent_system_template: '', agent_template: '{observation}', env_config, ...extra });
+  customEnvSchema.parse({
+    env_type,
+    max_steps: 10,
+    max_tokens_per_step: 24,
+    agent_system_template: '',
+    agent_template: '{observation}',
+    env_config,
+    ...extra,
+  });
 const chaos = (faults: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   envEntry('chaos', { inner_env_type: 'frozen_lake', inner_env_config: LAKE, ...faults }, extra);
 
@@ -49,8 +57,14 @@ test('a batch of 64 where env 5 throws on step 3: it completes, the failure is c
   assert.equal(out.trajectories.length, 64);
   const fresh = deriveSeed(S0, 'replace');
   const group0 = out.trajectories.slice(0, 8);
-  assert.deepEqual(group0.map((t) => [t.envId, t.seed, t.trajGroupId]), [...Array(8).keys()].map((e) => [e, fresh, `Chaos_0_0_${fresh}`]));
-  assert.ok(out.trajectories.every((t) => t.turns.length === 10 && t.truncated), 'every kept episode is whole');
+  assert.deepEqual(
+    group0.map((t) => [t.envId, t.seed, t.trajGroupId]),
+    [...Array(8).keys()].map((e) => [e, fresh, `Chaos_0_0_${fresh}`]),
+  );
+  assert.ok(
+    out.trajectories.every((t) => t.turns.length === 10 && t.truncated),
+    'every kept episode is whole',
+  );
   // the other groups are exactly what a pool without faults plays
   const clean = await runGroups(groups('Chaos', 8), poolOptions({ Chaos: chaos({}) }, jump, 8));
   assert.deepEqual(out.trajectories.slice(8), clean.trajectories.slice(8));
@@ -66,7 +80,10 @@ test(`an env that always fails: its group is tried ${MAX_GROUP_ATTEMPTS} times, 
   assert.deepEqual([...sizes.values()], [8, 8, 8, 8, 8, 8, 8]);
   assert.ok(out.trajectories.every((t) => t.groupId !== 0));
   const seeds = [S0, deriveSeed(S0, 'replace'), deriveSeed(deriveSeed(S0, 'replace'), 'replace')];
-  assert.deepEqual(out.errors.map((e) => /seed (\d+)\): step 3 threw/.exec(e)?.[1]), seeds.map(String));
+  assert.deepEqual(
+    out.errors.map((e) => /seed (\d+)\): step 3 threw/.exec(e)?.[1]),
+    seeds.map(String),
+  );
 });
 
 test('a throwing reset and a random policy: the group is replaced, the rest of the batch is untouched', async () => {
@@ -74,7 +91,10 @@ test('a throwing reset and a random policy: the group is replaced, the rest of t
   const out = await runGroups(groups('Chaos', 4), poolOptions(customEnvs, randomActionPolicy(tokenizer), 2));
   assert.deepEqual(out.stats, { failedEpisodes: 1, replacedGroups: 1, droppedGroups: 0 });
   assert.match(out.errors[0], /^Chaos env 2 \(group 1, seed \d+\): reset threw: chaos: injected failure in reset/);
-  assert.deepEqual(out.trajectories.map((t) => t.envId), [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(
+    out.trajectories.map((t) => t.envId),
+    [0, 1, 2, 3, 4, 5, 6, 7],
+  );
   assert.ok(out.trajectories.every((t) => t.turns.length >= 1));
 });
 
@@ -84,14 +104,20 @@ test('an episode over episode_timeout_seconds fails like a throw (measured after
   const out = await runGroups(groups('Chaos', 2), poolOptions(customEnvs, jump, 2));
   assert.ok(performance.now() - started >= 300, 'the hang really blocked');
   assert.deepEqual(out.stats, { failedEpisodes: 1, replacedGroups: 1, droppedGroups: 0 });
-  assert.match(out.errors[0], /^Chaos env 1 \(group 0, seed \d+\): step 2 brought the episode's env time to 0\.3\d s, over custom_envs\.Chaos\.episode_timeout_seconds = 0\.2$/);
+  assert.match(
+    out.errors[0],
+    /^Chaos env 1 \(group 0, seed \d+\): step 2 brought the episode's env time to 0\.3\d s, over custom_envs\.Chaos\.episode_timeout_seconds = 0\.2$/,
+  );
   assert.equal(out.trajectories.length, 4);
 });
 
 test('group_size_redundancy: ties at the turn cap keep the lowest env ids of each group', async () => {
   const customEnvs = { Lake: envEntry('frozen_lake', LAKE) };
   const out = await runGroups(groups('Lake', 2), poolOptions(customEnvs, jump, 4, 2));
-  assert.deepEqual(out.trajectories.map((t) => t.envId), [0, 1, 2, 3, 6, 7, 8, 9]);
+  assert.deepEqual(
+    out.trajectories.map((t) => t.envId),
+    [0, 1, 2, 3, 6, 7, 8, 9],
+  );
   assert.deepEqual(out.stats, { failedEpisodes: 0, replacedGroups: 0, droppedGroups: 0 });
 });
 
@@ -99,21 +125,46 @@ test('group_size_redundancy: the first group_size finishers (fewest turns, ties 
   const customEnvs = { Lake: envEntry('frozen_lake', LAKE) };
   const policy = randomActionPolicy(tokenizer);
   const [g0, g1] = groups('Lake', 2);
-  const specs = [g0, g1].flatMap((g) => [...Array(6).keys()].map((j) => {
-    const envId = g.groupId * 6 + j;
-    return { tag: 'Lake', groupId: g.groupId, envId, seed: g.seed, trajGroupId: g.trajGroupId, rngParts: [...g.stream, envId] };
-  }));
+  const specs = [g0, g1].flatMap((g) =>
+    [...Array(6).keys()].map((j) => {
+      const envId = g.groupId * 6 + j;
+      return { tag: 'Lake', groupId: g.groupId, envId, seed: g.seed, trajGroupId: g.trajGroupId, rngParts: [...g.stream, envId] };
+    }),
+  );
   // the same 12 envs played to the end: the lockstep turn in which each episode ends
   const all = await playEpisodes(specs, poolOptions(customEnvs, policy, 4, 2));
-  assert.deepEqual(all.map((o) => o.endedAt), [1, 1, 9, 9, 5, 1, /* group 1 */ 4, 4, 2, 1, 2, 1]);
+  assert.deepEqual(
+    all.map((o) => o.endedAt),
+    [1, 1, 9, 9, 5, 1, /* group 1 */ 4, 4, 2, 1, 2, 1],
+  );
   // so group 0 keeps envs 0, 1, 5 (turn 1) and 4 (turn 5); group 1 keeps 9, 11 (turn 1) and 8, 10 (turn 2)
   const out = await runGroups([g0, g1], poolOptions(customEnvs, policy, 4, 2));
-  assert.deepEqual(out.trajectories.map((t) => t.envId), [0, 1, 4, 5, 8, 9, 10, 11]);
-  assert.deepEqual(out.trajectories, [0, 1, 4, 5, 8, 9, 10, 11].map((e) => all[e].trajectory), 'kept episodes are played as without redundancy');
+  assert.deepEqual(
+    out.trajectories.map((t) => t.envId),
+    [0, 1, 4, 5, 8, 9, 10, 11],
+  );
+  assert.deepEqual(
+    out.trajectories,
+    [0, 1, 4, 5, 8, 9, 10, 11].map((e) => all[e].trajectory),
+    'kept episodes are played as without redundancy',
+  );
   // the stragglers stop as soon as their group has 4 finishers
   const cut = await playEpisodes(specs, poolOptions(customEnvs, policy, 4, 2), 4);
-  assert.deepEqual(cut.map((o) => `${o.status}@${o.endedAt}`), [
-    'finished@1', 'finished@1', 'cut@5', 'cut@5', 'finished@5', 'finished@1',
-    'cut@2', 'cut@2', 'finished@2', 'finished@1', 'finished@2', 'finished@1',
-  ]);
+  assert.deepEqual(
+    cut.map((o) => `${o.status}@${o.endedAt}`),
+    [
+      'finished@1',
+      'finished@1',
+      'cut@5',
+      'cut@5',
+      'finished@5',
+      'finished@1',
+      'cut@2',
+      'cut@2',
+      'finished@2',
+      'finished@1',
+      'finished@2',
+      'finished@1',
+    ],
+  );
 });

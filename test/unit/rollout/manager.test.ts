@@ -32,7 +32,10 @@ test('packing: ids are prompt/response concatenations; mask covers exactly the s
     assert.deepEqual(sampled, expected);
     assert.ok(t.turns.length >= 1 && t.turns.length <= 10);
     assert.ok(t.turns.every((u) => u.actionIsValid));
-    assert.equal(t.episodeScore, t.turns.reduce((a, u) => a + u.reward, 0));
+    assert.equal(
+      t.episodeScore,
+      t.turns.reduce((a, u) => a + u.reward, 0),
+    );
     // each response ends with its stop token, and the text is the ChatML template of the chat
     assert.ok(t.turns.every((u) => u.response.endsWith('<|im_end|>')));
     const text = tokenizer.decode(t.inputIds, false);
@@ -83,15 +86,28 @@ test('the sequence_length cut drops the unfinished turn', async () => {
 test('a sequence_length that cannot hold the first turn is a config error naming the key', async () => {
   await assert.rejects(
     runEpisodes(specs(1, 1), { ...baseOpts, sequenceLength: 40, policy: randomActionPolicy(tokenizer) }),
-    (err: Error) => err.name === 'ConfigError' && /sequence_length[\s\S]*40 leaves no room for the first turn of tag FrozenLake: its prompt is \d+ tokens/.test(err.message),
+    (err: Error) =>
+      err.name === 'ConfigError' &&
+      /sequence_length[\s\S]*40 leaves no room for the first turn of tag FrozenLake: its prompt is \d+ tokens/.test(err.message),
   );
 });
 
 test('runEpisodes throws an env failure with its tag, env id, group and seed (the pool catches them instead)', async () => {
   const customEnvs = {
     ...config.custom_envs,
-    FrozenLake: { ...config.custom_envs.FrozenLake, env_type: 'chaos', env_config: { inner_env_type: 'frozen_lake', inner_env_config: config.custom_envs.FrozenLake.env_config, throw_on_reset: true, env_ids: [2] } },
+    FrozenLake: {
+      ...config.custom_envs.FrozenLake,
+      env_type: 'chaos',
+      env_config: {
+        inner_env_type: 'frozen_lake',
+        inner_env_config: config.custom_envs.FrozenLake.env_config,
+        throw_on_reset: true,
+        env_ids: [2],
+      },
+    },
   };
-  await assert.rejects(runEpisodes(specs(4, 4), { ...baseOpts, customEnvs, policy: randomActionPolicy(tokenizer) }),
-    /^Error: FrozenLake env 2 \(group 0, seed 1000\): reset threw: chaos: injected failure in reset \(env id 2, seed 1000\)$/);
+  await assert.rejects(
+    runEpisodes(specs(4, 4), { ...baseOpts, customEnvs, policy: randomActionPolicy(tokenizer) }),
+    /^Error: FrozenLake env 2 \(group 0, seed 1000\): reset threw: chaos: injected failure in reset \(env id 2, seed 1000\)$/,
+  );
 });

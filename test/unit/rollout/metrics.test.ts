@@ -10,19 +10,41 @@ import type { Trajectory } from '../../../src/contract';
 /** A trajectory with only what the metrics read. */
 function traj(tag: string, group: number, score: number, success: boolean): Trajectory {
   return {
-    trajGroupId: `${tag}_${group}_0_1`, trajId: '', tag, groupId: group, envId: 0, seed: 1, split: 'val', step: 0,
-    inputIds: [1, 2, 3], responseMask: [0, 1, 1], sampleLogprobs: [0, 0, 0], episodeScore: score, success, truncated: false,
+    trajGroupId: `${tag}_${group}_0_1`,
+    trajId: '',
+    tag,
+    groupId: group,
+    envId: 0,
+    seed: 1,
+    split: 'val',
+    step: 0,
+    inputIds: [1, 2, 3],
+    responseMask: [0, 1, 1],
+    sampleLogprobs: [0, 0, 0],
+    episodeScore: score,
+    success,
+    truncated: false,
     turns: [{ observation: '', response: '', action: 'Left', reward: score, actionIsValid: true, actionIsEffective: false }],
   };
 }
 
 test('val/{tag}/score and val/score are means over groups of the per-group mean episode score', () => {
   // Lake: group 0 scores (1, 0, 0, 0) -> 0.25; group 1 (1, 1, 1, 1) -> 1. Box: group 2 (10.5, -1) -> 4.75
-  const shardA = sumMetrics([
-    traj('Lake', 0, 1, true), traj('Lake', 0, 0, false), traj('Lake', 0, 0, false), traj('Lake', 0, 0, false),
-    traj('Box', 2, 10.5, true), traj('Box', 2, -1, false),
-  ], { groupScores: true, totals: { 'env/failed_episodes': 2, 'env/dropped_groups': 0 } });
-  const shardB = sumMetrics([1, 1, 1, 1].map(() => traj('Lake', 1, 1, true)), { groupScores: true, totals: { 'env/failed_episodes': 1, 'env/dropped_groups': 1 } });
+  const shardA = sumMetrics(
+    [
+      traj('Lake', 0, 1, true),
+      traj('Lake', 0, 0, false),
+      traj('Lake', 0, 0, false),
+      traj('Lake', 0, 0, false),
+      traj('Box', 2, 10.5, true),
+      traj('Box', 2, -1, false),
+    ],
+    { groupScores: true, totals: { 'env/failed_episodes': 2, 'env/dropped_groups': 0 } },
+  );
+  const shardB = sumMetrics(
+    [1, 1, 1, 1].map(() => traj('Lake', 1, 1, true)),
+    { groupScores: true, totals: { 'env/failed_episodes': 1, 'env/dropped_groups': 1 } },
+  );
   const m = meanMetrics(mergeSums([shardA, shardB]), 'val/');
   assert.equal(m['val/Lake/score'], (0.25 + 1) / 2);
   assert.equal(m['val/Box/score'], 4.75);
@@ -36,7 +58,10 @@ test('val/{tag}/score and val/score are means over groups of the per-group mean 
 
 test('without groupScores (training) there are no per-group keys; totals default to none', () => {
   const m = meanMetrics(sumMetrics([traj('Lake', 0, 1, true)]));
-  assert.deepEqual(Object.keys(m).filter((k) => !k.startsWith('env/')), []);
+  assert.deepEqual(
+    Object.keys(m).filter((k) => !k.startsWith('env/')),
+    [],
+  );
   assert.equal(m['env/Lake/action_is_valid'], 1);
   assert.equal(m['env/response_length'], 2);
 });

@@ -19,9 +19,15 @@ test('shiftedArrays: index t is about token t+1, padded to L-1; lastIndex is the
   appendTurn(packed, [14], [15], [-1]);
   const none = { inputIds: [1, 2, 3], responseMask: [0, 0, 0], sampleLogprobs: [0, 0, 0] };
   assert.deepEqual(shiftedArrays([packed, none], 8), {
-    mask: [[0, 1, 1, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0, 0]],
+    mask: [
+      [0, 1, 1, 0, 1, 0, 0],
+      [0, 0, 0, 0, 0, 0, 0],
+    ],
     lastIndex: [4, -1],
-    sampleLogprobs: [[0, -0.5, -0.25, 0, -1, 0, 0], [0, 0, 0, 0, 0, 0, 0]],
+    sampleLogprobs: [
+      [0, -0.5, -0.25, 0, -1, 0, 0],
+      [0, 0, 0, 0, 0, 0, 0],
+    ],
   });
 });
 

@@ -8,9 +8,18 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 test('full checkpoints follow ROLL: after the update of step g > 0 with g % save_steps == 0, and after the last step', () => {
   const config = { save_steps: 10, max_steps: 30 };
   // checkpoint step n holds the update of pipeline step g = n - 1
-  assert.deepEqual(range(1, 30).filter((n) => isFullCheckpoint(n, config)), [11, 21, 30]);
-  assert.deepEqual(range(1, 5).filter((n) => isFullCheckpoint(n, { save_steps: 1, max_steps: 5 })), [2, 3, 4, 5]);
-  assert.deepEqual(range(1, 4).filter((n) => isFullCheckpoint(n, { save_steps: 50, max_steps: 4 })), [4]);
+  assert.deepEqual(
+    range(1, 30).filter((n) => isFullCheckpoint(n, config)),
+    [11, 21, 30],
+  );
+  assert.deepEqual(
+    range(1, 5).filter((n) => isFullCheckpoint(n, { save_steps: 1, max_steps: 5 })),
+    [2, 3, 4, 5],
+  );
+  assert.deepEqual(
+    range(1, 4).filter((n) => isFullCheckpoint(n, { save_steps: 50, max_steps: 4 })),
+    [4],
+  );
 });
 
 test('max_ckpt_to_keep 0 keeps every full checkpoint, the newest and the one before; every other optimizer state goes', () => {

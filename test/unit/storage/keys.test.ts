@@ -1,7 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  checkpointPrefix, checkpointsPrefix, initialKey, latestKey, metricsKey, parseStep, rolloutKey, rolloutRecordKey, runKey, stepName, warmupPrefix,
+  checkpointPrefix,
+  checkpointsPrefix,
+  initialKey,
+  latestKey,
+  metricsKey,
+  parseStep,
+  rolloutKey,
+  rolloutRecordKey,
+  runKey,
+  stepName,
+  warmupPrefix,
 } from '../../../src/storage/keys';
 import { InvalidKeyPartError, validateRunId } from '../../../src/contract';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../../src/storage/errors';
@@ -27,7 +37,10 @@ test('keys are a pure function of their inputs', () => {
 
 test('run ids outside [A-Za-z0-9._-] are rejected with the value named', () => {
   for (const bad of ['', 'a/b', '../x', 'a..b', '-lead', 'sp ace', 'é', 'x'.repeat(129)]) {
-    assert.throws(() => runKey(bad), (err: Error) => err instanceof InvalidKeyPartError && err.message.includes(JSON.stringify(bad)) && err.message.includes('allowed'));
+    assert.throws(
+      () => runKey(bad),
+      (err: Error) => err instanceof InvalidKeyPartError && err.message.includes(JSON.stringify(bad)) && err.message.includes('allowed'),
+    );
   }
   assert.equal(validateRunId('A.b_c-1'), 'A.b_c-1');
 });
@@ -58,7 +71,10 @@ test('storage errors name key, expected and actual', () => {
   assert.match(n.message, /object k not found in bucket starpo/);
   const m = new CorruptObjectError('runs/r/m.safetensors', 'sha256 aa', 'sha256 bb', 'sha256 mismatch');
   assert.match(m.message, /^object runs\/r\/m\.safetensors is corrupt \(sha256 mismatch\): expected sha256 aa, got sha256 bb$/);
-  assert.ok(isUnusable(e) && isUnusable(n) && !isUnusable(new Error('ECONNREFUSED')), 'corrupt and missing objects are unusable, a dead server is not');
+  assert.ok(
+    isUnusable(e) && isUnusable(n) && !isUnusable(new Error('ECONNREFUSED')),
+    'corrupt and missing objects are unusable, a dead server is not',
+  );
 });
 
 test('sha256Hex matches a known vector', () => {

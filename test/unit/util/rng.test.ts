@@ -7,8 +7,14 @@ test('same parts give the same stream, different parts a different one', () => {
   const b = new Rng(42, 'train', 3, 7);
   const c = new Rng(42, 'train', 3, 8);
   const xs = Array.from({ length: 5 }, () => a.nextUint32());
-  assert.deepEqual(Array.from({ length: 5 }, () => b.nextUint32()), xs);
-  assert.notDeepEqual(Array.from({ length: 5 }, () => c.nextUint32()), xs);
+  assert.deepEqual(
+    Array.from({ length: 5 }, () => b.nextUint32()),
+    xs,
+  );
+  assert.notDeepEqual(
+    Array.from({ length: 5 }, () => c.nextUint32()),
+    xs,
+  );
   assert.equal(deriveSeed(1, 'val'), deriveSeed(1, 'val'));
   assert.notEqual(deriveSeed(1, 'val'), deriveSeed(1, 'train'));
 });

@@ -28,7 +28,12 @@ interface Expected {
   special_tokens_map: Record<string, string>;
   stop_ids: number[];
   strings: Array<{ text: string; ids: number[]; decoded: string; decoded_skip_special: string }>;
-  renders: Array<{ messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>; add_generation_prompt: boolean; text: string; ids: number[] }>;
+  renders: Array<{
+    messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
+    add_generation_prompt: boolean;
+    text: string;
+    ids: number[];
+  }>;
   saved: { files: string[]; render: Expected['renders'][number] };
   episode: { seed: number; env_config: Record<string, unknown>; agent_template: string; max_steps: number; max_tokens_per_step: number };
   episodes: Array<{ system: string; turns: Array<{ user: string; context_ids: number[]; response: string; response_ids: number[] }> }>;
@@ -66,8 +71,10 @@ test('stop ids: generation_config.json eos_token_id (list or int), else the toke
   assert.deepEqual(tokenizerFromFiles({ ...qwenFiles(), 'generation_config.json': bytes('{"eos_token_id": 151643}') }).eosIds, [151643]);
   const { 'generation_config.json': _, ...withoutGeneration } = qwenFiles();
   assert.deepEqual(tokenizerFromFiles(withoutGeneration).eosIds, [151645]); // tokenizer_config.json eos_token <|im_end|>
-  assert.throws(() => tokenizerFromFiles({ ...qwenFiles(), 'generation_config.json': bytes('{"eos_token_id": [151645, 999999]}') }),
-    /generation_config\.json: eos_token_id is \[151645,999999\]; allowed: a token id or a non-empty list of token ids in \[0, 151665\)/);
+  assert.throws(
+    () => tokenizerFromFiles({ ...qwenFiles(), 'generation_config.json': bytes('{"eos_token_id": [151645, 999999]}') }),
+    /generation_config\.json: eos_token_id is \[151645,999999\]; allowed: a token id or a non-empty list of token ids in \[0, 151665\)/,
+  );
 });
 
 test('a folder as transformers 5 saves it (chat_template.jinja beside tokenizer_config.json) renders the same', () => {
@@ -102,16 +109,38 @@ async function playLake(tokenizer: ChatTokenizer, system: string, policy: Policy
   const { episode } = expected;
   const customEnvs = {
     FrozenLake: customEnvSchema.parse({
-      env_type: 'frozen_lake', agent_system_template: system, agent_template: episode.agent_template,
-      max_steps: 3, max_tokens_per_step: episode.max_tokens_per_step, env_config: episode.env_config,
+      env_type: 'frozen_lake',
+      agent_system_template: system,
+      agent_template: episode.agent_template,
+      max_steps: 3,
+      max_tokens_per_step: episode.max_tokens_per_step,
+      env_config: episode.env_config,
     }),
   };
-  const spec = { tag: 'FrozenLake', groupId: 0, envId: 0, seed: episode.seed, trajGroupId: `FrozenLake_0_0_${episode.seed}`, rngParts: [1] };
-  const [trajectory] = await runEpisodes([spec], { policy, tokenizer, customEnvs, sequenceLength: 4096, maxNewTokens: 64, split: 'train', step: 0 });
+  const spec = {
+    tag: 'FrozenLake',
+    groupId: 0,
+    envId: 0,
+    seed: episode.seed,
+    trajGroupId: `FrozenLake_0_0_${episode.seed}`,
+    rngParts: [1],
+  };
+  const [trajectory] = await runEpisodes([spec], {
+    policy,
+    tokenizer,
+    customEnvs,
+    sequenceLength: 4096,
+    maxNewTokens: 64,
+    split: 'train',
+    step: 0,
+  });
   return trajectory!;
 }
 
-for (const [name, cut] of [['', -1], [', the second reply cut by its budget (closed by the next prompt)', 1]] as const) {
+for (const [name, cut] of [
+  ['', -1],
+  [', the second reply cut by its budget (closed by the next prompt)', 1],
+] as const) {
   test(`a 3-turn FrozenLake episode: the rollout context of every turn equals apply_chat_template, with and without a system message${name}`, async () => {
     for (const ep of expected.episodes) {
       const contexts: number[][] = [];
@@ -119,15 +148,21 @@ for (const [name, cut] of [['', -1], [', the second reply cut by its budget (clo
       const trajectory = await playLake(qwen, ep.system, scriptedReplies(replies, contexts, cut));
       assert.equal(contexts.length, 3);
       ep.turns.forEach((t, i) => assert.deepEqual(contexts[i], t.context_ids, `system ${JSON.stringify(ep.system)}, turn ${i}`));
-      assert.deepEqual(trajectory.turns.map((t) => t.response), ep.turns.map((t, i) => qwen.decode(i === cut ? t.response_ids.slice(0, -1) : t.response_ids)));
+      assert.deepEqual(
+        trajectory.turns.map((t) => t.response),
+        ep.turns.map((t, i) => qwen.decode(i === cut ? t.response_ids.slice(0, -1) : t.response_ids)),
+      );
       const last = ep.turns[2]!;
       assert.deepEqual(trajectory.inputIds, [...last.context_ids, ...last.response_ids]);
-      assert.equal(trajectory.responseMask.reduce((a, b) => a + b, 0), replies.flat().length - (cut >= 0 ? 1 : 0));
+      assert.equal(
+        trajectory.responseMask.reduce((a, b) => a + b, 0),
+        replies.flat().length - (cut >= 0 ? 1 : 0),
+      );
     }
   });
 }
 
-test('a reply that stops at another stop token (<|endoftext|>) is closed once: the template\'s <|im_end|> is left out', async () => {
+test("a reply that stops at another stop token (<|endoftext|>) is closed once: the template's <|im_end|> is left out", async () => {
   const ep = expected.episodes[0]!;
   const endoftext = qwen.encode('<|endoftext|>');
   const replies = ep.turns.map((t) => [...t.response_ids.slice(0, -1), ...endoftext]);
@@ -144,7 +179,10 @@ test('the tiny preset keeps its ChatML template: no default system prompt, stop 
   const tiny = charTokenizer();
   assert.equal(tiny.chat.source, CHATML_TEMPLATE);
   assert.equal(tiny.chat.render([{ role: 'user', content: 'Go.' }], true), '<|im_start|>user\nGo.<|im_end|>\n<|im_start|>assistant\n');
-  assert.deepEqual(tiny.eosIds.map((id) => tiny.decode([id])), ['<|im_end|>', '<|endoftext|>']);
+  assert.deepEqual(
+    tiny.eosIds.map((id) => tiny.decode([id])),
+    ['<|im_end|>', '<|endoftext|>'],
+  );
   assert.deepEqual(tiny.chatFiles, {});
   assert.equal(tokenizerFromFiles({ 'tokenizer.json': bytes(JSON.stringify(tiny.toJSON())) }).chat.source, CHATML_TEMPLATE);
 });
@@ -152,23 +190,47 @@ test('the tiny preset keeps its ChatML template: no default system prompt, stop 
 test('where the template comes from: chat_template.jinja first, a list takes "default", none is refused naming the file', () => {
   const files = qwenFiles();
   const config = JSON.parse(new TextDecoder().decode(files['tokenizer_config.json'])) as Record<string, unknown>;
-  const withConfig = (patch: Record<string, unknown>) => ({ ...files, 'tokenizer_config.json': bytes(JSON.stringify({ ...config, ...patch })) });
-  const jinja = "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
+  const withConfig = (patch: Record<string, unknown>) => ({
+    ...files,
+    'tokenizer_config.json': bytes(JSON.stringify({ ...config, ...patch })),
+  });
+  const jinja = '{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}';
   assert.equal(tokenizerFromFiles({ ...files, 'chat_template.jinja': bytes(jinja) }).chat.source, jinja);
-  assert.equal(tokenizerFromFiles(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }, { name: 'default', template: jinja }] })).chat.source, jinja);
+  assert.equal(
+    tokenizerFromFiles(
+      withConfig({
+        chat_template: [
+          { name: 'tool_use', template: 'x' },
+          { name: 'default', template: jinja },
+        ],
+      }),
+    ).chat.source,
+    jinja,
+  );
   assert.equal(tokenizerFromFiles(files).chat.source, config.chat_template);
-  assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: undefined }), (f) => `/m/${f}`),
-    /^ChatTemplateError: \/m\/tokenizer_config\.json: chat_template is missing \(and there is no chat_template\.jinja\).*allowed: a Jinja string, or a list of \{name, template\} with one named "default"; or a \/m\/chat_template\.jinja file$/);
-  assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }] })), /chat_template lists templates \["tool_use"\] but none named "default"/);
+  assert.throws(
+    () => tokenizerFromFiles(withConfig({ chat_template: undefined }), (f) => `/m/${f}`),
+    /^ChatTemplateError: \/m\/tokenizer_config\.json: chat_template is missing \(and there is no chat_template\.jinja\).*allowed: a Jinja string, or a list of \{name, template\} with one named "default"; or a \/m\/chat_template\.jinja file$/,
+  );
+  assert.throws(
+    () => tokenizerFromFiles(withConfig({ chat_template: [{ name: 'tool_use', template: 'x' }] })),
+    /chat_template lists templates \["tool_use"\] but none named "default"/,
+  );
   assert.throws(() => tokenizerFromFiles(withConfig({ chat_template: 7 })), /tokenizer_config\.json: chat_template is 7; allowed/);
-  assert.throws(() => tokenizerFromFiles({ ...files, 'chat_template.jinja': bytes('{% for m in messages %}') }), /chat_template\.jinja: the Jinja template does not parse/);
+  assert.throws(
+    () => tokenizerFromFiles({ ...files, 'chat_template.jinja': bytes('{% for m in messages %}') }),
+    /chat_template\.jinja: the Jinja template does not parse/,
+  );
 });
 
 test('a template that rewrites earlier turns is refused: rollouts keep the sampled tokens of every turn', () => {
   // Drops every assistant reply but the last, as templates that strip earlier reasoning do.
-  const rewriting = "{% for m in messages %}{% if m.role != 'assistant' or loop.last %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
-  assert.throws(() => tokenizerFromFiles({ ...qwenFiles(), 'chat_template.jinja': bytes(rewriting) }),
-    /chat_template\.jinja: the template renders earlier turns differently once a turn is added/);
+  const rewriting =
+    "{% for m in messages %}{% if m.role != 'assistant' or loop.last %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  assert.throws(
+    () => tokenizerFromFiles({ ...qwenFiles(), 'chat_template.jinja': bytes(rewriting) }),
+    /chat_template\.jinja: the template renders earlier turns differently once a turn is added/,
+  );
   assert.doesNotThrow(() => new ChatTemplate(rewriting, {}).render([{ role: 'user', content: 'u' }], true));
 });
 

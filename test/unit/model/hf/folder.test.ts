@@ -25,7 +25,11 @@ const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',
   '<answer>Right</answer><|im_end|>\n<|im_start|>user\nTurn 2: ok<|im_end|>\n<|im_start|>assistant\n',
   "<|endoftext|> and <|im_end|><|im_end|> are single ids; it's 'S' 12 \\ {} ~",
-  '', ' ', '\n\n', 'a  b   c', '√√#√ \n \n\n  x',
+  '',
+  ' ',
+  '\n\n',
+  'a  b   c',
+  '√√#√ \n \n\n  x',
 ];
 
 test('the char tokenizer as an HF tokenizer.json encodes and decodes like starpo, specials included; unknown characters are dropped', () => {
@@ -45,14 +49,24 @@ test('the char tokenizer as an HF tokenizer.json encodes and decodes like starpo
   // starpo's char tokenizer gives <unk>; the byte-level pipeline transformers 5 imposes finds no entry
   const unknown = 'é, ü\tand 中!';
   assert.equal(char.encode(unknown).filter((id) => id === char.specialTokens['<unk>']).length, 4);
-  assert.deepEqual(hf.encode(unknown), char.encode(unknown).filter((id) => id !== char.specialTokens['<unk>']));
+  assert.deepEqual(
+    hf.encode(unknown),
+    char.encode(unknown).filter((id) => id !== char.specialTokens['<unk>']),
+  );
   // a checkpoint's tokenizer.json may hold either format
   assert.deepEqual(tokenizerFromJSON(hf.toJSON()).encode(TEXTS[0] as string), char.encode(TEXTS[0] as string));
 });
 
 test('an HF tokenizer.json without the ChatML tokens is refused, naming them', () => {
   const json = charTokenizerHfJSON(charTokenizer().toJSON() as CharTokenizerJSON);
-  const without = { ...json, added_tokens: json.added_tokens.filter((t) => t.content !== '<|im_start|>'), model: { ...json.model, vocab: Object.fromEntries(Object.entries(json.model.vocab as Record<string, number>).filter(([k]) => k !== '<|im_start|>')) } };
+  const without = {
+    ...json,
+    added_tokens: json.added_tokens.filter((t) => t.content !== '<|im_start|>'),
+    model: {
+      ...json.model,
+      vocab: Object.fromEntries(Object.entries(json.model.vocab as Record<string, number>).filter(([k]) => k !== '<|im_start|>')),
+    },
+  };
   assert.throws(() => hfTokenizer(without), /"<\|im_start\|>" missing/);
 });
 
@@ -80,7 +94,17 @@ const readJSON = (dir: string, name: string) => JSON.parse(readFileSync(join(dir
 
 test('a checkpoint written as an HF folder has HF config keys and tokenizer files and loads back with identical tensors', async () => {
   const { files, model } = await checkpointFiles();
-  const dir = writeFolder(hfFolderFiles(files, { max_new_tokens: 24, temperature: 0.95, top_p: 0.7, top_k: 50, do_sample: true, num_beams: 1, num_return_sequences: 1 }));
+  const dir = writeFolder(
+    hfFolderFiles(files, {
+      max_new_tokens: 24,
+      temperature: 0.95,
+      top_p: 0.7,
+      top_k: 50,
+      do_sample: true,
+      num_beams: 1,
+      num_return_sequences: 1,
+    }),
+  );
   try {
     const config = readJSON(dir, 'config.json');
     assert.deepEqual(config.architectures, ['Qwen2ForCausalLM']);
@@ -88,7 +112,17 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     assert.equal(config.dtype, 'float32');
     assert.equal(config.hidden_act, 'silu');
     assert.equal(config.tie_word_embeddings, true);
-    for (const k of ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'max_position_embeddings', 'rope_theta', 'rms_norm_eps']) {
+    for (const k of [
+      'vocab_size',
+      'hidden_size',
+      'intermediate_size',
+      'num_hidden_layers',
+      'num_attention_heads',
+      'num_key_value_heads',
+      'max_position_embeddings',
+      'rope_theta',
+      'rms_norm_eps',
+    ]) {
       assert.equal(config[k], model.config[k], k);
     }
     assert.deepEqual([config.bos_token_id, config.eos_token_id], [0, 2]);
@@ -98,12 +132,35 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     assert.equal(tokConfig.pad_token, '<|endoftext|>');
     assert.equal(tokConfig.chat_template, CHATML_TEMPLATE);
     const decoder = tokConfig.added_tokens_decoder as Record<string, { content: string; special: boolean }>;
-    assert.equal(Object.keys(decoder).length, charTokenizer().vocabSize, 'every character is an added token (transformers 5 keeps them from here)');
-    assert.deepEqual([decoder['1'], decoder['5']].map((t) => [t.content, t.special]), [['<|im_start|>', true], [' ', false]]);
+    assert.equal(
+      Object.keys(decoder).length,
+      charTokenizer().vocabSize,
+      'every character is an added token (transformers 5 keeps them from here)',
+    );
+    assert.deepEqual(
+      [decoder['1'], decoder['5']].map((t) => [t.content, t.special]),
+      [
+        ['<|im_start|>', true],
+        [' ', false],
+      ],
+    );
     assert.deepEqual(readJSON(dir, 'special_tokens_map.json').additional_special_tokens, ['<|im_start|>']);
-    assert.deepEqual(readJSON(dir, 'generation_config.json'), { bos_token_id: 0, eos_token_id: [2, 0], pad_token_id: 0, do_sample: true, temperature: 0.95, top_p: 0.7, top_k: 50, max_new_tokens: 24 });
+    assert.deepEqual(readJSON(dir, 'generation_config.json'), {
+      bos_token_id: 0,
+      eos_token_id: [2, 0],
+      pad_token_id: 0,
+      do_sample: true,
+      temperature: 0.95,
+      top_p: 0.7,
+      top_k: 50,
+      max_new_tokens: 24,
+    });
     assert.equal(readJSON(dir, 'tokenizer.json').model.type, 'BPE');
-    assert.deepEqual(readFileSync(join(dir, 'model.safetensors')), Buffer.from(files['model.safetensors'] as Uint8Array), 'weights copied byte for byte');
+    assert.deepEqual(
+      readFileSync(join(dir, 'model.safetensors')),
+      Buffer.from(files['model.safetensors'] as Uint8Array),
+      'weights copied byte for byte',
+    );
 
     assert.deepEqual(pretrainedProblems(dir, 400), []);
     const loaded = modelFromFolder(dir);
@@ -113,7 +170,13 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
     } finally {
       loaded.model.dispose();
     }
-    assert.deepEqual(Object.keys(pretrainedIdentity(dir)).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    assert.deepEqual(Object.keys(pretrainedIdentity(dir)).sort(), [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
   } finally {
     model.dispose();
     rmSync(dir, { recursive: true, force: true });
@@ -121,16 +184,48 @@ test('a checkpoint written as an HF folder has HF config keys and tokenizer file
 });
 
 /** The keys of config.json starpo writes: those of the model it computes, nothing copied from a source. */
-const CONFIG_KEYS = ['architectures', 'attention_dropout', 'bos_token_id', 'dtype', 'eos_token_id', 'hidden_act', 'hidden_size', 'intermediate_size', 'max_position_embeddings',
-  'model_type', 'num_attention_heads', 'num_hidden_layers', 'num_key_value_heads', 'rms_norm_eps', 'rope_theta', 'tie_word_embeddings', 'use_sliding_window', 'vocab_size'];
+const CONFIG_KEYS = [
+  'architectures',
+  'attention_dropout',
+  'bos_token_id',
+  'dtype',
+  'eos_token_id',
+  'hidden_act',
+  'hidden_size',
+  'intermediate_size',
+  'max_position_embeddings',
+  'model_type',
+  'num_attention_heads',
+  'num_hidden_layers',
+  'num_key_value_heads',
+  'rms_norm_eps',
+  'rope_theta',
+  'tie_word_embeddings',
+  'use_sliding_window',
+  'vocab_size',
+];
 
 test("config.json holds only starpo's keys: a source's dtype, second rope spelling and window keys do not travel", async () => {
   const { files, model } = await checkpointFiles();
   model.dispose();
   // a Qwen2.5 config.json as transformers 5 re-saves it, as a checkpoint of a run from that folder keeps it
-  const source = { ...JSON.parse(new TextDecoder().decode(files['config.json'])), rope_theta: 1000000, dtype: 'bfloat16', torch_dtype: 'bfloat16', rope_parameters: { rope_theta: 1000000, rope_type: 'default' },
-    rope_scaling: null, use_sliding_window: false, sliding_window: 32768, max_window_layers: 21, layer_types: ['full_attention', 'full_attention'], transformers_version: '5.24.0', use_cache: true };
-  const config = JSON.parse(new TextDecoder().decode(hfFolderFiles({ ...files, 'config.json': new TextEncoder().encode(JSON.stringify(source)) })['config.json']));
+  const source = {
+    ...JSON.parse(new TextDecoder().decode(files['config.json'])),
+    rope_theta: 1000000,
+    dtype: 'bfloat16',
+    torch_dtype: 'bfloat16',
+    rope_parameters: { rope_theta: 1000000, rope_type: 'default' },
+    rope_scaling: null,
+    use_sliding_window: false,
+    sliding_window: 32768,
+    max_window_layers: 21,
+    layer_types: ['full_attention', 'full_attention'],
+    transformers_version: '5.24.0',
+    use_cache: true,
+  };
+  const config = JSON.parse(
+    new TextDecoder().decode(hfFolderFiles({ ...files, 'config.json': new TextEncoder().encode(JSON.stringify(source)) })['config.json']),
+  );
   assert.deepEqual(Object.keys(config).sort(), CONFIG_KEYS);
   assert.equal(config.dtype, 'float32');
   assert.equal(config.rope_theta, 1000000);
@@ -143,15 +238,39 @@ test("a checkpoint with an HF tokenizer exports the source's tokenizer files byt
   const enc = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
   const source = {
     'tokenizer.json': enc(charTokenizerHfJSON(charTokenizer().toJSON() as CharTokenizerJSON)),
-    'tokenizer_config.json': enc({ eos_token: '<|im_end|>', pad_token: '<|endoftext|>', tokenizer_class: 'Qwen2Tokenizer', chat_template: 'unused: chat_template.jinja wins' }),
-    'chat_template.jinja': enc("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"),
+    'tokenizer_config.json': enc({
+      eos_token: '<|im_end|>',
+      pad_token: '<|endoftext|>',
+      tokenizer_class: 'Qwen2Tokenizer',
+      chat_template: 'unused: chat_template.jinja wins',
+    }),
+    'chat_template.jinja': enc(
+      "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+    ),
     'generation_config.json': enc({ eos_token_id: [2], repetition_penalty: 1.05, temperature: 0.7 }),
   };
-  const out = hfFolderFiles({ ...files, ...source }, { max_new_tokens: 8, temperature: 0, top_p: 1, top_k: 0, do_sample: true, num_beams: 1, num_return_sequences: 1 });
-  assert.deepEqual(Object.keys(out).sort(), ['chat_template.jinja', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
-  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'] as const) assert.deepEqual(out[name], source[name], name);
+  const out = hfFolderFiles(
+    { ...files, ...source },
+    { max_new_tokens: 8, temperature: 0, top_p: 1, top_k: 0, do_sample: true, num_beams: 1, num_return_sequences: 1 },
+  );
+  assert.deepEqual(Object.keys(out).sort(), [
+    'chat_template.jinja',
+    'config.json',
+    'generation_config.json',
+    'model.safetensors',
+    'tokenizer.json',
+    'tokenizer_config.json',
+  ]);
+  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'] as const)
+    assert.deepEqual(out[name], source[name], name);
   // the stop ids of the source's generation_config; temperature 0 decodes greedily in starpo, so no sampling keys
-  assert.deepEqual(JSON.parse(new TextDecoder().decode(out['generation_config.json'])), { bos_token_id: 0, eos_token_id: [2], pad_token_id: 0, max_new_tokens: 8, do_sample: false });
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(out['generation_config.json'])), {
+    bos_token_id: 0,
+    eos_token_id: [2],
+    pad_token_id: 0,
+    max_new_tokens: 8,
+    do_sample: false,
+  });
   assert.equal(JSON.parse(new TextDecoder().decode(out['config.json'])).eos_token_id, 2);
 });
 
@@ -161,26 +280,39 @@ interface TinyExportFixture {
   texts: string[];
   chats: ChatMessage[][];
   max_new_tokens: number;
-  transformers: Record<string, {
-    tokenizer: string;
-    dtype: string;
-    texts: Array<{ ids: number[]; decode: string }>;
-    chats: Array<{ text: string; ids: number[]; greedy: number[]; logprobs: number[] }>;
-  }>;
+  transformers: Record<
+    string,
+    {
+      tokenizer: string;
+      dtype: string;
+      texts: Array<{ ids: number[]; decode: string }>;
+      chats: Array<{ text: string; ids: number[]; greedy: number[]; logprobs: number[] }>;
+    }
+  >;
 }
 
 test('transformers 4 and 5 read the tiny export as starpo does: ids, decodes, chat prompts, greedy tokens and log-probs', async () => {
   const fixture = JSON.parse(readFileSync('test/fixtures/hf/tiny_export.json', 'utf8')) as TinyExportFixture;
   const files = tinyExportFiles();
   const hashes = Object.fromEntries(Object.entries(files).map(([name, bytes]) => [name, createHash('sha256').update(bytes).digest('hex')]));
-  assert.deepEqual(hashes, fixture.files_sha256, 'the folder transformers read is the one starpo exports (else re-run test/fixtures/hf/export_fixtures.py)');
-  assert.deepEqual(Object.keys(fixture.transformers).map((v) => v.split('.')[0]).sort(), ['4', '5']);
+  assert.deepEqual(
+    hashes,
+    fixture.files_sha256,
+    'the folder transformers read is the one starpo exports (else re-run test/fixtures/hf/export_fixtures.py)',
+  );
+  assert.deepEqual(
+    Object.keys(fixture.transformers)
+      .map((v) => v.split('.')[0])
+      .sort(),
+    ['4', '5'],
+  );
   await initTestBackend();
   const dir = writeFolder(files);
   const loaded = modelFromFolder(dir);
   const char = charTokenizer();
   const alphabet = new Set((char.toJSON() as CharTokenizerJSON).chars);
-  const inAlphabet = (text: string) => [...Object.keys(char.specialTokens).reduce((t, s) => t.split(s).join(''), text)].every((c) => alphabet.has(c));
+  const inAlphabet = (text: string) =>
+    [...Object.keys(char.specialTokens).reduce((t, s) => t.split(s).join(''), text)].every((c) => alphabet.has(c));
   try {
     for (const [version, hf] of Object.entries(fixture.transformers)) {
       assert.equal(hf.dtype, 'float32', version);
@@ -194,16 +326,34 @@ test('transformers 4 and 5 read the tiny export as starpo does: ids, decodes, ch
           assert.equal(decode, text, `${what}: decodes back`);
         }
       });
-      assert.ok(fixture.texts.some((t) => !inAlphabet(t)), 'a text outside the alphabet is recorded too');
+      assert.ok(
+        fixture.texts.some((t) => !inAlphabet(t)),
+        'a text outside the alphabet is recorded too',
+      );
       fixture.chats.forEach((messages, i) => {
         const want = hf.chats[i] as TinyExportFixture['transformers'][string]['chats'][number];
         const what = `transformers ${version}, chat ${i}`;
         assert.equal(char.chat.render(messages, true), want.text, what);
         assert.deepEqual(char.encode(want.text), want.ids, what);
-        const out = generateReply({ ...loaded, source: dir }, messages, { max_new_tokens: fixture.max_new_tokens, temperature: 0, top_p: 1, top_k: 0, do_sample: false, num_beams: 1, num_return_sequences: 1 }, 0);
+        const out = generateReply(
+          { ...loaded, source: dir },
+          messages,
+          {
+            max_new_tokens: fixture.max_new_tokens,
+            temperature: 0,
+            top_p: 1,
+            top_k: 0,
+            do_sample: false,
+            num_beams: 1,
+            num_return_sequences: 1,
+          },
+          0,
+        );
         assert.deepEqual(out.prompt_ids, want.ids, what);
         assert.deepEqual(out.ids, want.greedy, `${what}: greedy tokens`);
-        out.logprobs.forEach((lp, j) => assert.ok(Math.abs(lp - (want.logprobs[j] as number)) < 1e-4, `${what}: log-prob ${j}: ${lp} vs ${want.logprobs[j]}`));
+        out.logprobs.forEach((lp, j) =>
+          assert.ok(Math.abs(lp - (want.logprobs[j] as number)) < 1e-4, `${what}: log-prob ${j}: ${lp} vs ${want.logprobs[j]}`),
+        );
       });
     }
   } finally {
@@ -223,8 +373,12 @@ test('sharded weights (model.safetensors.index.json) load like a single file', a
   const { 'model.safetensors': _single, ...rest } = hf;
   const dir = writeFolder({
     ...rest,
-    ...Object.fromEntries(shards.map((group, i) => [shardFiles[i], encodeSafetensors(Object.fromEntries(group.map((n) => [n, tensors[n]!])))])),
-    'model.safetensors.index.json': new TextEncoder().encode(JSON.stringify({ weight_map: Object.fromEntries(shards.flatMap((group, i) => group.map((n) => [n, shardFiles[i]]))) })),
+    ...Object.fromEntries(
+      shards.map((group, i) => [shardFiles[i], encodeSafetensors(Object.fromEntries(group.map((n) => [n, tensors[n]!])))]),
+    ),
+    'model.safetensors.index.json': new TextEncoder().encode(
+      JSON.stringify({ weight_map: Object.fromEntries(shards.flatMap((group, i) => group.map((n) => [n, shardFiles[i]]))) }),
+    ),
   });
   try {
     assert.deepEqual(pretrainedProblems(dir, 400), []);
@@ -247,23 +401,60 @@ test('bad pretrained folders: every problem names the file and the key', async (
     return { ...hf, [name]: new TextEncoder().encode(JSON.stringify(j)) };
   };
   const cases: Array<[string, Record<string, Uint8Array>, number, RegExp]> = [
-    ['model_type', edit('config.json', (j) => (j.model_type = 'llama')), 400, /config\.json: model_type = "llama" is not supported; allowed: 'qwen2'/],
+    [
+      'model_type',
+      edit('config.json', (j) => (j.model_type = 'llama')),
+      400,
+      /config\.json: model_type = "llama" is not supported; allowed: 'qwen2'/,
+    ],
     ['hidden_act', edit('config.json', (j) => (j.hidden_act = 'gelu')), 400, /config\.json: hidden_act = "gelu" is not supported/],
-    ['shapes', edit('config.json', (j) => (j.intermediate_size = 128)), 400, /model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[192,64\], .*config\.json needs \[128,64\]/],
+    [
+      'shapes',
+      edit('config.json', (j) => (j.intermediate_size = 128)),
+      400,
+      /model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[192,64\], .*config\.json needs \[128,64\]/,
+    ],
     ['sequence_length', hf, 4096, /sequence_length 4096 is more than .*config\.json max_position_embeddings \(2048\)/],
-    ['vocab', edit('config.json', (j) => (j.vocab_size = 50)), 400, /tokenizer\.json has ids up to 100, more than .*config\.json vocab_size \(50\)/],
-    ['tokenizer', { ...hf, 'tokenizer.json': new TextEncoder().encode('{"model": {"type": "BPE", "vocab": {}, "merges": []}, "added_tokens": [], "decoder": null, "normalizer": null, "pre_tokenizer": null, "post_processor": null}') }, 400, /tokenizer\.json: token\(s\) "<\|im_start\|>", "<\|im_end\|>", "<\|endoftext\|>" missing/],
-    ['no weights', Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'model.safetensors')), 400, /model\.safetensors does not exist/],
+    [
+      'vocab',
+      edit('config.json', (j) => (j.vocab_size = 50)),
+      400,
+      /tokenizer\.json has ids up to 100, more than .*config\.json vocab_size \(50\)/,
+    ],
+    [
+      'tokenizer',
+      {
+        ...hf,
+        'tokenizer.json': new TextEncoder().encode(
+          '{"model": {"type": "BPE", "vocab": {}, "merges": []}, "added_tokens": [], "decoder": null, "normalizer": null, "pre_tokenizer": null, "post_processor": null}',
+        ),
+      },
+      400,
+      /tokenizer\.json: token\(s\) "<\|im_start\|>", "<\|im_end\|>", "<\|endoftext\|>" missing/,
+    ],
+    [
+      'no weights',
+      Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'model.safetensors')),
+      400,
+      /model\.safetensors does not exist/,
+    ],
     ['no config', Object.fromEntries(Object.entries(hf).filter(([n]) => n !== 'config.json')), 400, /config\.json does not exist/],
     ['not JSON', { ...hf, 'config.json': new TextEncoder().encode('{oops') }, 400, /config\.json is not valid JSON/],
-    ['truncated weights', { ...hf, 'model.safetensors': (hf['model.safetensors'] as Uint8Array).subarray(0, 20_000) }, 400,
-      /model\.safetensors: tensor \S+ ends at data byte \d+ but the file has \d+ data bytes \(a truncated file\?\); allowed: a complete safetensors file/],
+    [
+      'truncated weights',
+      { ...hf, 'model.safetensors': (hf['model.safetensors'] as Uint8Array).subarray(0, 20_000) },
+      400,
+      /model\.safetensors: tensor \S+ ends at data byte \d+ but the file has \d+ data bytes \(a truncated file\?\); allowed: a complete safetensors file/,
+    ],
   ];
   for (const [name, folder, sequenceLength, expected] of cases) {
     const dir = writeFolder(folder);
     try {
       const problems = pretrainedProblems(dir, sequenceLength);
-      assert.ok(problems.some((p) => expected.test(p) && p.includes(dir)), `${name}: ${JSON.stringify(problems)}`);
+      assert.ok(
+        problems.some((p) => expected.test(p) && p.includes(dir)),
+        `${name}: ${JSON.stringify(problems)}`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

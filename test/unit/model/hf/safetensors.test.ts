@@ -72,8 +72,14 @@ test("Python's safetensors file (odd-sized BF16 and F16 tensors) reads back and 
 });
 
 test('an integer-like tensor name keeps its data order in the header', () => {
-  const bytes = encodeSafetensors({ a: { dtype: 'F32', shape: [1], data: new Float32Array([1]) }, 7: { dtype: 'BF16', shape: [1], data: new Uint16Array([0x4000]) } });
+  const bytes = encodeSafetensors({
+    a: { dtype: 'F32', shape: [1], data: new Float32Array([1]) },
+    7: { dtype: 'BF16', shape: [1], data: new Uint16Array([0x4000]) },
+  });
   const hlen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
-  assert.match(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)), /^\{"a":\{[^}]*"data_offsets":\[0,4\]\},"7":\{[^}]*"data_offsets":\[4,6\]\}\}/);
+  assert.match(
+    new TextDecoder().decode(bytes.subarray(8, 8 + hlen)),
+    /^\{"a":\{[^}]*"data_offsets":\[0,4\]\},"7":\{[^}]*"data_offsets":\[4,6\]\}\}/,
+  );
   assert.deepEqual(Array.from(toFloat32(decodeSafetensors(bytes).tensors['7'])), [2]);
 });
