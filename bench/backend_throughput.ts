@@ -11,17 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
-import { loadConfigFile } from '../src/preflight/load';
-import type { RunConfig } from '../src/contract';
-import { initBackend } from '../src/model/backend';
-import { headDim, tinyPreset, type Qwen2Config } from '../src/model/config';
-import { inspectNativeBuild } from '../src/model/native_build';
-import { Qwen2 } from '../src/model/qwen2';
-import { charTokenizer } from '../src/model/tokenizer';
-import { warmupDemonstrations } from '../src/rollout/demonstrations';
-import type { Trajectory } from '../src/contract';
 import {
-  type UpdateParts,
   batchOverrides,
   groupSizeFor,
   isOutOfWasmMemory,
@@ -31,7 +21,16 @@ import {
   randomTrajectories,
   timeGeneration,
   timeUpdate,
+  type UpdateParts,
 } from '../src/algo/throughput';
+import type { RunConfig, Trajectory } from '../src/contract';
+import { initBackend } from '../src/model/backend';
+import { headDim, type Qwen2Config, tinyPreset } from '../src/model/config';
+import { inspectNativeBuild } from '../src/model/native_build';
+import { Qwen2 } from '../src/model/qwen2';
+import { charTokenizer } from '../src/model/tokenizer';
+import { loadConfigFile } from '../src/preflight/load';
+import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import { decodeFlops, modelFlops } from './flops';
 
 const QUICKSTART = 'configs/frozen_lake_solver.yaml';

@@ -8,7 +8,7 @@
  *
  *   npx tsx bench/bandit_advantage.ts [group_size=8]
  */
-import { normalizeScores, normTypesOf, type NormMethod } from '../src/algo/normalize';
+import { type NormMethod, normalizeScores, normTypesOf } from '../src/algo/normalize';
 
 const LOW = 0.1;
 const HIGH = 1;

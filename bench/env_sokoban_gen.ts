@@ -4,7 +4,7 @@
  * 2 boxes, search_depth 10). Every room must be solvable by the BFS solver; failures are counted.
  * Run: npx tsx bench/env_sokoban_gen.ts [count=1000] [largerCount=100]
  */
-import { roomForSeed, solveSokoban, type RoomSpec, type SokobanState } from '../src/envs/sokoban_room';
+import { type RoomSpec, roomForSeed, type SokobanState, solveSokoban } from '../src/envs/sokoban_room';
 
 function bench(name: string, spec: RoomSpec, count: number): void {
   const rooms: SokobanState[] = [];

@@ -3,7 +3,7 @@
  * default env_config for about `seconds` seconds.
  * Run: npx tsx bench/env_steps.ts [seconds=2]
  */
-import { ENV_TYPES, createEnv } from '../src/envs/registry';
+import { createEnv, ENV_TYPES } from '../src/envs/registry';
 import { Rng } from '../src/util/rng';
 
 function benchEnv(envType: string, seconds: number): void {

@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { startTestServers } from '../test/helpers/servers';
-import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput } from '../test/helpers/faults';
 import { spawnWorkers } from '../src/cli/spawn_workers';
-import { ObjectStore } from '../src/storage/object_store';
-import { metricsKey } from '../src/storage/keys';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
 import type { StarpoRunResult } from '../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
+import { metricsKey } from '../src/storage/keys';
+import { ObjectStore } from '../src/storage/object_store';
+import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput } from '../test/helpers/faults';
+import { startTestServers } from '../test/helpers/servers';
 
 /**
  * The run is test/helpers/faults.ts shortRunInput: the test fixture with `--steps` updates, no validation,

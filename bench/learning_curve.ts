@@ -6,11 +6,11 @@
  *   npx tsx bench/learning_curve.ts <config.yaml> [--budget-minutes 30] [key=value ...]
  */
 import { cpus, loadavg } from 'node:os';
+import { sendControl } from '../src/cli/operate';
 import { runInputFromFile } from '../src/cli/run_input';
 import { connectClient, train } from '../src/cli/train';
-import { sendControl } from '../src/cli/operate';
-import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey } from '../src/storage/keys';
+import { ObjectStore } from '../src/storage/object_store';
 import { stepMetrics, useBenchNamespace } from './lib/bench_run';
 
 /**

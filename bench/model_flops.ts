@@ -9,9 +9,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../src/model/backend';
 import { tinyPreset } from '../src/model/config';
-import { Qwen2 } from '../src/model/qwen2';
-import { tokenLogProbs } from '../src/model/logprobs';
 import { generate } from '../src/model/generate';
+import { tokenLogProbs } from '../src/model/logprobs';
+import { Qwen2 } from '../src/model/qwen2';
 import { charTokenizer } from '../src/model/tokenizer';
 import { Rng } from '../src/util/rng';
 import { matmulGflops, modelFlops } from './flops';

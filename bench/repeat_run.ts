@@ -9,10 +9,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { runInputFromFile } from '../src/cli/run_input';
 import { train } from '../src/cli/train';
-import { metricsKey } from '../src/storage/keys';
-import { readLatestComplete } from '../src/storage/checkpoint';
-import { ObjectStore, sha256Hex } from '../src/storage/object_store';
 import type { StepMetrics } from '../src/report/run_data';
+import { readLatestComplete } from '../src/storage/checkpoint';
+import { metricsKey } from '../src/storage/keys';
+import { ObjectStore, sha256Hex } from '../src/storage/object_store';
 import { describeCompute } from '../src/workflows/format';
 import { useBenchNamespace } from './lib/bench_run';
 

@@ -7,15 +7,16 @@
  *
  *   npx tsx bench/rollout_turns.ts [configs/frozen_lake.yaml] [key=value ...]
  */
-import { loadConfigFile } from '../src/preflight/load';
+
+import type { Trajectory } from '../src/contract';
 import { initBackend } from '../src/model/backend';
-import { charTokenizer } from '../src/model/tokenizer';
 import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
+import { charTokenizer } from '../src/model/tokenizer';
+import { loadConfigFile } from '../src/preflight/load';
 import { runEpisodes } from '../src/rollout/manager';
-import { modelPolicy, type Policy } from '../src/rollout/policy';
 import { planShards } from '../src/rollout/plan';
-import type { Trajectory } from '../src/contract';
+import { modelPolicy, type Policy } from '../src/rollout/policy';
 import { deriveSeed } from '../src/util/rng';
 
 async function main(): Promise<void> {

@@ -6,8 +6,8 @@
  *   npx tsx bench/run_curve.ts <runId>        (servers from the environment or `starpo infra up`)
  */
 import { resolveEndpoints } from '../infra/lifecycle';
-import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey, runPrefix } from '../src/storage/keys';
+import { ObjectStore } from '../src/storage/object_store';
 
 async function main(): Promise<void> {
   const runId = process.argv[2];

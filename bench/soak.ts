@@ -5,20 +5,20 @@
  *   node --import tsx bench/soak.ts [config.yaml] [steps] [overrides...]   (default test/fixtures/tiny_frozen_lake.yaml, 1000)
  */
 import * as tf from '@tensorflow/tfjs';
+import { reportProgress, startWatchdog } from '../src/activities/watchdog';
+import { AdamW } from '../src/algo/adamw';
+import { klControllerFromConfig } from '../src/algo/kl';
+import { sftTrain } from '../src/algo/sft';
+import { ppoUpdate } from '../src/algo/update';
 import { initBackend } from '../src/model/backend';
-import { charTokenizer } from '../src/model/tokenizer';
 import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
-import { AdamW } from '../src/algo/adamw';
-import { ppoUpdate } from '../src/algo/update';
-import { klControllerFromConfig } from '../src/algo/kl';
+import { charTokenizer } from '../src/model/tokenizer';
 import { loadConfigFile } from '../src/preflight/load';
-import { generatingArgsOf, planShards } from '../src/rollout/plan';
-import { runGroups } from '../src/rollout/manager';
-import { modelPolicy } from '../src/rollout/policy';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
-import { sftTrain } from '../src/algo/sft';
-import { reportProgress, startWatchdog } from '../src/activities/watchdog';
+import { runGroups } from '../src/rollout/manager';
+import { generatingArgsOf, planShards } from '../src/rollout/plan';
+import { modelPolicy } from '../src/rollout/policy';
 
 const EVERY = 50;
 

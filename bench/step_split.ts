@@ -4,13 +4,14 @@
  *
  *   node --import tsx bench/step_split.ts [config.yaml] [steps]      (default configs/frozen_lake.yaml, 6)
  */
-import { defaultPayloadConverter } from '@temporalio/common';
+
 import type { Payload } from '@temporalio/common';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { resolveEndpoints } from '../infra/lifecycle';
 import { runInputFromFile } from '../src/cli/run_input';
 import { connectClient, train } from '../src/cli/train';
-import { resolveEndpoints } from '../infra/lifecycle';
-import { ObjectStore } from '../src/storage/object_store';
 import { metricsKey } from '../src/storage/keys';
+import { ObjectStore } from '../src/storage/object_store';
 
 interface ActivityTiming {
   type: string;

@@ -5,22 +5,23 @@
  *
  *   node --import tsx bench/update_breakdown.ts [config.yaml] [overrides...]
  */
-import { initBackend } from '../src/model/backend';
-import { charTokenizer } from '../src/model/tokenizer';
-import { tinyPreset } from '../src/model/config';
-import { Qwen2 } from '../src/model/qwen2';
-import { ValueModel } from '../src/model/value_model';
-import { generate } from '../src/model/generate';
+
+import { loadavg } from 'node:os';
 import { AdamW } from '../src/algo/adamw';
 import { lengthBucketedMicroBatches, paddedLength } from '../src/algo/batch';
-import { ppoUpdate, needsReference } from '../src/algo/update';
-import { noGradPass } from '../src/algo/micro_batches';
 import { filterGroups } from '../src/algo/filter';
 import { klControllerFromConfig } from '../src/algo/kl';
+import { noGradPass } from '../src/algo/micro_batches';
+import { needsReference, ppoUpdate } from '../src/algo/update';
+import { initBackend } from '../src/model/backend';
+import { tinyPreset } from '../src/model/config';
+import { generate } from '../src/model/generate';
+import { Qwen2 } from '../src/model/qwen2';
+import { charTokenizer } from '../src/model/tokenizer';
+import { ValueModel } from '../src/model/value_model';
 import { loadConfigFile } from '../src/preflight/load';
 import { formatDemonstrations } from '../src/rollout/demonstrations';
 import { Rng } from '../src/util/rng';
-import { loadavg } from 'node:os';
 import { cpuSecondsSince, decodeFlops, matmulGflops, modelFlops, paddingFraction } from './flops';
 
 const BATCH = 128;

@@ -7,19 +7,20 @@
  *
  *   npx tsx bench/warmup.ts [configs/frozen_lake.yaml] [--every N] [key=value overrides, e.g. warmup.train_steps=300]
  */
-import { loadConfigFile } from '../src/preflight/load';
-import { initBackend } from '../src/model/backend';
-import { charTokenizer } from '../src/model/tokenizer';
-import { tinyPreset } from '../src/model/config';
-import { Qwen2 } from '../src/model/qwen2';
+
 import { AdamW } from '../src/algo/adamw';
 import { sftTrain } from '../src/algo/sft';
+import type { GeneratingArgs, RunConfig } from '../src/contract';
+import { initBackend } from '../src/model/backend';
+import { tinyPreset } from '../src/model/config';
+import { Qwen2 } from '../src/model/qwen2';
+import { charTokenizer } from '../src/model/tokenizer';
+import { loadConfigFile } from '../src/preflight/load';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import { runEpisodes } from '../src/rollout/manager';
-import { modelPolicy } from '../src/rollout/policy';
 import { planShards } from '../src/rollout/plan';
+import { modelPolicy } from '../src/rollout/policy';
 import { deriveSeed } from '../src/util/rng';
-import type { RunConfig, GeneratingArgs } from '../src/contract';
 
 /** Plays the held-out validation maps once with `gen`: answer validity, success, turns per episode. */
 async function heldOut(config: RunConfig, model: Qwen2, gen: GeneratingArgs): Promise<string> {

@@ -3,13 +3,14 @@
  * Each install goes to a temp folder that is renamed into place, so a crash never leaves half an
  * install behind.
  */
+
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { binaryInstallDir, type BinarySpec, type GoRecipe } from './binaries';
-import { runCommand, tailLines, type CommandResult } from './command';
+import { type BinarySpec, binaryInstallDir, type GoRecipe } from './binaries';
+import { type CommandResult, runCommand, tailLines } from './command';
 import { InfraUnavailableError } from './errors';
-import { folderBytes, installProgress, parseDownloadLine, type InstallProgress } from './install_progress';
+import { folderBytes, type InstallProgress, installProgress, parseDownloadLine } from './install_progress';
 
 /** true when `file` exists and is executable. */
 function isExecutable(file: string): boolean {

@@ -5,13 +5,13 @@
  * infraStatus are the three verbs of `starpo infra`; resolveEndpoints is what the other commands use.
  */
 import * as fs from 'node:fs';
+import { resolveCacheDir } from './binaries';
 import { endpointsFromEnv } from './env';
 import { InfraUnavailableError } from './errors';
-import { resolveCacheDir } from './binaries';
 import { canConnect } from './ports';
 import { isAlive, stopProcess } from './process';
 import { ensureS3, removeWeedSockets, s3EndpointOf } from './s3';
-import { readState, resolveStateDir, withStateLock, writeState, type InfraState, type StartContext } from './state';
+import { type InfraState, readState, resolveStateDir, type StartContext, withStateLock, writeState } from './state';
 import { ensureTemporal } from './temporal';
 import type { InfraEndpoints, InfraOptions, ProcessRecord } from './types';
 

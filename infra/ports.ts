@@ -1,9 +1,10 @@
 /**
  * TCP port selection on 127.0.0.1: free ports are picked for tests so two runs never collide.
  */
+
+import { randomInt } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
-import { randomInt } from 'node:crypto';
 
 /** true when 127.0.0.1:port can be bound right now. `port` is a TCP port (1-65535). */
 export function isPortFree(port: number): Promise<boolean> {

@@ -3,14 +3,14 @@
  * reading a finished run's per-step metrics from the object store.
  */
 import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { msToTs } from '@temporalio/common/lib/time';
-import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
-import type { InfraEndpoints } from '../../infra/types';
+import { temporal } from '@temporalio/proto';
 import { endpointsToEnv } from '../../infra/env';
 import { resolveEndpoints } from '../../infra/lifecycle';
-import type { ObjectStore } from '../../src/storage/object_store';
+import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
+import type { InfraEndpoints } from '../../infra/types';
 import { metricsKey } from '../../src/storage/keys';
+import type { ObjectStore } from '../../src/storage/object_store';
 
 /** Per-step metrics of a finished run (runs/<run>/metrics/step-N.json, N = 0..steps-1) and its final validation. */
 export async function stepMetrics(store: ObjectStore, runId: string, steps: number): Promise<Array<Record<string, number>>> {

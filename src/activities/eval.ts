@@ -4,11 +4,12 @@
  * evaluation read their config there), `writeEvalResult` stores its result.json last. Both are
  * idempotent (same input, same objects); neither touches the run's training rollouts or metrics.
  */
+
+import type { EvalRequest, EvalResult, EvalSpec } from '../contract';
 import { ConfigError } from '../contract';
 import { withValEpisodes } from '../rollout/plan';
 import { evalResultKey, evalSpecKey, runKey } from '../storage/keys';
 import type { ActivityRuntime } from './runtime';
-import type { EvalRequest, EvalResult, EvalSpec } from '../contract';
 
 /** The stored spec of an evaluation (its rollouts read the config from here). */
 export async function readEvalSpec(rt: ActivityRuntime, runId: string, name: string): Promise<EvalSpec> {

@@ -4,11 +4,11 @@
  */
 import type { StarpoActivities } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
-import { ActivityRuntime } from './runtime';
+import { prepareEvalActivity, writeEvalResultActivity } from './eval';
 import { loadRunActivity, prepareRunActivity, writeMetricsActivity } from './prepare';
 import { rolloutActivity } from './rollout';
+import { ActivityRuntime } from './runtime';
 import { updateActivity } from './update';
-import { prepareEvalActivity, writeEvalResultActivity } from './eval';
 
 /** All activities, keyed by their Temporal activity type names. */
 export function createActivities(store: ObjectStore): StarpoActivities {

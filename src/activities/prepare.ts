@@ -5,22 +5,20 @@
  */
 import { createHash } from 'node:crypto';
 import { log } from '@temporalio/activity';
-import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
-import { readCheckpoint, saveCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
-import { isUnusable } from '../storage/errors';
-import type { RunConfig } from '../contract';
+import { AdamW } from '../algo/adamw';
+import { sftTrain } from '../algo/sft';
+import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, Trajectory, WriteMetricsInput } from '../contract';
 import { ConfigError } from '../contract';
-import { charTokenizer, type ChatTokenizer } from '../model/tokenizer';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
 import { modelFromFolder } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';
-import { AdamW } from '../algo/adamw';
-import { sftTrain } from '../algo/sft';
+import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import { warmupDemonstrations } from '../rollout/demonstrations';
-import type { Trajectory } from '../contract';
+import { readCheckpoint, saveCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
+import { isUnusable } from '../storage/errors';
+import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
 import { deriveSeed } from '../util/rng';
-import type { ObjectRef, PrepareRunOutput, RunSpec, WriteMetricsInput } from '../contract';
 import { type ActivityRuntime, heartbeat } from './runtime';
 
 /** Bump when the warm-up recipe changes, so old artifacts are not reused. */

@@ -6,19 +6,18 @@
  */
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { rolloutKey, rolloutRecordKey } from '../storage/keys';
-import { CorruptObjectError, isUnusable } from '../storage/errors';
-import { CONFIG_ERROR, shardRecordSchema, type ShardRecord } from '../contract';
+import type { RolloutInput, RolloutOutput, Trajectory } from '../contract';
+import { CONFIG_ERROR, type ShardRecord, shardRecordSchema } from '../contract';
+import { backendInfo } from '../model/backend';
+import { runGroups } from '../rollout/manager';
 import { sumMetrics } from '../rollout/metrics';
 import { generatingArgsOf } from '../rollout/plan';
-import { runGroups } from '../rollout/manager';
 import { modelPolicy } from '../rollout/policy';
-import type { Trajectory } from '../contract';
-import type { RolloutInput, RolloutOutput } from '../contract';
+import { CorruptObjectError, isUnusable } from '../storage/errors';
+import { rolloutKey, rolloutRecordKey } from '../storage/keys';
 import { takePolicy } from '../workflows/fallback';
-import { type ActivityRuntime, heartbeat } from './runtime';
-import { backendInfo } from '../model/backend';
 import { readEvalSpec } from './eval';
+import { type ActivityRuntime, heartbeat } from './runtime';
 
 /**
  * The stored shard of `input` when its commit record names the same policy and its trajectories

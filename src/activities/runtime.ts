@@ -5,13 +5,13 @@
  * worker continues where a dead one stopped. Also the heartbeat every activity sends.
  */
 import { Context, log } from '@temporalio/activity';
-import { backendInfo } from '../model/backend';
-import type { ObjectStore } from '../storage/object_store';
-import { runKey } from '../storage/keys';
 import type { ObjectRef, RunSpec, Trajectory } from '../contract';
-import { attachOptimizer, disposeCheckpoint, loadCheckpoint, readCompleteBefore, type PolicyCheckpoint } from '../storage/checkpoint';
-import type { ReplaySource } from '../workflows/fallback';
+import { backendInfo } from '../model/backend';
 import type { Qwen2 } from '../model/qwen2';
+import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint, readCompleteBefore } from '../storage/checkpoint';
+import { runKey } from '../storage/keys';
+import type { ObjectStore } from '../storage/object_store';
+import type { ReplaySource } from '../workflows/fallback';
 import { reportProgress, setWatchdogLimit } from './watchdog';
 
 /** Activity dependencies and caches of one worker process. */

@@ -4,14 +4,12 @@
  * and latest.json. Idempotent: an attempt whose checkpoint already verifies returns it instead of training again.
  */
 import { log } from '@temporalio/activity';
-import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
-import { isUnusable } from '../storage/errors';
-import type { RunConfig } from '../contract';
 import { AdamW, lrAt } from '../algo/adamw';
-import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
 import { klControllerFromConfig } from '../algo/kl';
+import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
+import type { ObjectRef, RunConfig, UpdateInput, UpdateOutput } from '../contract';
+import { backendInfo } from '../model/backend';
 import { ValueModel } from '../model/value_model';
-import type { ObjectRef, UpdateInput, UpdateOutput } from '../contract';
 import {
   disposeCheckpoint,
   dropOldOptimizerStates,
@@ -21,9 +19,10 @@ import {
   trainerStateOf,
   writeLatest,
 } from '../storage/checkpoint';
-import { type ActivityRuntime, heartbeat } from './runtime';
-import { backendInfo } from '../model/backend';
+import { isUnusable } from '../storage/errors';
+import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import { readTrajectories, takePolicy } from '../workflows/fallback';
+import { type ActivityRuntime, heartbeat } from './runtime';
 
 type TrainingArgs = RunConfig['critic']['training_args']; // the optimizer keys (actor_train's training_args has them too)
 

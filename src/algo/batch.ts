@@ -4,7 +4,7 @@
  * length-bucketed micro-batches.
  */
 import * as tf from '@tensorflow/tfjs';
-import { shiftedArrays, type PackedTokens, type ShiftedArrays } from '../rollout/packing';
+import { type PackedTokens, type ShiftedArrays, shiftedArrays } from '../rollout/packing';
 
 /** A padded batch: tensors of the token ids and the attention mask, and the shifted arrays (packing.ts). */
 export interface PackedBatch extends ShiftedArrays {

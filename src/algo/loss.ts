@@ -6,8 +6,8 @@
  * Call inside tf.tidy / tf.variableGrads: intermediates are not disposed here.
  */
 import * as tf from '@tensorflow/tfjs';
-import { klPenalty } from './kl';
 import { LOSS_AGG_MODES, type LossAggMode } from '../contract';
+import { klPenalty } from './kl';
 
 export { LOSS_AGG_MODES, type LossAggMode };
 

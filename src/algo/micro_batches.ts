@@ -4,12 +4,12 @@
  * docs/numerics.md §5.2-5.3, §6) and the packing behind the loss builders of a minibatch (update.ts).
  */
 import * as tf from '@tensorflow/tfjs';
+import type { Trajectory } from '../contract';
+import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
-import { tokenLogProbs } from '../model/logprobs';
-import type { Trajectory } from '../contract';
 import { lengthBucketedMicroBatches, packBatch } from './batch';
-import { klFull, klPenalty, type KlPenalty } from './kl';
+import { type KlPenalty, klFull, klPenalty } from './kl';
 
 /** What the no-gradient pass computes. All arrays are [B][T] shifted (T >= padded batch length - 1); see each for its zeros. */
 export interface NoGradPassOutput {

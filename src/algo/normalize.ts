@@ -11,11 +11,11 @@ import {
   type NormType,
   type NormTypes,
   normTypesOf,
-  resolveNormTypes,
   type RewardNormKeys,
+  resolveNormTypes,
 } from '../contract';
 
-export { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType, type NormTypes, normTypesOf, resolveNormTypes, type RewardNormKeys };
+export { NORM_METHODS, NORM_TYPES, type NormMethod, type NormType, type NormTypes, normTypesOf, type RewardNormKeys, resolveNormTypes };
 
 /** Added to the std in the denominator (§5.1). */
 export const NORM_STD_EPS = 1e-6;

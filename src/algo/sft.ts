@@ -3,9 +3,9 @@
  * response tokens (the same mask the RL loss uses). Used by the format warm-up.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { Qwen2 } from '../model/qwen2';
-import { tokenLogProbs } from '../model/logprobs';
 import type { Trajectory } from '../contract';
+import { tokenLogProbs } from '../model/logprobs';
+import type { Qwen2 } from '../model/qwen2';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { lengthBucketedMicroBatches, packBatch } from './batch';

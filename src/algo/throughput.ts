@@ -6,13 +6,12 @@
  * here. It lives at the algo level because it calls ppoUpdate.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { RunConfig } from '../contract';
-import { validateQwen2Config, type Qwen2Config } from '../model/config';
+import type { RunConfig, Trajectory } from '../contract';
+import { type Qwen2Config, validateQwen2Config } from '../model/config';
 import { generate } from '../model/generate';
 import type { Qwen2 } from '../model/qwen2';
 import { ValueModel } from '../model/value_model';
 import { generatingArgsOf } from '../rollout/plan';
-import type { Trajectory } from '../contract';
 import { Rng } from '../util/rng';
 import { AdamW } from './adamw';
 import { klControllerFromConfig } from './kl';

@@ -5,15 +5,13 @@
  * critic worker's loss_func; RAGEN (StarPO-S).
  */
 import * as tf from '@tensorflow/tfjs';
-import { ConfigError } from '../contract';
-import type { RunConfig } from '../contract';
+import type { RunConfig, Trajectory } from '../contract';
+import { ConfigError, REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
 import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
-import { REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
-import type { Trajectory } from '../contract';
-import { shiftedArrays } from '../rollout/packing';
+import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
-import { tokenLogProbs } from '../model/logprobs';
+import { shiftedArrays } from '../rollout/packing';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
@@ -21,7 +19,7 @@ import { paddedLength } from './batch';
 import { filterGroups } from './filter';
 import { optimizerStep, type StepResult } from './grad_step';
 import type { KlController } from './kl';
-import { aggDenominators, aggLoss, entropyBonus, klLoss, ppoLoss, valueLoss, PPO_STATS, StatAccumulator, VALUE_STATS } from './loss';
+import { aggDenominators, aggLoss, entropyBonus, klLoss, PPO_STATS, ppoLoss, StatAccumulator, VALUE_STATS, valueLoss } from './loss';
 import { microBatchLosses, noGradPass, type UpdateRows } from './micro_batches';
 import { normalizeScores, resolveNormTypes } from './normalize';
 import { dropStale, oldLogpRows, stalenessOf } from './staleness';

@@ -4,10 +4,11 @@
  * workflow's describe, so no workflow change is needed); then a step bar fed by the `progress` query
  * (step, train success, mean episode score, seconds per step) until the run closes.
  */
-import { SingleBar, Presets } from 'cli-progress';
+
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { progressQuery, type Progress, type StarpoRunResult } from '../contract';
+import { Presets, SingleBar } from 'cli-progress';
+import { type Progress, progressQuery, type StarpoRunResult } from '../contract';
 import { formatNumber } from '../workflows/format';
 
 /** Options shared by both bars: on a TTY redrawn in place; when piped (CI, logs) a line every 10 s. */

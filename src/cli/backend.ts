@@ -3,8 +3,8 @@
  * main.ts; the install, status and check modules load lazily. Progress goes to stderr, results to stdout.
  */
 import { resolve } from 'node:path';
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { canonicalBackend, type BackendName } from '../model/backend_choice';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type BackendName, canonicalBackend } from '../model/backend_choice';
 import { intAtLeast } from './report';
 
 /**

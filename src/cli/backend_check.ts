@@ -5,13 +5,7 @@
  * and sampling settings of a config (default: the quickstart's). Each piece runs `rounds` times: the first
  * includes one-off costs (kernel set-up, first allocations), later ones show the steady rate.
  */
-import { loadConfigFile } from '../preflight/load';
-import type { GeneratingArgs } from '../contract';
-import { backendInfo, initBackend } from '../model/backend';
-import { defaultBackend, hostBackends } from '../model/backend_choice';
-import { countParams } from '../model/config';
-import { Qwen2 } from '../model/qwen2';
-import { generatingArgsOf } from '../rollout/plan';
+
 import {
   batchOverrides,
   groupSizeFor,
@@ -20,11 +14,18 @@ import {
   qwen25HalfBShape,
   randomContexts,
   randomTrajectories,
+  type Timed,
   timeGeneration,
   timeUpdate,
-  type Timed,
   type UpdateParts,
 } from '../algo/throughput';
+import type { GeneratingArgs } from '../contract';
+import { backendInfo, initBackend } from '../model/backend';
+import { defaultBackend, hostBackends } from '../model/backend_choice';
+import { countParams } from '../model/config';
+import { Qwen2 } from '../model/qwen2';
+import { loadConfigFile } from '../preflight/load';
+import { generatingArgsOf } from '../rollout/plan';
 import { BadInputError } from './exit_codes';
 
 /** Qwen2.5-0.5B's decoder layers: the check's default on a GPU. */

@@ -6,25 +6,25 @@
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { availableParallelism } from 'node:os';
-import { runCommand, tailLines, type CommandResult } from '../../infra/command';
+import * as path from 'node:path';
+import { resolveCacheDir } from '../../infra/binaries';
+import { type CommandResult, runCommand, tailLines } from '../../infra/command';
 import { removeStaleTemps, runPip, tempDir } from '../../infra/install';
 import { installProgress } from '../../infra/install_progress';
-import { resolveCacheDir } from '../../infra/binaries';
+import type { SmokeResult } from '../model/native_backend';
 import {
   BINDING_FILE,
   inspectNativeBuild,
   MANIFEST_FILE,
   NATIVE_CPU,
   NATIVE_LIBRARIES,
-  nativeBuildDir,
   type NativeManifest,
   type NativeVariant,
+  nativeBuildDir,
   type WheelPin,
 } from '../model/native_build';
-import type { SmokeResult } from '../model/native_backend';
-import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
+import { type HostFacts, missingPrerequisites, probeHost } from './native_host';
 
 /** Thrown when the build cannot be made: a missing prerequisite, or a step that failed (with its output). */
 export class NativeInstallError extends Error {

@@ -4,16 +4,16 @@
  */
 import { folderBytes, mb } from '../../infra/install_progress';
 import {
+  type BackendName,
+  type ComputeRole,
   defaultBackend,
   hostBackends,
   requestedBackend,
   WASM_ROLLOUT_MAX_PARAMS,
-  type BackendName,
-  type ComputeRole,
 } from '../model/backend_choice';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, type NativeBuildState, type NativeVariant } from '../model/native_build';
 import { smokeTest } from './backend_install';
-import { missingPrerequisites, probeHost, type HostFacts } from './native_host';
+import { type HostFacts, missingPrerequisites, probeHost } from './native_host';
 
 /** Everything `backend status` reports. */
 export interface BackendStatus {

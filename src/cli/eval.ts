@@ -6,15 +6,15 @@
  * metrics are not touched.
  */
 import { resolve } from 'node:path';
-import { Presets, SingleBar } from 'cli-progress';
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import { Presets, SingleBar } from 'cli-progress';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import type { EvalResult } from '../contract';
+import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../contract';
 import { evalResultKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
-import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../contract';
-import { formatNumber } from '../workflows/format';
 import type { Role } from '../workers/roles';
-import { resolveEndpoints } from '../../infra/lifecycle';
+import { formatNumber } from '../workflows/format';
 import { heartbeatDetails } from './attach';
 import { type EvalArgs, type EvalTarget, parseTarget, resolveEvalTarget } from './eval_target';
 import { evalDetails, evalSummary, valStates } from './run_metadata';

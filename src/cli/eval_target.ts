@@ -4,13 +4,12 @@
  * config and the evaluation's name, all checked against the object store before anything starts.
  */
 import { basename, extname } from 'node:path';
-import type { EvalRequest, ObjectRef } from '../contract';
-import { loadConfigFile } from '../preflight/load';
-import type { RunConfig } from '../contract';
-import { withValEpisodes } from '../rollout/plan';
+import type { EvalRequest, ObjectRef, RunConfig } from '../contract';
 import { InvalidKeyPartError, validateRunId } from '../contract';
-import { checkpointPrefix, checkpointsPrefix, initialKey, MANIFEST_NAME, parseStep, stepName } from '../storage/keys';
+import { loadConfigFile } from '../preflight/load';
+import { withValEpisodes } from '../rollout/plan';
 import { readCheckpoint, readCompleteBefore, readLatestComplete } from '../storage/checkpoint';
+import { checkpointPrefix, checkpointsPrefix, initialKey, MANIFEST_NAME, parseStep, stepName } from '../storage/keys';
 import { type ObjectStore, sha256Hex } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';

@@ -8,18 +8,18 @@
  */
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
-import { generatingArgsSchema } from '../contract';
 import type { GeneratingArgs } from '../contract';
+import { generatingArgsSchema } from '../contract';
 import { initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
-import { activeSlidingWindow, countParams, TINY_PRESET, tinyPreset, type Qwen2Config } from '../model/config';
+import { activeSlidingWindow, countParams, type Qwen2Config, TINY_PRESET, tinyPreset } from '../model/config';
 import { generate } from '../model/generate';
 import { pretrainedProblems, readPretrainedConfig } from '../model/hf/folder';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
+import { configFromJSONBytes, modelFromFolder, modelFromSafetensors } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';
 import { logSumExp } from '../model/sampling';
-import { charTokenizer, type ChatMessage, type ChatTokenizer } from '../model/tokenizer';
-import { configFromJSONBytes, modelFromFolder, modelFromSafetensors } from '../model/hf/weights';
+import { type ChatMessage, type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import type { ObjectStore } from '../storage/object_store';
 import { deriveSeed, Rng } from '../util/rng';
 import { BadInputError } from './exit_codes';

@@ -5,12 +5,12 @@
  * S3 server (exit 3).
  */
 import { InvalidArgumentError } from 'commander';
+import { s3Url } from '../../infra/env';
 import { InfraUnavailableError } from '../../infra/errors';
 import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { ObjectNotFoundError } from '../storage/errors';
 import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
-import { s3Url } from '../../infra/env';
 import { BadInputError, isUnreachable } from './exit_codes';
 
 /**

@@ -7,16 +7,16 @@ import { availableParallelism } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
-import { registerReportCommands } from './report';
-import { backendArgument, registerBackendCommands } from './backend';
+import { resolveEndpoints } from '../../infra/lifecycle';
 import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { ROLES, type Role } from '../workers/roles';
+import { backendArgument, registerBackendCommands } from './backend';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';
-import { resolveEndpoints } from '../../infra/lifecycle';
-import { runInputFromFile } from './run_input';
 import { runIdArgument } from './known_run';
+import { registerReportCommands } from './report';
+import { runInputFromFile } from './run_input';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 

@@ -13,15 +13,15 @@ import {
 } from '@temporalio/client';
 import {
   type ControlReply,
-  pauseUpdate,
   type Progress,
+  pauseUpdate,
   progressQuery,
+  type RunStatus,
   SEARCH_ATTRIBUTE_KEYS,
+  type StarpoRunResult,
   stopUpdate,
   unpauseUpdate,
   WORKFLOW_TYPE,
-  type RunStatus,
-  type StarpoRunResult,
 } from '../contract';
 import { describeCompute, formatNumber, progressLine } from '../workflows/format';
 import { BadInputError, NoControlWorkerError } from './exit_codes';

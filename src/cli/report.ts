@@ -9,10 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { resolveEndpoints } from '../../infra/lifecycle';
+import type { InfraEndpoints } from '../../infra/types';
 import type { Progress, RunStatus } from '../contract';
 import { ObjectStore } from '../storage/object_store';
-import type { InfraEndpoints } from '../../infra/types';
-import { resolveEndpoints } from '../../infra/lifecycle';
 import { BadInputError, errorMessage } from './exit_codes';
 import { loadRunSpec, runIdArgument } from './known_run';
 

@@ -4,7 +4,7 @@
  */
 import { basename, extname } from 'node:path';
 import { ConfigError, InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
-import { loadConfigFile, type LoadedConfig } from '../preflight/load';
+import { type LoadedConfig, loadConfigFile } from '../preflight/load';
 
 /** A run id from the config name and the UTC time, e.g. frozen_lake-20261129-201500. */
 export function newRunId(configName: string, now = new Date()): string {

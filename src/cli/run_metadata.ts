@@ -4,8 +4,7 @@
  * "Summary & Details" panel), set by the client at workflow start (SDK 1.24: a workflow cannot set
  * its own). The current details (step, phase, successes) come from the workflow (format.ts).
  */
-import type { EvalRequest, RunSpec } from '../contract';
-import type { EnvManagerConfig, RunConfig } from '../contract';
+import type { EnvManagerConfig, EvalRequest, RunConfig, RunSpec } from '../contract';
 import { evalResultKey } from '../storage/keys';
 
 /** "8 groups x 4 (rollout_batch_size 32), tags FrozenLake" for one env manager. */

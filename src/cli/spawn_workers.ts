@@ -2,14 +2,14 @@
  * Starts worker processes (one per role) as children of the CLI, pointed at the given servers,
  * with their output in log files. Used by `starpo train` / `starpo resume` and by the tests.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { InfraEndpoints } from '../../infra/types';
 import { endpointsToEnv } from '../../infra/env';
-import type { Role } from '../workers/roles';
-import type { BackendName } from '../model/backend_choice';
+import type { InfraEndpoints } from '../../infra/types';
 import { WATCHDOG_SIGNAL } from '../activities/watchdog';
+import type { BackendName } from '../model/backend_choice';
+import type { Role } from '../workers/roles';
 
 /** The path of the `starpo` bin script. */
 export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');

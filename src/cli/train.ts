@@ -7,28 +7,25 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { ConfigError } from '../contract';
-import type { InfraEndpoints } from '../../infra/types';
 import { InfraUnavailableError } from '../../infra/errors';
-import type { RunSpec } from '../contract';
-import type { RunConfig } from '../contract';
-import { ObjectStore } from '../storage/object_store';
-import { runKey } from '../storage/keys';
+import { resolveEndpoints } from '../../infra/lifecycle';
+import type { InfraEndpoints } from '../../infra/types';
+import type { RunConfig, RunSpec, StarpoRunResult } from '../contract';
+import { ConfigError, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../contract';
+import { type BackendName, defaultBackend, type HostBackends, hostBackends } from '../model/backend_choice';
+import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
+import { readPretrainedConfig } from '../model/hf/folder';
+import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';
+import { charTokenizer } from '../model/tokenizer';
 import { readLatestComplete } from '../storage/checkpoint';
-import { SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../contract';
+import { runKey } from '../storage/keys';
+import { ObjectStore } from '../storage/object_store';
+import type { Role } from '../workers/roles';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';
-import type { StarpoRunResult } from '../contract';
-import { resolveEndpoints } from '../../infra/lifecycle';
 import { runDetails, runSummary } from './run_metadata';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
-import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';
-import type { Role } from '../workers/roles';
-import { defaultBackend, hostBackends, type BackendName, type HostBackends } from '../model/backend_choice';
-import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
-import { readPretrainedConfig } from '../model/hf/folder';
-import { charTokenizer } from '../model/tokenizer';
 
 /** Options shared by train and resume. */
 export interface TrainOptions {

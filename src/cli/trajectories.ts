@@ -5,11 +5,12 @@
  * A step, tag or group that the run does not have is bad input (exit 2) naming the value and the
  * available ones.
  */
-import { BadInputError } from './exit_codes';
-import type { ObjectStore } from '../storage/object_store';
+
 import { gridLegends, groupStep } from '../report/groups';
 import { loadScores, loadTrajectories, rolloutIndex } from '../report/run_data';
 import { formatStep, integerRanges } from '../report/text';
+import type { ObjectStore } from '../storage/object_store';
+import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';
 
 /** What to show. */

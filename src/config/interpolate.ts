@@ -4,7 +4,7 @@
  * (typed single references, whole-mapping values, cycle errors).
  */
 import { nearestKey } from '../contract';
-import { fromNote, problemsError, type OriginOf } from './origins';
+import { fromNote, type OriginOf, problemsError } from './origins';
 import { isMapping, type Mapping } from './tree';
 
 /** Options of resolveInterpolations. */

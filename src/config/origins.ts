@@ -6,7 +6,7 @@
 import { ConfigError } from '../contract';
 import type { Layer } from './hydra';
 import { COMMAND_LINE, type Override } from './overrides';
-import { valueAt, type Mapping } from './tree';
+import { type Mapping, valueAt } from './tree';
 
 /** A config file (display path) or a command-line override argument. */
 export type Origin = { file: string } | { override: string };

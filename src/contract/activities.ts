@@ -3,9 +3,10 @@
  * object references and scalar metrics cross Temporal, never tensors, trajectories or credentials
  * (docs/design.md, "The shape"). The workflows proxy StarpoActivities; src/activities implements it.
  */
-import type { ObjectRef } from './store';
-import type { RunConfig } from './run_config';
+
 import type { RunSpec } from './run';
+import type { RunConfig } from './run_config';
+import type { ObjectRef } from './store';
 import type { MetricSums, RolloutGroup } from './trajectory';
 
 /** The tfjs backend and device that computed an activity's tensors, e.g. { backend: 'tensorflow', device: 'CPU' }. */

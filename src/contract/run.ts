@@ -3,8 +3,8 @@
  * starpoTraining takes, what prepareRun stores as runs/<run>/run.json and what loadRun reads back.
  */
 import { InvalidKeyPartError } from './errors';
-import type { ObjectRef } from './store';
 import type { RunConfig } from './run_config';
+import type { ObjectRef } from './store';
 
 /** A name that becomes one part of an object key: 1-128 of [A-Za-z0-9._-], starting with a letter or digit. */
 const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

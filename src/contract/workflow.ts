@@ -6,9 +6,9 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { StepCompute } from './activities';
-import type { ObjectRef } from './store';
 import type { RunSpec } from './run';
 import type { RunConfig } from './run_config';
+import type { ObjectRef } from './store';
 
 /** Task queues (docs/design.md, "Processes and task queues"): workflows, rollout activities, update activities. */
 export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', update: 'starpo-update' } as const;

@@ -16,7 +16,7 @@ import {
   getString,
   type RawEnvConfig,
 } from './config';
-import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
+import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
 
 /**
  * RAGEN's arm-name pairs for generalisation, each (low-risk-sounding, high-risk-sounding): `train` pairs

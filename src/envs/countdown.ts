@@ -6,7 +6,7 @@
  */
 import { Rng } from '../util/rng';
 import { checkKeys, checkRegex, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
-import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
+import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
 
 /**
  * Validated countdown env_config. Defaults: num_count 3 (numbers per instance, 3 or 4), max_number 99

@@ -5,7 +5,7 @@
  */
 import { Rng } from '../util/rng';
 import { checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
-import { checkSeed, invalidAnswer, parseAction, type Env, type EnvOptions, type StepResult } from './env';
+import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
@@ -63,7 +63,7 @@ export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
 
 /** Default instruction: short on purpose (the quickstart model uses a char tokenizer). */
 export function frozenLakeInstruction(slippery: boolean): string {
-  return 'FrozenLake. Reach G, avoid O. P is you.' + (slippery ? ' Ice is slippery.' : '') + ' Answer <answer>Left|Down|Right|Up</answer>.';
+  return `FrozenLake. Reach G, avoid O. P is you.${slippery ? ' Ice is slippery.' : ''} Answer <answer>Left|Down|Right|Up</answer>.`;
 }
 
 // Map generation and BFS: pure functions, no env state (ROLL roll/pipeline/agentic/env/frozen_lake/utils.py

@@ -4,9 +4,9 @@
 import { BanditEnv } from './bandit';
 import type { RawEnvConfig } from './config';
 import { CountdownEnv } from './countdown';
+import type { Env, EnvOptions } from './env';
 import { FrozenLakeEnv } from './frozen_lake';
 import { SokobanEnv } from './sokoban';
-import type { Env, EnvOptions } from './env';
 
 const FACTORIES: Record<string, (config: RawEnvConfig, options: EnvOptions) => Env> = {
   frozen_lake: (config, options) => new FrozenLakeEnv(config, options),

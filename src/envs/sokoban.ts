@@ -4,8 +4,8 @@
  * gym-sokoban rewards, text render with a configurable symbol vocabulary.
  */
 import { checkKeys, checkRegex, checkTextRenderMode, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
-import { SOKOBAN_ACTIONS, TARGET, WALL, cellDeltas, roomForSeed, solveSokoban, tryMove, type SokobanState } from './sokoban_room';
-import { checkSeed, parseAction, type Env, type EnvOptions, type StepResult } from './env';
+import { checkSeed, type Env, type EnvOptions, parseAction, type StepResult } from './env';
+import { cellDeltas, roomForSeed, SOKOBAN_ACTIONS, type SokobanState, solveSokoban, TARGET, tryMove, WALL } from './sokoban_room';
 
 /**
  * Symbols by cell code 0..6: wall, empty, target, box on target, box, player, player on target

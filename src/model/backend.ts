@@ -5,10 +5,10 @@
  * (native_backend.ts), never a tfjs-node in node_modules, whose install scripts fetch an old libtensorflow.
  */
 import * as tf from '@tensorflow/tfjs';
-import { DEFAULT_BACKEND, requestedBackend, type BackendName } from './backend_choice';
-import { loadNativeBuild, type NativeLoad } from './native_backend';
-import { NativeBackendError, variantOf, type NativeVariant } from './native_build';
+import { type BackendName, DEFAULT_BACKEND, requestedBackend } from './backend_choice';
 import { installZeroCopyIdentity } from './kernels';
+import { loadNativeBuild, type NativeLoad } from './native_backend';
+import { NativeBackendError, type NativeVariant, variantOf } from './native_build';
 
 let initialized: Promise<string> | null = null;
 let initializedFor: BackendName | undefined;

@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
 import { disposeLayers, type KvRows, type KvSession } from './kv_session';
-import { causalMask, disposeMask, type AttentionMask, type LayerKV, type Qwen2 } from './qwen2';
+import { type AttentionMask, causalMask, disposeMask, type LayerKV, type Qwen2 } from './qwen2';
 import { type SamplingOptions, sampleToken } from './sampling';
 
 /** Options of `generate`. */

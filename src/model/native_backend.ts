@@ -10,13 +10,13 @@ import * as tf from '@tensorflow/tfjs';
 import {
   BINDING_FILE,
   installCommand,
-  NativeBackendError,
-  nativeBuildDir,
   NATIVE_CPU,
   NATIVE_VARIANTS,
-  requireInstalled,
+  NativeBackendError,
   type NativeManifest,
   type NativeVariant,
+  nativeBuildDir,
+  requireInstalled,
 } from './native_build';
 
 /** The node_modules folder holding the `@tensorflow/tfjs` this project resolves. */

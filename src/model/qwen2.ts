@@ -6,7 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
-import { type Qwen2Config, activeSlidingWindow, headDim, validateQwen2Config, weightShapes } from './config';
+import { activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
 import { bmm, embedLookup, linear, rotateHalf, WeightTransposes } from './kernels';
 
 // ---------------------------------------------------------------------------------------------------------

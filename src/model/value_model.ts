@@ -6,8 +6,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2Config } from './config';
-import { Qwen2 } from './qwen2';
 import { decodeSafetensors, encodeSafetensors, type SafeTensor, toFloat32 } from './hf/safetensors';
+import { Qwen2 } from './qwen2';
 
 /** HF name of the value head weight. */
 export const VALUE_HEAD = 'score.weight';

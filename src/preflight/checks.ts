@@ -4,12 +4,13 @@
  * (checked by the env's own parser), `pretrain` and sequence_length against the model, and
  * async_generation_ratio's whole steps.
  */
+
+import { show } from '../config/issues';
+import type { EnvManagerConfig, RunConfig } from '../contract';
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/hf/folder';
 import { charTokenizer } from '../model/tokenizer';
-import type { EnvManagerConfig, RunConfig } from '../contract';
-import { show } from '../config/issues';
 
 type ManagerName = 'train_env_manager' | 'val_env_manager';
 

@@ -5,15 +5,15 @@
  * and the file or command-line argument that set it.
  */
 import { dirname, resolve } from 'node:path';
-import { ConfigError, nearestKey, resolveNormTypes, type RunConfig, runConfigSchema } from '../contract';
 import { composeFile, type Layer } from '../config/hydra';
 import { resolveInterpolations } from '../config/interpolate';
 import { describeIssues, show } from '../config/issues';
-import { originFinder, problemsError, type OriginOf } from '../config/origins';
+import { type OriginOf, originFinder, problemsError } from '../config/origins';
 import { applyOverrides, COMMAND_LINE, parseOverrides } from '../config/overrides';
 import { ignoredKeysIn } from '../config/schema_walk';
 import { displayPath, isMapping, type Mapping } from '../config/tree';
 import { configWarnings } from '../config/warnings';
+import { ConfigError, nearestKey, type RunConfig, resolveNormTypes, runConfigSchema } from '../contract';
 import { TINY_PRESET } from '../model/config';
 import { crossKeyProblems } from './checks';
 

@@ -3,8 +3,9 @@
  * groups (trajGroupId: same tag, same start state) joined with the update's per-trajectory scores,
  * ranked by mean episode score, and the legend of the grid symbols in their observations. Pure.
  */
-import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
+
 import type { RunConfig, Trajectory, TurnRecord } from '../contract';
+import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { LAKE_SYMBOLS } from '../envs/frozen_lake';
 import { parseSokobanConfig } from '../envs/sokoban';
 

@@ -8,12 +8,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunConfig } from '../contract';
+import type { RunConfig, RunSpec } from '../contract';
+import { describeCompute } from '../workflows/format';
 import type { Chart } from './charts';
 import type { ShownStep } from './groups';
-import type { RunSpec } from '../contract';
 import type { StepMetrics } from './run_data';
-import { describeCompute } from '../workflows/format';
 import { fmt, integerRanges } from './text';
 
 /** Everything the page shows. */

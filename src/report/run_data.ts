@@ -4,9 +4,11 @@
  * step through their commit records (sha256-verified trajectories) and the update's per-trajectory
  * scores (trajectory_scores.json of checkpoint step N+1, verified against its manifest).
  */
+
+import type { StepCompute, Trajectory } from '../contract';
+import { shardRecordSchema } from '../contract';
 import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
-import type { StepCompute } from '../contract';
-import type { Trajectory } from '../contract';
+import { readCheckpointFile } from '../storage/checkpoint';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
 import {
   checkpointPrefix,
@@ -17,9 +19,7 @@ import {
   runPrefix,
   TRAJECTORY_SCORES_NAME,
 } from '../storage/keys';
-import { readCheckpointFile } from '../storage/checkpoint';
 import type { ObjectStore } from '../storage/object_store';
-import { shardRecordSchema } from '../contract';
 
 /** Metrics objects read at once. */
 const READS_IN_FLIGHT = 16;

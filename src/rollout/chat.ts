@@ -4,8 +4,7 @@
  * prompt_0 + response_0 + ... + prompt_t tokenizes as apply_chat_template(messages up to turn t,
  * add_generation_prompt=True) with each reply as sampled.
  */
-import type { ChatMessage } from '../model/tokenizer';
-import type { ChatTokenizer } from '../model/tokenizer';
+import type { ChatMessage, ChatTokenizer } from '../model/tokenizer';
 
 /**
  * Whether a tag answers in the think-then-answer pattern: its env_config.action_pattern contains

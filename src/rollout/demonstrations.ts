@@ -5,10 +5,10 @@
  */
 import type { RolloutGroup, RunConfig, Trajectory } from '../contract';
 import type { ChatTokenizer } from '../model/tokenizer';
-import { Rng, deriveSeed } from '../util/rng';
-import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
+import { deriveSeed, Rng } from '../util/rng';
 import { runGroups } from './manager';
 import { rolloutGroup, tagOfEnvGroup } from './plan';
+import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
 
 // Scripted policies: they answer "<answer>{action}</answer>" (or "<think></think><answer>{action}</answer>"
 // for a think-pattern tag), then the model's first stop token (<|im_end|> for Qwen2.5 instruct and the

@@ -4,9 +4,10 @@
  * call, and packs every episode into one token-in/token-out trajectory (ids, response mask, sampling
  * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
  */
-import { ConfigError } from '../contract';
+
 import type { CustomEnvConfig, RolloutGroup, Trajectory, TurnRecord } from '../contract';
-import { parseAction, type Env } from '../envs/env';
+import { ConfigError } from '../contract';
+import { type Env, parseAction } from '../envs/env';
 import { createEnv } from '../envs/registry';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';

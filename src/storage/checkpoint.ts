@@ -4,22 +4,23 @@
  * verified; the latest.json / initial.json pointers; the search for the newest usable checkpoint; and which
  * optimizer states the store keeps (save_steps, max_ckpt_to_keep). docs/durability.md tells the story.
  */
+
+import { AdamW } from '../algo/adamw';
 import {
   type CheckpointManifest,
-  checkpointManifestSchema,
   type ComputeInfo,
+  checkpointManifestSchema,
   type LatestPointer,
   latestPointerSchema,
   type ObjectRef,
   type RunConfig,
   validateRunId,
 } from '../contract';
-import { AdamW } from '../algo/adamw';
+import { tokenizerFromFiles } from '../model/hf/tokenizer';
+import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/hf/weights';
 import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
-import { tokenizerFromFiles } from '../model/hf/tokenizer';
 import { ValueModel } from '../model/value_model';
-import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/hf/weights';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
 import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep } from './keys';
 import type { ObjectStore } from './object_store';

@@ -7,13 +7,12 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
-import { ObjectStore } from '../storage/object_store';
-import { TASK_QUEUES } from '../contract';
+import { startWatchdog } from '../activities/watchdog';
+import { TASK_QUEUES, WATCHDOG_DEFAULT_SECONDS } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
+import { ObjectStore } from '../storage/object_store';
 import type { Role } from './roles';
-import { startWatchdog } from '../activities/watchdog';
-import { WATCHDOG_DEFAULT_SECONDS } from '../contract';
 
 /** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */
 const SHUTDOWN_GRACE = '30 seconds';

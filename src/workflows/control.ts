@@ -5,7 +5,7 @@
  */
 import { condition, setCurrentDetails, setHandler, upsertMemo } from '@temporalio/workflow';
 import type { RunConfig } from '../contract/run_config';
-import { configQuery, type ControlReply, pauseUpdate, type Progress, progressQuery, stopUpdate, unpauseUpdate } from '../contract/workflow';
+import { type ControlReply, configQuery, type Progress, pauseUpdate, progressQuery, stopUpdate, unpauseUpdate } from '../contract/workflow';
 import { currentDetails } from './format';
 
 /** Longest reason `stop` accepts (it ends up in the result and the UI). */

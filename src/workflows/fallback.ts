@@ -8,7 +8,7 @@ import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { CHECKPOINT_CORRUPT_ERROR, type CheckpointFallback } from '../contract/errors';
 import type { ObjectRef } from '../contract/store';
 import type { Trajectory } from '../contract/trajectory';
-import { isUnusable, type CorruptObjectError, type ObjectNotFoundError } from '../storage/errors';
+import { type CorruptObjectError, isUnusable, type ObjectNotFoundError } from '../storage/errors';
 
 /** How often the same object may send the run back before the run fails instead of looping. */
 export const MAX_REPLAYS_PER_OBJECT = 3;

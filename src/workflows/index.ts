@@ -7,8 +7,8 @@
 import { ApplicationFailure, log, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { RolloutOutput, UpdateOutput } from '../contract/activities';
 import { CONFIG_ERROR, ENV_FAILURE } from '../contract/errors';
-import type { ObjectRef } from '../contract/store';
 import type { RunSpec } from '../contract/run';
+import type { ObjectRef } from '../contract/store';
 import type { StarpoRunResult, StarpoWorkflowInput } from '../contract/workflow';
 import { meanMetrics, mergeSums } from '../rollout/metrics';
 import { planShards } from '../rollout/plan';

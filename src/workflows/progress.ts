@@ -5,8 +5,8 @@
  */
 import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ComputeInfo, RolloutOutput, StepCompute, UpdateOutput } from '../contract/activities';
-import type { ObjectRef } from '../contract/store';
 import type { RunSpec } from '../contract/run';
+import type { ObjectRef } from '../contract/store';
 import { type Progress, SEARCH_ATTRIBUTE_KEYS, type StarpoWorkflowInput } from '../contract/workflow';
 import type { LoopState } from './continue_as_new';
 import { currentDetails } from './format';

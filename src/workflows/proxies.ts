@@ -3,8 +3,9 @@
  * retries without an attempt limit except for the contract's non-retryable failure types.
  * Workflow code: no I/O.
  */
-import { proxyActivities } from '@temporalio/workflow';
+
 import type { ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { StarpoActivities } from '../contract/activities';
 import { NON_RETRYABLE_ERROR_TYPES } from '../contract/errors';
 import { TASK_QUEUES } from '../contract/workflow';

@@ -5,8 +5,8 @@
  * Workflow code: deterministic, no I/O; only object references cross.
  */
 import type { RolloutOutput } from '../contract/activities';
-import type { ObjectRef } from '../contract/store';
 import type { RunConfig } from '../contract/run_config';
+import type { ObjectRef } from '../contract/store';
 import type { KnownPolicy } from '../contract/workflow';
 import { planShards } from '../rollout/plan';
 import { rollout } from './proxies';

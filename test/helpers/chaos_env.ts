@@ -3,10 +3,11 @@
  * throws or hangs). It plays an inner env unchanged and, in the episodes it picks, throws in reset,
  * throws in a given step, or blocks a given step. Importing this file registers it as env type `chaos`.
  */
-import { Rng } from '../../src/util/rng';
+
 import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from '../../src/envs/config';
-import { createEnv, ENV_TYPES, registerEnvType } from '../../src/envs/registry';
 import type { Env, EnvOptions, StepResult } from '../../src/envs/env';
+import { createEnv, ENV_TYPES, registerEnvType } from '../../src/envs/registry';
+import { Rng } from '../../src/util/rng';
 
 /**
  * Validated chaos env_config. `inner_env_type` (required) and `inner_env_config` (default {}) name the

@@ -11,14 +11,14 @@ import { infraUp } from '../../infra/lifecycle';
 import { isAlive, killNow } from '../../infra/process';
 import { removeWeedSockets } from '../../infra/s3';
 import { readState } from '../../infra/state';
-import { spawnWorker, stopChild, type WorkerProcesses } from '../../src/cli/spawn_workers';
-import type { Role } from '../../src/workers/roles';
-import { progressQuery } from '../../src/contract';
-import type { ObjectRef, RunSpec } from '../../src/contract';
 import { runInputFromFile } from '../../src/cli/run_input';
+import { spawnWorker, stopChild, type WorkerProcesses } from '../../src/cli/spawn_workers';
+import type { ObjectRef, RunSpec } from '../../src/contract';
+import { progressQuery } from '../../src/contract';
 import { readCheckpoint, readOptimizerFiles, trainerStateOf } from '../../src/storage/checkpoint';
-import { sha256Hex, type ObjectStore } from '../../src/storage/object_store';
+import { type ObjectStore, sha256Hex } from '../../src/storage/object_store';
 import { Rng } from '../../src/util/rng';
+import type { Role } from '../../src/workers/roles';
 import type { TestServers } from './servers';
 
 /**

@@ -4,11 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { validateConfig } from '../../src/preflight/load';
-import type { RunConfig } from '../../src/contract';
+import type { RunConfig, Trajectory } from '../../src/contract';
 import { charTokenizer } from '../../src/model/tokenizer';
+import { validateConfig } from '../../src/preflight/load';
 import { formatDemonstrations } from '../../src/rollout/demonstrations';
-import type { Trajectory } from '../../src/contract';
 import { initTestBackend } from './backend';
 
 /** The fixture config with `patch`'s top-level keys replacing the file's. @throws ConfigError on a bad patch. */

@@ -7,7 +7,7 @@
  * |k| < 256 are exact in F32, BF16 and F16, so a folder materialised here holds exactly the tensors
  * transformers saved (the fixture script checks this).
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateQwen2Config, weightShapes } from '../../src/model/config';

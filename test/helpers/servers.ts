@@ -11,11 +11,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { endpointsFromEnv } from '../../infra/env';
 import { infraDown, infraUp } from '../../infra/lifecycle';
-import type { InfraEndpoints } from '../../infra/types';
 import { freePort } from '../../infra/ports';
 import { killNow } from '../../infra/process';
 import { removeWeedSockets } from '../../infra/s3';
 import { readState } from '../../infra/state';
+import type { InfraEndpoints } from '../../infra/types';
 
 /** Running test servers. `stop` is idempotent and never throws. */
 export interface TestServers {

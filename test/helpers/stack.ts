@@ -5,14 +5,15 @@
  * in by `before` and torn down (workers, client, servers, worker logs) by `after`. The workers preload
  * the test tools (worker_preload.js: the chaos env, the stall fault), and so does this process.
  */
-import { after, before } from 'node:test';
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
-import { startTestServers, type TestServers } from './servers';
 import { spawnWorkers, type WorkerProcesses } from '../../src/cli/spawn_workers';
 import { ObjectStore } from '../../src/storage/object_store';
+import { startTestServers, type TestServers } from './servers';
 import './test_tools';
 
 /** Spawned workers (they inherit this process's environment) load the test tools first. */

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { tinyPreset, weightShapes } from '../../src/model/config';
 import { hfFolderFiles } from '../../src/model/hf/folder';
 import { encodeSafetensors, type SafeTensor } from '../../src/model/hf/safetensors';
-import { charTokenizer } from '../../src/model/tokenizer';
 import { configToJSONBytes } from '../../src/model/hf/weights';
+import { charTokenizer } from '../../src/model/tokenizer';
 import { fixtureWeights } from './hf_models';
 
 /** The fixture's weight seed (fixtureWeights). */

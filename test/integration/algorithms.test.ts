@@ -5,14 +5,15 @@
  * through the real Temporal and S3 servers, with workers as separate processes. Sizes are shrunk with
  * Hydra-style overrides so the three runs fit in CI time; the algorithm keys are the files' own.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { useTrainingStack } from '../helpers/stack';
+import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
-import { readCheckpoint, readOptimizerFiles, trainerStateOf } from '../../src/storage/checkpoint';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { readCheckpoint, readOptimizerFiles, trainerStateOf } from '../../src/storage/checkpoint';
+import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 

@@ -6,17 +6,15 @@
  * after it started), every trajectory and shard record carries its staleness, the staleness metrics are
  * stored, and the run completes the same number of steps as a synchronous one.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import type { temporal } from '@temporalio/proto';
-import { useTrainingStack } from '../helpers/stack';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { checkpointPrefix, metricsKey, rolloutKey, rolloutRecordKey } from '../../src/storage/keys';
+import type { RolloutInput, ShardRecord, StarpoRunResult, Trajectory, UpdateInput } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
-import type { StarpoRunResult } from '../../src/contract';
-import type { RolloutInput, UpdateInput } from '../../src/contract';
-import type { Trajectory } from '../../src/contract';
-import type { ShardRecord } from '../../src/contract';
+import { checkpointPrefix, metricsKey, rolloutKey, rolloutRecordKey } from '../../src/storage/keys';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 

@@ -4,16 +4,17 @@
  * manifest with their sha256, and the tokenizer a worker rebuilds from the checkpoint renders the same
  * prompts and stops at the same ids; export reads the same template back.
  */
-import { after, before, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestServers, type TestServers } from '../helpers/servers';
-import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
-import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
-import { disposeCheckpoint, loadCheckpoint, readCheckpoint, saveCheckpoint } from '../../src/storage/checkpoint';
-import { modelFromFolder } from '../../src/model/hf/weights';
+import { after, before, test } from 'node:test';
 import { tokenizerFromFiles } from '../../src/model/hf/tokenizer';
+import { modelFromFolder } from '../../src/model/hf/weights';
+import { disposeCheckpoint, loadCheckpoint, readCheckpoint, saveCheckpoint } from '../../src/storage/checkpoint';
+import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
+import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
+import { startTestServers, type TestServers } from '../helpers/servers';
 
 let servers: TestServers;
 let store: ObjectStore;

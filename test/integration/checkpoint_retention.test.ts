@@ -3,14 +3,15 @@
  * weights are in the store, and optimizer states only for the newest step, the one before it and the
  * newest max_ckpt_to_keep full checkpoints; what a resume or a replay continues from is still there.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { useTrainingStack } from '../helpers/stack';
+import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { checkpointsPrefix, parseStep } from '../../src/storage/keys';
-import { disposeCheckpoint, loadCheckpoint, OPTIMIZER_MANIFEST_NAME, readCompleteBefore } from '../../src/storage/checkpoint';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { disposeCheckpoint, loadCheckpoint, OPTIMIZER_MANIFEST_NAME, readCompleteBefore } from '../../src/storage/checkpoint';
+import { checkpointsPrefix, parseStep } from '../../src/storage/keys';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 

@@ -5,19 +5,27 @@
  * run terminated and its latest checkpoint corrupted before `starpo resume`, a checkpoint corrupted
  * under a paused run) must end with the reference's final checkpoint, bit for bit.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { useTrainingStack } from '../helpers/stack';
-import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput, FAULT_TARGETS } from '../helpers/faults';
-import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
+import { test } from 'node:test';
 import { endpointsToEnv } from '../../infra/env';
+import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
 import { resume } from '../../src/cli/train';
-import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
-import { readCompleteBefore, readLatest } from '../../src/storage/checkpoint';
-import { sha256Hex } from '../../src/storage/object_store';
-import { TASK_QUEUES, WORKFLOW_TYPE, pauseUpdate, progressQuery, unpauseUpdate, type Progress } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
-import { CHECKPOINT_CORRUPT_ERROR } from '../../src/contract';
+import {
+  CHECKPOINT_CORRUPT_ERROR,
+  type Progress,
+  pauseUpdate,
+  progressQuery,
+  TASK_QUEUES,
+  unpauseUpdate,
+  WORKFLOW_TYPE,
+} from '../../src/contract';
+import { readCompleteBefore, readLatest } from '../../src/storage/checkpoint';
+import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
+import { sha256Hex } from '../../src/storage/object_store';
+import { CrashableStack, checkpointFingerprint, FAULT_TARGETS, faultPlan, runWithFaults, shortRunInput } from '../helpers/faults';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 const STEPS = 3;

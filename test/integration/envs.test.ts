@@ -5,17 +5,17 @@
  * in the metrics and the worker log, the group replaced), and one where every env throws fails with
  * a clear reason; a `warmup: solver` run reports its warm start.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useTrainingStack } from '../helpers/stack';
+import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { metricsKey, rolloutKey } from '../../src/storage/keys';
-import { planShards } from '../../src/rollout/plan';
-import type { Trajectory } from '../../src/contract';
+import type { StarpoRunResult, Trajectory } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
-import type { StarpoRunResult } from '../../src/contract';
+import { planShards } from '../../src/rollout/plan';
+import { metricsKey, rolloutKey } from '../../src/storage/keys';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 

@@ -6,27 +6,27 @@
  * val/ metric, the same episodes on the same states) without touching the run's objects; the
  * evaluation and the run carry their summaries, details and memo; bad arguments exit 2.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
-import type { temporal } from '@temporalio/proto';
+import { test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { useTrainingStack } from '../helpers/stack';
-import { runInputFromFile } from '../../src/cli/run_input';
+import type { temporal } from '@temporalio/proto';
+import { parse, stringify } from 'yaml';
 import { endpointsToEnv } from '../../infra/env';
+import { type EvalOutput, evaluate } from '../../src/cli/eval';
+import { runInputFromFile } from '../../src/cli/run_input';
+import { runDetails, runSummary } from '../../src/cli/run_metadata';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import { train } from '../../src/cli/train';
-import { evaluate, type EvalOutput } from '../../src/cli/eval';
-import { runDetails, runSummary } from '../../src/cli/run_metadata';
-import { evalResultKey, rolloutKey } from '../../src/storage/keys';
-import type { StarpoRunResult } from '../../src/contract';
+import type { StarpoRunResult, Trajectory } from '../../src/contract';
 import { EVAL_WORKFLOW_TYPE } from '../../src/contract';
-import type { Trajectory } from '../../src/contract';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
+import { evalResultKey, rolloutKey } from '../../src/storage/keys';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 const quiet = () => undefined;

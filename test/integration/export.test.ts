@@ -5,22 +5,22 @@
  * `warmup: {type: none}` whose step-0 checkpoint holds the exported tensors exactly (sha256 per tensor),
  * and which trains a step from them. Also the export's bad-input errors (exit 2, naming the argument).
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { useTrainingStack } from '../helpers/stack';
+import { test } from 'node:test';
 import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
+import type { RunSpec, StarpoRunResult } from '../../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { decodeSafetensors } from '../../src/model/hf/safetensors';
 import { readCheckpoint, readInitial } from '../../src/storage/checkpoint';
 import { metricsKey } from '../../src/storage/keys';
-import { decodeSafetensors } from '../../src/model/hf/safetensors';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
-import type { StarpoRunResult } from '../../src/contract';
-import type { RunSpec } from '../../src/contract';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 const FIXTURE = 'test/fixtures/tiny_frozen_lake.yaml';

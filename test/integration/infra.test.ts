@@ -2,17 +2,18 @@
  * infra lifecycle against the real binaries: up -> status -> up again (same pids) -> Temporal has the
  * search attributes -> down -> up again keeps data and keys -> down. Servers are stopped even on failure.
  */
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { after, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { endpointsFromEnv } from '../../infra/env';
 import { infraDown, infraStatus, infraUp } from '../../infra/lifecycle';
-import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
 import { freePort } from '../../infra/ports';
 import { isAlive } from '../../infra/process';
+import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
 import { readState } from '../../infra/state';
 import { ObjectStore } from '../../src/storage/object_store';
 

@@ -5,20 +5,17 @@
  * go, so pause and stop land at a known step without timing assumptions. The CLI commands run as
  * child processes of bin/starpo.js against the same server.
  */
-import { after, before, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { after, before, test } from 'node:test';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
-import { startTestServers, type TestServers } from '../helpers/servers';
-import { runInputFromFile } from '../../src/cli/run_input';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { endpointsToEnv } from '../../infra/env';
+import { runInputFromFile } from '../../src/cli/run_input';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
-import type { StarpoActivities as Activities } from '../../src/contract';
-import type { ObjectRef, RunSpec } from '../../src/contract';
-import type { RunConfig } from '../../src/contract';
-import type { StarpoRunResult } from '../../src/contract';
+import type { StarpoActivities as Activities, ObjectRef, RunConfig, RunSpec, StarpoRunResult } from '../../src/contract';
 import {
   configQuery,
   pauseUpdate,
@@ -30,6 +27,7 @@ import {
   WORKFLOW_TYPE,
 } from '../../src/contract';
 import { STEPS_PER_RUN } from '../../src/workflows/continue_as_new';
+import { startTestServers, type TestServers } from '../helpers/servers';
 
 let servers: TestServers;
 let client: Client;

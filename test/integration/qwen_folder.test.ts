@@ -5,19 +5,20 @@
  * and on which `starpo generate` computes exactly what it computes from the run's checkpoint.
  * Loading that export in transformers itself is checked by test/fixtures/hf/check_export.py.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { useTrainingStack } from '../helpers/stack';
-import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
+import { test } from 'node:test';
 import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { metricsKey } from '../../src/storage/keys';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { metricsKey } from '../../src/storage/keys';
+import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 const FIXTURE = 'test/fixtures/tiny_frozen_lake.yaml';

@@ -4,18 +4,19 @@
  * shows the success and entropy charts and the trajectories of a step with their turns, and makes no
  * request besides its own file; a screenshot is saved in a temp folder (its path is printed).
  */
-import { after, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
-import { useTrainingStack } from '../helpers/stack';
+import { after, test } from 'node:test';
+import { type BrowserContext, chromium } from 'playwright-core';
 import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 const out = mkdtempSync(join(tmpdir(), 'starpo-report-'));

@@ -2,14 +2,15 @@
  * The object store against a real S3 server (test/helpers/servers.ts): verified round trips,
  * jsonl.gz, checkpoints with manifests, corruption detection and falling back to an older checkpoint.
  */
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { startTestServers, type TestServers } from '../helpers/servers';
-import { checkpointPrefix, latestKey, rolloutKey } from '../../src/storage/keys';
-import { CorruptObjectError, ObjectNotFoundError } from '../../src/storage/errors';
-import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
+import { after, before, test } from 'node:test';
 import { readCheckpoint, readLatest, readLatestComplete, writeCheckpoint, writeLatest } from '../../src/storage/checkpoint';
+import { CorruptObjectError, ObjectNotFoundError } from '../../src/storage/errors';
+import { checkpointPrefix, latestKey, rolloutKey } from '../../src/storage/keys';
+import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
 import { Rng } from '../../src/util/rng';
+import { startTestServers, type TestServers } from '../helpers/servers';
 
 let servers: TestServers;
 let store: ObjectStore;

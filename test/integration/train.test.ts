@@ -3,21 +3,21 @@
  * and update workers as separate processes: a 2-step StarPO run on FrozenLake, its history and
  * stored objects; then a run whose update worker is SIGKILLed mid-update and restarted.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { useTrainingStack } from '../helpers/stack';
-import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
+import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
+import { spawnWorker, stopChild } from '../../src/cli/spawn_workers';
 import { refuseExistingRun } from '../../src/cli/train';
-import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
+import type { RunSpec, StarpoRunResult, StepCompute } from '../../src/contract';
+import { progressQuery, TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
+import type { StepMetrics } from '../../src/report/run_data';
 import { disposeCheckpoint, loadCheckpoint } from '../../src/storage/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
-import { TASK_QUEUES, WORKFLOW_TYPE, progressQuery } from '../../src/contract';
-import type { StarpoRunResult } from '../../src/contract';
-import type { RunSpec, StepCompute } from '../../src/contract';
-import type { StepMetrics } from '../../src/report/run_data';
-import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
+import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
+import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
 

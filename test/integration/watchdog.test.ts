@@ -3,15 +3,16 @@
  * thread spins forever (the STARPO_TEST_STALL fault, test/helpers/stall_fault.ts) ends its worker process with
  * SIGALRM, the spawner starts the worker again, Temporal retries the update, and the run finishes.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useTrainingStack } from '../helpers/stack';
+import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { STALL_ENV } from '../helpers/stall_fault';
-import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import type { StarpoRunResult } from '../../src/contract';
+import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { useTrainingStack } from '../helpers/stack';
+import { STALL_ENV } from '../helpers/stall_fault';
 
 const stack = useTrainingStack();
 // Read by the worker processes the stack spawns (they inherit this environment).

@@ -6,21 +6,22 @@
  * an update resumed from a checkpoint's bytes (model.safetensors, optimizer.safetensors) equals the
  * update continued in memory, which is what makes a resumed run equal the undisturbed one.
  */
-import { before, test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { initBackend } from '../../src/model/backend';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { tinyPreset } from '../../src/model/config';
-import { Qwen2 } from '../../src/model/qwen2';
-import { modelFromSafetensors, modelToSafetensors } from '../../src/model/hf/weights';
+import { before, test } from 'node:test';
 import { AdamW } from '../../src/algo/adamw';
-import { ppoUpdate } from '../../src/algo/update';
 import { klControllerFromConfig } from '../../src/algo/kl';
-import { formatDemonstrations } from '../../src/rollout/demonstrations';
+import { ppoUpdate } from '../../src/algo/update';
 import type { Trajectory } from '../../src/contract';
+import { initBackend } from '../../src/model/backend';
+import { tinyPreset } from '../../src/model/config';
+import { modelFromSafetensors, modelToSafetensors } from '../../src/model/hf/weights';
+import { Qwen2 } from '../../src/model/qwen2';
+import { charTokenizer } from '../../src/model/tokenizer';
+import { formatDemonstrations } from '../../src/rollout/demonstrations';
 import { sha256Hex } from '../../src/storage/object_store';
-import { fixtureConfig } from '../helpers/fixture';
 import { initTestBackend, TEST_BACKEND } from '../helpers/backend';
+import { fixtureConfig } from '../helpers/fixture';
 
 const tokenizer = charTokenizer();
 // Two epochs of two minibatches: seeded shuffles (seed, step, epoch) and four optimizer steps per update.

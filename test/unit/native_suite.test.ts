@@ -6,11 +6,12 @@
  * process, so another backend needs another process. A build that is not installed (`starpo backend install
  * [--gpu]`) has its runs skipped, saying why.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { test } from 'node:test';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, nativeBuildDir } from '../../src/model/native_build';
 
 const DIR = 'test/unit';

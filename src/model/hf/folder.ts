@@ -8,17 +8,17 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GeneratingArgs } from '../../contract';
-import { activeSlidingWindow, validateQwen2Config, weightShapes, type Qwen2Config } from '../config';
-import { EOS_TOKENS, PAD_TOKEN, type CharTokenizerJSON, type ChatTokenizer, type Tokenizer } from '../tokenizer';
-import { parseSafetensorsHeader, safetensorsHeaderLength, type SafeTensorInfo } from './safetensors';
+import { activeSlidingWindow, type Qwen2Config, validateQwen2Config, weightShapes } from '../config';
+import { type CharTokenizerJSON, type ChatTokenizer, EOS_TOKENS, PAD_TOKEN, type Tokenizer } from '../tokenizer';
+import { parseSafetensorsHeader, type SafeTensorInfo, safetensorsHeaderLength } from './safetensors';
 import {
   CHAT_FILES,
   charTokenizerHfJSON,
   charTokens,
   isHfTokenizerJSON,
   readTokenizerFiles,
-  tokenizerFromFiles,
   TOKENIZER_FILE_NAMES,
+  tokenizerFromFiles,
 } from './tokenizer';
 
 /** The file names of an HF model folder that starpo writes and reads. */

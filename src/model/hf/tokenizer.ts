@@ -8,16 +8,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer as HfLibTokenizer } from '@huggingface/tokenizers';
 import {
-  charChatTokenizer,
   CharTokenizer,
+  type CharTokenizerJSON,
   ChatTemplate,
+  type ChatTokenizer,
+  charChatTokenizer,
   EOS_TOKENS,
   PAD_TOKEN,
   REQUIRED_TOKENS,
-  withChat,
-  type CharTokenizerJSON,
-  type ChatTokenizer,
   type Tokenizer,
+  withChat,
 } from '../tokenizer';
 
 // ---------------------------------------------------------------------------------------------------------

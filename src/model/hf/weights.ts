@@ -9,7 +9,7 @@ import { type Qwen2Config, validateQwen2Config } from '../config';
 import { Qwen2 } from '../qwen2';
 import type { ChatTokenizer } from '../tokenizer';
 import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './folder';
-import { type SafeTensor, decodeSafetensors, encodeSafetensors, toFloat32 } from './safetensors';
+import { decodeSafetensors, encodeSafetensors, type SafeTensor, toFloat32 } from './safetensors';
 
 /**
  * Serializes the model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does).

@@ -1,12 +1,13 @@
 /** The activity watchdog (src/activities/watchdog.ts) in a child process, and its config key. */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
 import { parse } from 'yaml';
-import { validateConfig } from '../../../src/preflight/load';
-import { ConfigError } from '../../../src/contract';
 import { WATCHDOG_SIGNAL } from '../../../src/activities/watchdog';
+import { ConfigError } from '../../../src/contract';
+import { validateConfig } from '../../../src/preflight/load';
 
 /** A child running one "activity" under the watchdog (limit 1 s, polled every 100 ms) that reports progress `beats` times, then spins or returns. */
 function runChild(spin: boolean) {

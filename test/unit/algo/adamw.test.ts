@@ -1,7 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { AdamW, clipByGlobalNorm, lrAt, type LrSchedule } from '../../../src/algo/adamw';
+import { AdamW, clipByGlobalNorm, type LrSchedule, lrAt } from '../../../src/algo/adamw';
 import { initTestBackend } from '../../helpers/backend';
 
 test('AdamW steps match a hand-computed update on a 2-element tensor', async () => {

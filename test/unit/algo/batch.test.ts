@@ -1,8 +1,8 @@
-import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { packBatch, lengthBucketedMicroBatches } from '../../../src/algo/batch';
+import { before, test } from 'node:test';
+import { lengthBucketedMicroBatches, packBatch } from '../../../src/algo/batch';
 import type { Trajectory } from '../../../src/contract';
+import { charTokenizer } from '../../../src/model/tokenizer';
 import { initTestBackend } from '../../helpers/backend';
 
 const tokenizer = charTokenizer();

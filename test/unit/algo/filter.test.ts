@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { filterGroups } from '../../../src/algo/filter';
 
 const near = (a: number, b: number, what: string, tol = 1e-7): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);

@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { computeAdvantages, gaeAdvantages } from '../../../src/algo/advantages';
 import { normalizeScores, normTypesOf } from '../../../src/algo/normalize';
 

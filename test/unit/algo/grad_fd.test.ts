@@ -5,13 +5,14 @@
  *           - 0.1 * entropyBonus,      all aggregated with seq-mean-token-mean,
  * computed in float32 on the wasm backend (the training backend).
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { validateQwen2Config } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { tokenLogProbs } from '../../../src/model/logprobs';
 import { entropyBonus, klLoss, ppoLoss } from '../../../src/algo/loss';
+import { validateQwen2Config } from '../../../src/model/config';
+import { tokenLogProbs } from '../../../src/model/logprobs';
+import { Qwen2 } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
 
 // Tolerance, |fd - g| <= 1e-2 |g| + 1.5e-4, with one central difference at eps = 3e-3 on the weight:

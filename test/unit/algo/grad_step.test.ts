@@ -1,11 +1,11 @@
-import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { tinyPreset } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
 import { AdamW } from '../../../src/algo/adamw';
 import { optimizerStep } from '../../../src/algo/grad_step';
+import { tinyPreset } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { charTokenizer } from '../../../src/model/tokenizer';
 import { initTestBackend } from '../../helpers/backend';
 
 const tokenizer = charTokenizer();

@@ -1,5 +1,5 @@
-import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { klControllerFromConfig, klFull, klPenalty } from '../../../src/algo/kl';
 import { klLoss } from '../../../src/algo/loss';

@@ -1,17 +1,17 @@
-import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import {
   aggDenominators,
   aggLoss,
   entropyBonus,
   klLoss,
-  ppoLoss,
-  valueLoss,
+  type LossAggMode,
   PPO_STATS,
+  ppoLoss,
   StatAccumulator,
   VALUE_STATS,
-  type LossAggMode,
+  valueLoss,
 } from '../../../src/algo/loss';
 import { initTestBackend } from '../../helpers/backend';
 

@@ -5,25 +5,26 @@
  * micro-batches of 1, 3 and 4, in every loss_agg_mode; and a whole ppoUpdate logs the same losses and gradient norm for
  * per_device_train_batch_size x gradient_accumulation_steps = 16 x 1, 4 x 4 and 1 x 16.
  */
-import { before, test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { tinyPreset } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { ValueModel, VALUE_HEAD } from '../../../src/model/value_model';
 import { AdamW } from '../../../src/algo/adamw';
+import { paddedLength } from '../../../src/algo/batch';
 import { accumulateGradients } from '../../../src/algo/grad_step';
-import { LOSS_AGG_MODES } from '../../../src/contract';
+import { klControllerFromConfig } from '../../../src/algo/kl';
 import { StatAccumulator } from '../../../src/algo/loss';
 import { noGradPass, type UpdateRows } from '../../../src/algo/micro_batches';
-import { paddedLength } from '../../../src/algo/batch';
-import { shiftedArrays } from '../../../src/rollout/packing';
 import { actorLossFns, criticLossFns, ppoUpdate } from '../../../src/algo/update';
-import { klControllerFromConfig } from '../../../src/algo/kl';
 import type { Trajectory } from '../../../src/contract';
-import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
+import { LOSS_AGG_MODES } from '../../../src/contract';
+import { tinyPreset } from '../../../src/model/config';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { VALUE_HEAD, ValueModel } from '../../../src/model/value_model';
+import { shiftedArrays } from '../../../src/rollout/packing';
 import { initTestBackend } from '../../helpers/backend';
+import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 
 const tokenizer = charTokenizer();
 const TOL = 1e-6;

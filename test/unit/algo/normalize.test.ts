@@ -1,6 +1,6 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizeScores, normTypesOf, resolveNormTypes, type NormMethod, type NormType } from '../../../src/algo/normalize';
+import { test } from 'node:test';
+import { type NormMethod, type NormType, normalizeScores, normTypesOf, resolveNormTypes } from '../../../src/algo/normalize';
 
 /** The types a deprecated method stands for under a group-wise grouping (ROLL's _resolve_reward_norm_defaults). */
 const byMethod = (m: NormMethod) => normTypesOf(m, 'traj_group_id');

@@ -3,22 +3,22 @@
  * trajectory, the discard of groups older than async_generation_ratio allows (with its metrics), and the
  * old log-probs of the PPO ratio (sampling log-probs for stale trajectories, recomputed for the others).
  */
-import { before, test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { tinyPreset } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { tokenLogProbs } from '../../../src/model/logprobs';
 import { AdamW } from '../../../src/algo/adamw';
 import { packBatch } from '../../../src/algo/batch';
-import { ppoUpdate } from '../../../src/algo/update';
 import { klControllerFromConfig } from '../../../src/algo/kl';
 import { dropStale, oldLogpRows, stalenessOf } from '../../../src/algo/staleness';
-import type { RunConfig } from '../../../src/contract';
-import type { Trajectory } from '../../../src/contract';
-import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
+import { ppoUpdate } from '../../../src/algo/update';
+import type { RunConfig, Trajectory } from '../../../src/contract';
+import { tinyPreset } from '../../../src/model/config';
+import { tokenLogProbs } from '../../../src/model/logprobs';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { charTokenizer } from '../../../src/model/tokenizer';
 import { initTestBackend } from '../../helpers/backend';
+import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 
 const tokenizer = charTokenizer();
 let demos: Trajectory[] = [];

@@ -5,11 +5,12 @@
  * and exits 0. Bad sizes exit 2 before any backend loads, naming the option, the value and what is allowed.
  * No timings are asserted.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { formatBackendCheck, type CheckResult } from '../../../src/cli/backend_check';
-import { NATIVE_VARIANTS, inspectNativeBuild, installCommand, nativeBuildDir } from '../../../src/model/native_build';
+import { test } from 'node:test';
+import { type CheckResult, formatBackendCheck } from '../../../src/cli/backend_check';
+import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, nativeBuildDir } from '../../../src/model/native_build';
 
 const SMALL = [
   '--layers',

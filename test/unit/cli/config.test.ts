@@ -1,7 +1,8 @@
 /** `starpo config check|print <file> [overrides...]` as a user runs them. */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
 import { parse } from 'yaml';
 
 const starpo = (...args: string[]) => spawnSync(process.execPath, ['bin/starpo.js', ...args], { encoding: 'utf8' });

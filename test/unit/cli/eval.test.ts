@@ -2,10 +2,11 @@
  * `starpo eval` without a server: the checkpoint an eval target names in messages, and the progress text
  * from the rollout activities' heartbeat details.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { parseTarget } from '../../../src/cli/eval_target';
+import { test } from 'node:test';
 import { rolloutActivityText } from '../../../src/cli/eval';
+import { parseTarget } from '../../../src/cli/eval_target';
 
 test('eval targets name their checkpoint as given: the key, --step N, or the latest checkpoint', () => {
   const key = 'runs/r1/checkpoints/step-000099/manifest.json';

@@ -2,12 +2,13 @@
  * Exit codes of bad input without a server: a run id the store would refuse is exit 2 wherever it is found,
  * and `run-json` / `train` refuse such a `--run-id` before writing anything.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
 import { EXIT, exitCodeOf } from '../../../src/cli/exit_codes';
 import { validateRunId } from '../../../src/contract';
 

@@ -6,21 +6,22 @@
  * transformers (test/helpers/hf_models.ts). Bad folders are refused as `config check` refuses them
  * (exit 2, every problem naming the file); bad flags, chats and chats the template refuses exit 2.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { initTestBackend, TEST_BACKEND_NAME } from '../../helpers/backend';
+import type { GenerateOutput } from '../../../src/cli/generate';
 import { tinyPreset } from '../../../src/model/config';
 import { pretrainedProblems } from '../../../src/model/hf/folder';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { CHATML_TEMPLATE, charTokenizer, type ChatTokenizer } from '../../../src/model/tokenizer';
 import { modelFromFolder } from '../../../src/model/hf/weights';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { CHATML_TEMPLATE, type ChatTokenizer, charTokenizer } from '../../../src/model/tokenizer';
 import { deriveSeed } from '../../../src/util/rng';
-import type { GenerateOutput } from '../../../src/cli/generate';
+import { initTestBackend, TEST_BACKEND_NAME } from '../../helpers/backend';
 import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
 import { writeTinyExport } from '../../helpers/tiny_export';
 

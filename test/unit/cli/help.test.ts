@@ -5,12 +5,13 @@
  * ids, eval targets and report paths before any server is contacted, unreachable servers named with
  * the remedy; --version.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { freePort } from '../../../infra/ports';
 
 /** `starpo <args>`: exit code, stdout, stderr. */

@@ -2,11 +2,12 @@
  * `starpo report` without a server: the output file (`-o`: bad paths refused naming the option, missing
  * folders created, written whole through a temp file) and the run's state line of the summary.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { checkOutputFile, runStateText, writeFileAtomically } from '../../../src/cli/report';
 import type { Progress } from '../../../src/contract';
 

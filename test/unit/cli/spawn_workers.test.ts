@@ -4,14 +4,15 @@
  * log file, so train can end saying so instead of waiting for a worker that is gone. Nothing is reported for
  * workers stopped on purpose. No servers: the worker exits before it connects.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
+import type { InfraEndpoints } from '../../../infra/types';
 import { spawnWorkers } from '../../../src/cli/spawn_workers';
 import type { BackendName } from '../../../src/model/backend_choice';
-import type { InfraEndpoints } from '../../../infra/types';
 
 // Unreachable loopback ports: a worker that got as far as connecting would wait, not exit.
 const endpoints: InfraEndpoints = {

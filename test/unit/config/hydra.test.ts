@@ -1,14 +1,15 @@
 /** Hydra-style config files: defaults lists, OmegaConf interpolation, command-line overrides. */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { composeFile } from '../../../src/config/hydra';
 import { resolveInterpolations } from '../../../src/config/interpolate';
+import { originFinder } from '../../../src/config/origins';
 import { applyOverrides, parseOverrides } from '../../../src/config/overrides';
 import { ConfigError } from '../../../src/contract';
-import { originFinder } from '../../../src/config/origins';
 
 /** Writes files (relative path -> text) into a fresh temp dir; returns its path. */
 function files(spec: Record<string, string>): string {

@@ -1,13 +1,14 @@
 /** The docs/configs.md key surface: every key's default, and bad values named with what is allowed. */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
-import { validateConfig } from '../../../src/preflight/load';
-import { ignoredKeysIn } from '../../../src/config/schema_walk';
-import { ConfigError } from '../../../src/contract';
+import { test } from 'node:test';
+import { parse } from 'yaml';
 import { groupKeyOf } from '../../../src/algo/update';
+import { ignoredKeysIn } from '../../../src/config/schema_walk';
 import type { Trajectory } from '../../../src/contract';
+import { ConfigError } from '../../../src/contract';
+import { validateConfig } from '../../../src/preflight/load';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
 function minimal(): Record<string, any> {

@@ -1,9 +1,9 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { BANDIT_ARM_PAIRS, BANDIT_INSTRUCTION, BanditEnv } from '../../../src/envs/bandit';
-import { ENV_TYPES, createEnv } from '../../../src/envs/registry';
-import { EpisodeChat, fillTemplate, firstUserMessage } from '../../../src/rollout/chat';
+import { createEnv, ENV_TYPES } from '../../../src/envs/registry';
 import { charTokenizer } from '../../../src/model/tokenizer';
+import { EpisodeChat, fillTemplate, firstUserMessage } from '../../../src/rollout/chat';
 
 const pick = (name: string): string => `<answer>${name}</answer><|im_end|>`;
 

@@ -1,12 +1,12 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import {
   COUNTDOWN_INSTRUCTION,
   CountdownEnv,
-  MAX_EXPRESSION_LENGTH,
   countdownSolution,
   evaluateArithmetic,
   generateCountdown,
+  MAX_EXPRESSION_LENGTH,
 } from '../../../src/envs/countdown';
 import { createEnv } from '../../../src/envs/registry';
 import { Rng } from '../../../src/util/rng';

@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { FrozenLakeEnv, frozenLakeInstruction, generateMap, renderLake, shortestPath } from '../../../src/envs/frozen_lake';
 import { Rng } from '../../../src/util/rng';
 

@@ -1,15 +1,15 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createEnv, validateEnvConfig } from '../../../src/envs/registry';
 import {
   ALT_GRID_LOOKUP,
-  SOKOBAN_INSTRUCTION,
-  SokobanEnv,
   parseSokobanConfig,
   renderSokoban,
+  SOKOBAN_INSTRUCTION,
+  SokobanEnv,
   sokobanInstruction,
 } from '../../../src/envs/sokoban';
 import { loadConfigFile } from '../../../src/preflight/load';
-import { createEnv, validateEnvConfig } from '../../../src/envs/registry';
 import '../../helpers/chaos_env'; // registers env type chaos
 import type { SokobanState } from '../../../src/envs/sokoban_room';
 

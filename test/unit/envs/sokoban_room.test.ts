@@ -1,19 +1,19 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { renderSokoban } from '../../../src/envs/sokoban';
 import {
-  FLOOR,
-  MAX_ROOM_RETRIES,
-  TARGET,
-  WALL,
   cellDeltas,
+  FLOOR,
   generateRoom,
+  MAX_ROOM_RETRIES,
+  type RoomSpec,
   roomForSeed,
   roomTopology,
-  solveSokoban,
-  tryMove,
-  type RoomSpec,
   type SokobanState,
+  solveSokoban,
+  TARGET,
+  tryMove,
+  WALL,
 } from '../../../src/envs/sokoban_room';
 import { Rng } from '../../../src/util/rng';
 

@@ -1,6 +1,7 @@
 /** The `chaos` fault-injection env of the tests (test/helpers/chaos_env.ts). */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import '../../helpers/chaos_env';
 import { createEnv } from '../../../src/envs/registry';
 import { Rng } from '../../../src/util/rng';

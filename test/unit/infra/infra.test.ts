@@ -2,12 +2,14 @@
  * infra/ without starting a server: endpoints from and to environment variables, the server command
  * lines, port picking, process liveness and stop, the state file and its lock, and binary installs.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { test } from 'node:test';
+import type { BinarySpec } from '../../../infra/binaries';
 import { endpointsFromEnv, endpointsToEnv } from '../../../infra/env';
 import { InfraConfigError, InfraUnavailableError } from '../../../infra/errors';
 import { ensureBinary } from '../../../infra/install';
@@ -18,7 +20,6 @@ import { weedArgs } from '../../../infra/s3';
 import { SEARCH_ATTRIBUTES } from '../../../infra/search_attributes';
 import { readState, withStateLock, writeState } from '../../../infra/state';
 import { temporalArgs } from '../../../infra/temporal';
-import type { BinarySpec } from '../../../infra/binaries';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-unit-'));
 

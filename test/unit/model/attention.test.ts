@@ -1,8 +1,8 @@
-import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { causalMask, disposeMask, groupedAttention } from '../../../src/model/qwen2';
 import { embedLookup } from '../../../src/model/kernels';
+import { causalMask, disposeMask, groupedAttention } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {

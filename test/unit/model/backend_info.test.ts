@@ -1,6 +1,6 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
 import { backendInfo, initBackend } from '../../../src/model/backend';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS, nativeBuildDir } from '../../../src/model/native_build';
 

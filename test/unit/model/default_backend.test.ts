@@ -3,10 +3,11 @@
  * rollouts of a small model, else a native build on CPU, else wasm; STARPO_BACKEND wins over all of it.
  * `starpo train` passes each role's choice for the run's model to the workers it starts.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { defaultBackend, requestedBackend, WASM_ROLLOUT_MAX_PARAMS, type HostBackends } from '../../../src/model/backend_choice';
+import { test } from 'node:test';
 import { roleBackends } from '../../../src/cli/train';
+import { defaultBackend, type HostBackends, requestedBackend, WASM_ROLLOUT_MAX_PARAMS } from '../../../src/model/backend_choice';
 import { countParams, tinyPreset } from '../../../src/model/config';
 import { charTokenizer } from '../../../src/model/tokenizer';
 import { fixtureConfig } from '../../helpers/fixture';

@@ -4,18 +4,19 @@
  * Qwen2Config), and what starpo does not compute refused at `config check` and `train` naming the file, the
  * key, the value and what is allowed.
  */
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { layerWindows, ropeOf, validateQwen2Config } from '../../../src/model/config';
-import { hfTokenizer } from '../../../src/model/hf/tokenizer';
 import { pretrainedProblems } from '../../../src/model/hf/folder';
+import { hfTokenizer } from '../../../src/model/hf/tokenizer';
 import { Qwen2 } from '../../../src/model/qwen2';
-import { HF_MODELS_DIR, QWEN_TOKENIZER_DIR, materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
 import { initTestBackend } from '../../helpers/backend';
+import { HF_MODELS_DIR, materializeHfVariant, QWEN_TOKENIZER_DIR, removeHfFolder } from '../../helpers/hf_models';
 
 interface SemanticsCase {
   case: string;

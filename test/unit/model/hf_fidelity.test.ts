@@ -4,18 +4,19 @@
  * untied, GQA and MHA, sharded. starpo's logits must be within 1e-4 of transformers' and its greedy
  * tokens identical, each prompt alone and all prompts batched.
  */
-import { test, before } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { generate } from '../../../src/model/generate';
 import { pretrainedProblems } from '../../../src/model/hf/folder';
+import { modelFromFolder } from '../../../src/model/hf/weights';
 import type { Qwen2 } from '../../../src/model/qwen2';
 import { logSumExp } from '../../../src/model/sampling';
-import { modelFromFolder } from '../../../src/model/hf/weights';
-import { hfExpected, hfVariants, materializeHfVariant, removeHfFolder, type HfExpected } from '../../helpers/hf_models';
 import { initTestBackend } from '../../helpers/backend';
+import { type HfExpected, hfExpected, hfVariants, materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
 
 const TOL = 1e-4;
 

@@ -1,10 +1,10 @@
-import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { tinyPreset } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { generate, type GenerateOptions } from '../../../src/model/generate';
+import { type GenerateOptions, generate } from '../../../src/model/generate';
 import { KvSession } from '../../../src/model/kv_session';
+import { Qwen2 } from '../../../src/model/qwen2';
 import { Rng } from '../../../src/util/rng';
 import { initTestBackend } from '../../helpers/backend';
 

@@ -1,11 +1,11 @@
-import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { countParams, tinyPreset, validateQwen2Config } from '../../../src/model/config';
-import { applyRope, Qwen2, rmsNorm, ropeCosSin } from '../../../src/model/qwen2';
+import { modelFromSafetensors, modelToSafetensors } from '../../../src/model/hf/weights';
 import { bmm, linear } from '../../../src/model/kernels';
 import { tokenLogProbs } from '../../../src/model/logprobs';
-import { modelFromSafetensors, modelToSafetensors } from '../../../src/model/hf/weights';
+import { applyRope, Qwen2, rmsNorm, ropeCosSin } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {

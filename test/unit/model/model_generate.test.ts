@@ -1,10 +1,10 @@
-import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { tinyPreset } from '../../../src/model/config';
-import { Qwen2 } from '../../../src/model/qwen2';
-import { tokenLogProbs } from '../../../src/model/logprobs';
 import { generate } from '../../../src/model/generate';
+import { tokenLogProbs } from '../../../src/model/logprobs';
+import { Qwen2 } from '../../../src/model/qwen2';
 import { sampleToken } from '../../../src/model/sampling';
 import { Rng } from '../../../src/util/rng';
 import { initTestBackend } from '../../helpers/backend';

@@ -1,10 +1,15 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { test } from 'node:test';
+import { nodeGypArgs, pipDownloadArgs, unpackRules } from '../../../src/cli/backend_install';
+import { exitCodeOf } from '../../../src/cli/exit_codes';
+import { type HostFacts, missingPrerequisites, versionAtLeast } from '../../../src/cli/native_host';
+import { noGpuLine } from '../../../src/model/backend';
 import { canonicalBackend, requestedBackend, UnknownBackendError } from '../../../src/model/backend_choice';
+import { ensureShim } from '../../../src/model/native_backend';
 import {
   BINDING_FILE,
   inspectNativeBuild,
@@ -13,18 +18,13 @@ import {
   NATIVE_GPU,
   NATIVE_LIBRARIES,
   NATIVE_VARIANTS,
+  type NativeManifest,
+  type NativeVariant,
   nativeBuildDir,
   nativeBuildName,
   requireInstalled,
   variantOf,
-  type NativeManifest,
-  type NativeVariant,
 } from '../../../src/model/native_build';
-import { ensureShim } from '../../../src/model/native_backend';
-import { nodeGypArgs, pipDownloadArgs, unpackRules } from '../../../src/cli/backend_install';
-import { noGpuLine } from '../../../src/model/backend';
-import { missingPrerequisites, versionAtLeast, type HostFacts } from '../../../src/cli/native_host';
-import { exitCodeOf } from '../../../src/cli/exit_codes';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'starpo-native-'));
 

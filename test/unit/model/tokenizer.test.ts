@@ -1,7 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../../src/model/tokenizer';
+import { test } from 'node:test';
 import { tokenizerFromJSON } from '../../../src/model/hf/tokenizer';
+import { charTokenizer } from '../../../src/model/tokenizer';
 
 test('char tokenizer layout: specials first, 101 ids, eos = [im_end, endoftext]', () => {
   const tok = charTokenizer();

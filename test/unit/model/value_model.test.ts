@@ -1,9 +1,9 @@
-import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { tinyPreset } from '../../../src/model/config';
 import { Qwen2 } from '../../../src/model/qwen2';
-import { ValueModel, VALUE_HEAD } from '../../../src/model/value_model';
+import { VALUE_HEAD, ValueModel } from '../../../src/model/value_model';
 import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {

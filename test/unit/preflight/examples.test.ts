@@ -1,16 +1,17 @@
 /** The shipped configs: ROLL's Hydra example at ROLL's layout, StarPO-S and GRPO+KL; ROLL env_config keys. */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadConfigFile, acceptedNotes } from '../../../src/preflight/load';
+import { test } from 'node:test';
+import { parse } from 'yaml';
 import { ConfigError } from '../../../src/contract';
-import { parseFrozenLakeConfig } from '../../../src/envs/frozen_lake';
 import { parseBanditConfig } from '../../../src/envs/bandit';
-import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
+import { parseFrozenLakeConfig } from '../../../src/envs/frozen_lake';
+import { acceptedNotes, loadConfigFile } from '../../../src/preflight/load';
 import { configErrorOf } from '../../helpers/config_error';
+import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
 
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
 /** The real-model config: its `pretrain` folder is not in the repository (docs/configs.md). */

@@ -1,9 +1,9 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parse } from 'yaml';
 import { readFileSync } from 'node:fs';
-import { loadConfigFile, validateConfig } from '../../../src/preflight/load';
+import { test } from 'node:test';
+import { parse } from 'yaml';
 import { ConfigError } from '../../../src/contract';
+import { loadConfigFile, validateConfig } from '../../../src/preflight/load';
 import { planShards } from '../../../src/rollout/plan';
 
 const base = () => parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, any>;

@@ -3,15 +3,16 @@
  * unchanged), user helper variables, ROLL's current reward_normalization keys and training_args defaults,
  * and the warning for groups of one.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { test } from 'node:test';
 import { parse } from 'yaml';
-import { acceptedNotes, loadConfigFile, validateConfig } from '../../../src/preflight/load';
 import { configWarnings } from '../../../src/config/warnings';
+import { acceptedNotes, loadConfigFile, validateConfig } from '../../../src/preflight/load';
 import { configErrorOf } from '../../helpers/config_error';
 
 const ROLL_EXAMPLE = 'test/fixtures/roll/qwen2.5-0.5B-agentic/agent_val_frozen_lake.yaml';

@@ -2,11 +2,12 @@
  * Where a config value came from: interpolation variables only when something refers to them, unknown
  * keys named with the file or command-line argument that set them, and errors that read as such.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { test } from 'node:test';
 import { loadConfigFile } from '../../../src/preflight/load';
 import { configErrorOf } from '../../helpers/config_error';
 

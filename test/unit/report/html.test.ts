@@ -4,16 +4,17 @@
  * self-containment (nothing external, trajectory text cannot close the script element), a run with
  * no step yet, the grid legends, and the step spreading of the browser.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { chartsOf } from '../../../src/report/charts';
-import { chartSvg, yExtent } from '../../../src/report/svg';
-import { computeSummary, reportHtml } from '../../../src/report/html';
-import { gridLegends, groupStep } from '../../../src/report/groups';
-import { spreadSteps } from '../../../src/report/build';
-import { integerRanges } from '../../../src/report/text';
-import type { StepMetrics } from '../../../src/report/run_data';
+import { test } from 'node:test';
 import type { Trajectory } from '../../../src/contract';
+import { spreadSteps } from '../../../src/report/build';
+import { chartsOf } from '../../../src/report/charts';
+import { gridLegends, groupStep } from '../../../src/report/groups';
+import { computeSummary, reportHtml } from '../../../src/report/html';
+import type { StepMetrics } from '../../../src/report/run_data';
+import { chartSvg, yExtent } from '../../../src/report/svg';
+import { integerRanges } from '../../../src/report/text';
 import { fixtureConfig } from '../../helpers/fixture';
 
 const config = fixtureConfig({ collapse_guard: { enabled: true, patience: 1 } });

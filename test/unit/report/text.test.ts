@@ -4,18 +4,19 @@
  * answers an invalid action every turn (runs to the turn cap). The grids and responses appear turn by
  * turn, best and worst side by side on a wide terminal and one after the other on a narrow one.
  */
-import { before, test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { customEnvSchema } from '../../../src/contract';
-import { runGroups } from '../../../src/rollout/manager';
-import { solverPolicy } from '../../../src/rollout/demonstrations';
-import { rolloutGroup } from '../../../src/rollout/plan';
-import type { Policy } from '../../../src/rollout/policy';
-import type { Trajectory } from '../../../src/contract';
+import { before, test } from 'node:test';
 import { trajectoryScores } from '../../../src/algo/update';
+import type { Trajectory } from '../../../src/contract';
+import { customEnvSchema } from '../../../src/contract';
+import { charTokenizer } from '../../../src/model/tokenizer';
 import { groupStep } from '../../../src/report/groups';
 import { formatStep } from '../../../src/report/text';
+import { solverPolicy } from '../../../src/rollout/demonstrations';
+import { runGroups } from '../../../src/rollout/manager';
+import { rolloutGroup } from '../../../src/rollout/plan';
+import type { Policy } from '../../../src/rollout/policy';
 import { deriveSeed } from '../../../src/util/rng';
 
 const tokenizer = charTokenizer();

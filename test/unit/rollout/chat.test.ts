@@ -4,12 +4,13 @@
  * <think>...</think><answer>...</answer>, and max_steps / max_tokens_per_step hold per tag when several
  * tags share one lockstep batch.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
-import { fillTemplate, formatSuffix, usesThinkPattern } from '../../../src/rollout/chat';
+import { test } from 'node:test';
 import { customEnvSchema } from '../../../src/contract';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { fillTemplate, formatSuffix, usesThinkPattern } from '../../../src/rollout/chat';
+import { type EpisodeSpec, runEpisodes } from '../../../src/rollout/manager';
 import type { Policy } from '../../../src/rollout/policy';
 
 const tokenizer = charTokenizer();

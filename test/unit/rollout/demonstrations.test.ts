@@ -3,13 +3,13 @@
  * warmup.solver_fraction of the episodes (the rest random valid actions); a config check that every
  * train tag's env has a solver.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { loadConfigFile } from '../../../src/preflight/load';
+import { test } from 'node:test';
 import { customEnvSchema } from '../../../src/contract';
 import { createEnv } from '../../../src/envs/registry';
-import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { loadConfigFile } from '../../../src/preflight/load';
 import {
   formatDemonstrations,
   randomActionPolicy,
@@ -17,6 +17,7 @@ import {
   solverPolicy,
   warmupDemonstrations,
 } from '../../../src/rollout/demonstrations';
+import { type EpisodeSpec, runEpisodes } from '../../../src/rollout/manager';
 
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };

@@ -4,13 +4,14 @@
  * MAX_GROUP_ATTEMPTS plays, then dropped; the batch holds only complete groups and nothing throws.
  * group_size_redundancy keeps the first group_size finishers. Faults come from the `chaos` env.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { charTokenizer } from '../../../src/model/tokenizer';
-import { customEnvSchema } from '../../../src/contract';
-import { MAX_GROUP_ATTEMPTS, playEpisodes, runGroups, type PoolOptions } from '../../../src/rollout/manager';
-import { randomActionPolicy } from '../../../src/rollout/demonstrations';
+import { test } from 'node:test';
 import type { RolloutGroup } from '../../../src/contract';
+import { customEnvSchema } from '../../../src/contract';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { randomActionPolicy } from '../../../src/rollout/demonstrations';
+import { MAX_GROUP_ATTEMPTS, type PoolOptions, playEpisodes, runGroups } from '../../../src/rollout/manager';
 import { rolloutGroup } from '../../../src/rollout/plan';
 import type { Policy } from '../../../src/rollout/policy';
 import { deriveSeed } from '../../../src/util/rng';

@@ -1,10 +1,10 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { charTokenizer } from '../../../src/model/tokenizer';
-import { runEpisodes, type EpisodeSpec } from '../../../src/rollout/manager';
-import { randomActionPolicy } from '../../../src/rollout/demonstrations';
-import type { Policy } from '../../../src/rollout/policy';
 import { loadConfigFile } from '../../../src/preflight/load';
+import { randomActionPolicy } from '../../../src/rollout/demonstrations';
+import { type EpisodeSpec, runEpisodes } from '../../../src/rollout/manager';
+import type { Policy } from '../../../src/rollout/policy';
 import '../../helpers/chaos_env'; // registers env type chaos
 
 const tokenizer = charTokenizer();

@@ -2,10 +2,11 @@
  * Rollout metrics: per-trajectory means, validation's {tag}/score and score over per-group mean
  * episode scores (ROLL agentic_pipeline.py val()), and the pool's event totals summed over shards.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { meanMetrics, mergeSums, sumMetrics } from '../../../src/rollout/metrics';
+import { test } from 'node:test';
 import type { Trajectory } from '../../../src/contract';
+import { meanMetrics, mergeSums, sumMetrics } from '../../../src/rollout/metrics';
 
 /** A trajectory with only what the metrics read. */
 function traj(tag: string, group: number, score: number, success: boolean): Trajectory {

@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { appendTurn, emptyPacked, shiftedArrays } from '../../../src/rollout/packing';
 
 test('appendTurn: ids are prompt ++ response per turn; mask and log-probs cover only the sampled tokens', () => {

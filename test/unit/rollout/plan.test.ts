@@ -3,8 +3,9 @@
  * plays new states every evaluation unless val_env_manager.fixed_states; replacement groups;
  * shards count group_size + group_size_redundancy envs per group.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { loadConfigFile } from '../../../src/preflight/load';
 import { envsPerGroup, generatingArgsOf, planShards, replacementGroup, withValEpisodes } from '../../../src/rollout/plan';
 import { deriveSeed } from '../../../src/util/rng';

@@ -1,6 +1,7 @@
 /** Which checkpoints are full (save_steps) and which optimizer states the store drops (max_ckpt_to_keep). */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { isFullCheckpoint, optimizerStepsToDrop } from '../../../src/storage/checkpoint';
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);

@@ -1,5 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { InvalidKeyPartError, validateRunId } from '../../../src/contract';
+import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../../src/storage/errors';
 import {
   checkpointPrefix,
   checkpointsPrefix,
@@ -13,8 +15,6 @@ import {
   stepName,
   warmupPrefix,
 } from '../../../src/storage/keys';
-import { InvalidKeyPartError, validateRunId } from '../../../src/contract';
-import { CorruptObjectError, isUnusable, ObjectNotFoundError } from '../../../src/storage/errors';
 import { sha256Hex } from '../../../src/storage/object_store';
 
 test('key layout follows docs/design.md', () => {

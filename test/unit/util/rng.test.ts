@@ -1,6 +1,6 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Rng, deriveSeed } from '../../../src/util/rng';
+import { test } from 'node:test';
+import { deriveSeed, Rng } from '../../../src/util/rng';
 
 test('same parts give the same stream, different parts a different one', () => {
   const a = new Rng(42, 'train', 3, 7);

