@@ -5,8 +5,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng';
+import { type AttentionMask, causalMask, disposeMask } from './attention_mask';
 import { disposeLayers, type KvRows, type KvSession } from './kv_session';
-import { type AttentionMask, causalMask, disposeMask, type LayerKV, type Qwen2 } from './qwen2';
+import type { LayerKV, Qwen2 } from './qwen2';
 import { type SamplingOptions, sampleToken } from './sampling';
 
 /** Options of `generate`. */
