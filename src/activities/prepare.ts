@@ -15,9 +15,10 @@ import { modelFromFolder } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';
 import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import { warmupDemonstrations } from '../rollout/demonstrations';
-import { readCheckpoint, saveCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
+import { readCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
+import { saveCheckpoint } from '../storage/policy_checkpoint';
 import { deriveSeed } from '../util/rng';
 import { type ActivityRuntime, heartbeat } from './runtime';
 

@@ -8,9 +8,10 @@ import { Context, log } from '@temporalio/activity';
 import type { ObjectRef, RunSpec, Trajectory } from '../contract';
 import { backendInfo } from '../model/backend';
 import type { Qwen2 } from '../model/qwen2';
-import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint, readCompleteBefore } from '../storage/checkpoint';
+import { readCompleteBefore } from '../storage/checkpoint';
 import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
+import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint } from '../storage/policy_checkpoint';
 import type { ReplaySource } from '../workflows/fallback';
 import { reportProgress, setWatchdogLimit } from './watchdog';
 

@@ -10,17 +10,10 @@ import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdat
 import type { ObjectRef, RunConfig, UpdateInput, UpdateOutput } from '../contract';
 import { backendInfo } from '../model/backend';
 import { ValueModel } from '../model/value_model';
-import {
-  disposeCheckpoint,
-  dropOldOptimizerStates,
-  readCheckpoint,
-  readOptimizerFiles,
-  saveCheckpoint,
-  trainerStateOf,
-  writeLatest,
-} from '../storage/checkpoint';
+import { readCheckpoint, readOptimizerFiles, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
+import { disposeCheckpoint, dropOldOptimizerStates, saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
 import { readTrajectories, takePolicy } from '../workflows/fallback';
 import { type ActivityRuntime, heartbeat } from './runtime';
 

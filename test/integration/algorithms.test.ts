@@ -11,8 +11,9 @@ import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
 import type { StarpoRunResult } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
-import { readCheckpoint, readOptimizerFiles, trainerStateOf } from '../../src/storage/checkpoint';
+import { readCheckpoint, readOptimizerFiles } from '../../src/storage/checkpoint';
 import { checkpointPrefix, metricsKey } from '../../src/storage/keys';
+import { trainerStateOf } from '../../src/storage/policy_checkpoint';
 import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();

@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { tokenizerFromFiles } from '../../src/model/hf/tokenizer';
 import { modelFromFolder } from '../../src/model/hf/weights';
-import { disposeCheckpoint, loadCheckpoint, readCheckpoint, saveCheckpoint } from '../../src/storage/checkpoint';
+import { readCheckpoint } from '../../src/storage/checkpoint';
 import { ObjectStore, sha256Hex } from '../../src/storage/object_store';
+import { disposeCheckpoint, loadCheckpoint, saveCheckpoint } from '../../src/storage/policy_checkpoint';
 import { materializeHfVariant, removeHfFolder } from '../helpers/hf_models';
 import { startTestServers, type TestServers } from '../helpers/servers';
 

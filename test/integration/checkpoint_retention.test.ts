@@ -9,8 +9,9 @@ import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
 import type { StarpoRunResult } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
-import { disposeCheckpoint, loadCheckpoint, OPTIMIZER_MANIFEST_NAME, readCompleteBefore } from '../../src/storage/checkpoint';
+import { OPTIMIZER_MANIFEST_NAME, readCompleteBefore } from '../../src/storage/checkpoint';
 import { checkpointsPrefix, parseStep } from '../../src/storage/keys';
+import { disposeCheckpoint, loadCheckpoint } from '../../src/storage/policy_checkpoint';
 import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();

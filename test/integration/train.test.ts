@@ -14,9 +14,9 @@ import type { RunSpec, StarpoRunResult, StepCompute } from '../../src/contract';
 import { progressQuery, TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 import type { StepMetrics } from '../../src/report/run_data';
-import { disposeCheckpoint, loadCheckpoint } from '../../src/storage/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
 import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
+import { disposeCheckpoint, loadCheckpoint } from '../../src/storage/policy_checkpoint';
 import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();

@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isFullCheckpoint, optimizerStepsToDrop } from '../../../src/storage/checkpoint';
+import { isFullCheckpoint, optimizerStepsToDrop } from '../../../src/storage/policy_checkpoint';
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
