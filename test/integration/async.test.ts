@@ -1,5 +1,5 @@
 /**
- * Asynchronous rollouts (async_generation_ratio = 1, issue 7 item 4) end to end through the real
+ * Asynchronous rollouts (async_generation_ratio = 1) end to end through the real
  * Temporal dev server and S3 server with the control, rollout and update workers as processes: step
  * k+1's rollout activities are scheduled with step k's checkpoint and overlap step k's update (read from
  * the activity events of the workflow history: the rollout started before the update ended and ended

@@ -28,7 +28,7 @@ test('the files run on both backends include the model, attention, gradient, los
     'algo/loss',
     'algo/kl',
     'algo/update',
-    'checkpoint_determinism',
+    'algo/determinism',
     'model/hf_fidelity',
   ]) {
     assert.ok(files.includes(`${f}.test.ts`), `${f}.test.ts imports test/helpers/backend.ts`);

@@ -1,5 +1,5 @@
 /**
- * Deterministic steps (issue 5 item 1): one StarPO update from the same weights, trajectories and seed
+ * Deterministic steps: one StarPO update from the same weights, trajectories and seed
  * gives bit-identical weights and optimizer state, on the wasm and on the cpu backend, or on native
  * TensorFlow in the native suite's run (each compared with itself: backends round differently, so
  * cross-backend equality is not expected); and
@@ -9,19 +9,19 @@
 
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
-import { AdamW } from '../../src/algo/adamw';
-import { klControllerFromConfig } from '../../src/algo/kl';
-import { ppoUpdate } from '../../src/algo/update';
-import type { Trajectory } from '../../src/contract';
-import { initBackend } from '../../src/model/backend';
-import { tinyPreset } from '../../src/model/config';
-import { modelFromSafetensors, modelToSafetensors } from '../../src/model/hf/weights';
-import { Qwen2 } from '../../src/model/qwen2';
-import { charTokenizer } from '../../src/model/tokenizer';
-import { formatDemonstrations } from '../../src/rollout/demonstrations';
-import { sha256Hex } from '../../src/storage/object_store';
-import { initTestBackend, TEST_BACKEND } from '../helpers/backend';
-import { fixtureConfig } from '../helpers/fixture';
+import { AdamW } from '../../../src/algo/adamw';
+import { klControllerFromConfig } from '../../../src/algo/kl';
+import { ppoUpdate } from '../../../src/algo/update';
+import type { Trajectory } from '../../../src/contract';
+import { initBackend } from '../../../src/model/backend';
+import { tinyPreset } from '../../../src/model/config';
+import { modelFromSafetensors, modelToSafetensors } from '../../../src/model/hf/weights';
+import { Qwen2 } from '../../../src/model/qwen2';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { formatDemonstrations } from '../../../src/rollout/demonstrations';
+import { sha256Hex } from '../../../src/storage/object_store';
+import { initTestBackend, TEST_BACKEND } from '../../helpers/backend';
+import { fixtureConfig } from '../../helpers/fixture';
 
 const tokenizer = charTokenizer();
 // Two epochs of two minibatches: seeded shuffles (seed, step, epoch) and four optimizer steps per update.
