@@ -8,9 +8,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { resolveEndpoints } from '../../infra/lifecycle';
+import { ROLES, type Role } from '../contract';
 import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
-import { ROLES, type Role } from '../workers/roles';
 import { backendArgument, registerBackendCommands } from './backend';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';

@@ -8,8 +8,8 @@ import { join, resolve } from 'node:path';
 import { endpointsToEnv } from '../../infra/env';
 import type { InfraEndpoints } from '../../infra/types';
 import { WATCHDOG_SIGNAL } from '../activities/watchdog';
+import type { Role } from '../contract';
 import type { BackendName } from '../model/backend_choice';
-import type { Role } from '../workers/roles';
 
 /** The path of the `starpo` bin script. */
 export const STARPO_BIN = resolve(__dirname, '../../bin/starpo.js');

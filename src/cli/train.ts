@@ -10,7 +10,7 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFaile
 import { InfraUnavailableError } from '../../infra/errors';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import type { InfraEndpoints } from '../../infra/types';
-import type { RunConfig, RunSpec, StarpoRunResult } from '../contract';
+import type { Role, RunConfig, RunSpec, StarpoRunResult } from '../contract';
 import { ConfigError, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../contract';
 import { type BackendName, defaultBackend, type HostBackends, hostBackends } from '../model/backend_choice';
 import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
@@ -20,7 +20,6 @@ import { charTokenizer } from '../model/tokenizer';
 import { readLatestComplete } from '../storage/checkpoint';
 import { runKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
-import type { Role } from '../workers/roles';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';

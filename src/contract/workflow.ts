@@ -13,6 +13,10 @@ import type { ObjectRef } from './store';
 /** Task queues (docs/design.md, "Processes and task queues"): workflows, rollout activities, update activities. */
 export const TASK_QUEUES = { control: 'starpo', rollout: 'starpo-rollout', update: 'starpo-update' } as const;
 
+/** Worker roles: control polls TASK_QUEUES.control, rollout and update their queues, all the three (one process). */
+export const ROLES = ['control', 'rollout', 'update', 'all'] as const;
+export type Role = (typeof ROLES)[number];
+
 /** The training workflow type name. */
 export const WORKFLOW_TYPE = 'starpoTraining';
 

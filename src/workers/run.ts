@@ -8,11 +8,11 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { startWatchdog } from '../activities/watchdog';
+import type { Role } from '../contract';
 import { TASK_QUEUES, WATCHDOG_DEFAULT_SECONDS } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { ObjectStore } from '../storage/object_store';
-import type { Role } from './roles';
 
 /** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */
 const SHUTDOWN_GRACE = '30 seconds';

@@ -13,13 +13,12 @@ import { removeWeedSockets } from '../../infra/s3';
 import { readState } from '../../infra/state';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { spawnWorker, stopChild, type WorkerProcesses } from '../../src/cli/spawn_workers';
-import type { ObjectRef, RunSpec } from '../../src/contract';
+import type { ObjectRef, Role, RunSpec } from '../../src/contract';
 import { progressQuery } from '../../src/contract';
 import { readCheckpoint, readOptimizerFiles } from '../../src/storage/checkpoint';
 import { type ObjectStore, sha256Hex } from '../../src/storage/object_store';
 import { trainerStateOf } from '../../src/storage/policy_checkpoint';
 import { Rng } from '../../src/util/rng';
-import type { Role } from '../../src/workers/roles';
 import type { TestServers } from './servers';
 
 /**
