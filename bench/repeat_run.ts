@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { runInputFromFile } from '../src/cli/run_input';
 import { train } from '../src/cli/train';
-import type { StepMetrics } from '../src/report/run_data';
+import type { StepMetrics } from '../src/contract';
 import { readLatestComplete } from '../src/storage/checkpoint';
 import { metricsKey } from '../src/storage/keys';
 import { ObjectStore, sha256Hex } from '../src/storage/object_store';

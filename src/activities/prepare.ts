@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { log } from '@temporalio/activity';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
-import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, Trajectory, WriteMetricsInput } from '../contract';
+import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, StepMetrics, Trajectory, WriteMetricsInput } from '../contract';
 import { ConfigError } from '../contract';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
@@ -193,10 +193,7 @@ export function loadRunActivity(rt: ActivityRuntime) {
 /** Builds the writeMetrics activity over a runtime. */
 export function writeMetricsActivity(rt: ActivityRuntime) {
   return async function writeMetrics(input: WriteMetricsInput): Promise<void> {
-    await rt.store.putJson(metricsKey(input.runId, input.step), {
-      step: input.step,
-      metrics: input.metrics,
-      ...(input.compute ? { compute: input.compute } : {}),
-    });
+    const record: StepMetrics = { step: input.step, metrics: input.metrics, ...(input.compute ? { compute: input.compute } : {}) };
+    await rt.store.putJson(metricsKey(input.runId, input.step), record);
   };
 }

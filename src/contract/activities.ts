@@ -168,3 +168,32 @@ export interface StarpoActivities {
   /** Stores an evaluation's result.json (last). */
   writeEvalResult(result: EvalResult): Promise<void>;
 }
+
+/** One step's scalars as writeMetrics stores them: runs/<run>/metrics/step-N.json. */
+export interface StepMetrics {
+  step: number;
+  metrics: Record<string, number>;
+  /** Where the step's rollouts and update computed (absent in runs made before starpo recorded it). */
+  compute?: StepCompute;
+}
+
+/** What a checkpoint's trainer_state.json holds (written by prepareRun and update). */
+export interface TrainerState {
+  /** Pipeline steps (updates) completed when this checkpoint was written. */
+  step: number;
+  /** AdamW settings the optimizer state belongs to. */
+  betas: [number, number];
+  weightDecay: number;
+  /** AdamW settings of the critic's optimizer (gae runs). */
+  criticOptimizer?: { betas: [number, number]; weightDecay: number };
+  /** Scalar facts about how the checkpoint was made (metrics of its update or warm-up). */
+  metrics: Record<string, number>;
+  /** Beta of the token-level KL after this step (adaptive controller state; docs/numerics.md §6). */
+  klCoef?: number;
+  /** Manifest of the run's step-0 policy: the frozen reference of the KL terms. Absent in the step-0 checkpoint itself. */
+  reference?: ObjectRef;
+  /** Why this step's update made no optimizer step (StarPO-S filter kept nothing), when it did not. */
+  skipReason?: string;
+  /** Where the update that wrote this checkpoint computed. */
+  compute?: ComputeInfo;
+}

@@ -6,8 +6,6 @@
 
 /** adv_estimator values served by computeAdvantages (docs/numerics.md §5; grpo is the reinforce path). */
 export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce', 'gae'] as const;
-/** One of ADV_ESTIMATORS. */
-export type AdvEstimator = (typeof ADV_ESTIMATORS)[number];
 
 /** rollout_filter_type values: std keeps the highest-std groups, std_rev the lowest, top_p is RAGEN-2's rule (docs/numerics.md §7). */
 export const FILTER_TYPES = ['std', 'std_rev', 'top_p'] as const;

@@ -3,8 +3,7 @@
  * ROLL's names, docs/numerics.md, "Metrics") each chart plots, per env tag where the metrics are per tag, plus the
  * collapse_guard floors and the steps where it fired (`collapse/fired`). Pure; svg.ts draws them.
  */
-import type { RunConfig } from '../contract';
-import type { StepMetrics } from './run_data';
+import type { RunConfig, StepMetrics } from '../contract';
 
 /** One line of a chart: (step, value) points in step order. */
 export interface Series {

@@ -8,11 +8,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunConfig, RunSpec } from '../contract';
+import type { RunConfig, RunSpec, StepMetrics } from '../contract';
 import { describeCompute } from '../workflows/format';
 import type { Chart } from './charts';
 import type { ShownStep } from './groups';
-import type { StepMetrics } from './run_data';
 import { fmt, integerRanges } from './text';
 
 /** Everything the page shows. */

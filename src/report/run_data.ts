@@ -5,7 +5,7 @@
  * scores (trajectory_scores.json of checkpoint step N+1, verified against its manifest).
  */
 
-import type { StepCompute, Trajectory } from '../contract';
+import type { StepMetrics, Trajectory } from '../contract';
 import { shardRecordSchema } from '../contract';
 import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { readCheckpointFile } from '../storage/checkpoint';
@@ -23,14 +23,6 @@ import type { ObjectStore } from '../storage/object_store';
 
 /** Metrics objects read at once. */
 const READS_IN_FLIGHT = 16;
-
-/** One step's scalars as the workflow stored them. */
-export interface StepMetrics {
-  step: number;
-  metrics: Record<string, number>;
-  /** Where the step's rollouts and update computed (absent in runs made before starpo recorded it). */
-  compute?: StepCompute;
-}
 
 /** Rollout shards of a run: for each split, step -> shard numbers, from the shard commit records. */
 export type RolloutIndex = Record<'train' | 'val', Map<number, number[]>>;

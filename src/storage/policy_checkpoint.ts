@@ -4,37 +4,15 @@
  * max_ckpt_to_keep). docs/durability.md tells the story.
  */
 import { AdamW } from '../algo/adamw';
-import type { ComputeInfo, ObjectRef, RunConfig } from '../contract';
+import type { ObjectRef, RunConfig, TrainerState } from '../contract';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
 import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/hf/weights';
 import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { ValueModel } from '../model/value_model';
 import { OPTIMIZER_FILES, OPTIMIZER_MANIFEST_NAME, readCheckpoint, readOptimizerFiles, writeCheckpoint } from './checkpoint';
-import { CorruptObjectError, ObjectNotFoundError } from './errors';
-import { checkpointsPrefix, MANIFEST_NAME, parseStep } from './keys';
+import { checkpointsPrefix, parseStep } from './keys';
 import type { ObjectStore } from './object_store';
-
-/** What trainer_state.json holds. */
-export interface TrainerState {
-  /** Pipeline steps (updates) completed when this checkpoint was written. */
-  step: number;
-  /** AdamW settings the optimizer state belongs to. */
-  betas: [number, number];
-  weightDecay: number;
-  /** AdamW settings of the critic's optimizer (gae runs). */
-  criticOptimizer?: { betas: [number, number]; weightDecay: number };
-  /** Scalar facts about how the checkpoint was made (metrics of its update or warm-up). */
-  metrics: Record<string, number>;
-  /** Beta of the token-level KL after this step (adaptive controller state; docs/numerics.md §6). */
-  klCoef?: number;
-  /** Manifest of the run's step-0 policy: the frozen reference of the KL terms. Absent in the step-0 checkpoint itself. */
-  reference?: ObjectRef;
-  /** Why this step's update made no optimizer step (StarPO-S filter kept nothing), when it did not. */
-  skipReason?: string;
-  /** Where the update that wrote this checkpoint computed. */
-  compute?: ComputeInfo;
-}
 
 /** A loaded checkpoint. The caller owns (and disposes) the model and optimizer. */
 export interface PolicyCheckpoint {

@@ -7,12 +7,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Trajectory } from '../../../src/contract';
+import type { StepMetrics, Trajectory } from '../../../src/contract';
 import { spreadSteps } from '../../../src/report/build';
 import { chartsOf } from '../../../src/report/charts';
 import { gridLegends, groupStep } from '../../../src/report/groups';
 import { computeSummary, reportHtml } from '../../../src/report/html';
-import type { StepMetrics } from '../../../src/report/run_data';
 import { chartSvg, yExtent } from '../../../src/report/svg';
 import { integerRanges } from '../../../src/report/text';
 import { fixtureConfig } from '../../helpers/fixture';
