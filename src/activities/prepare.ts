@@ -8,7 +8,7 @@ import { log } from '@temporalio/activity';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
 import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, StepMetrics, Trajectory, WriteMetricsInput } from '../contract';
-import { ConfigError } from '../contract';
+import { ConfigError, EnvFailureError } from '../contract';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
 import { modelFromFolder } from '../model/hf/weights';
@@ -63,7 +63,9 @@ async function sftWarmup(
     const played = await warmupDemonstrations(config, tokenizer);
     for (const error of played.errors) log.warn(`warm-up demonstrations: env failure: ${error}`);
     if (played.episodes.length === 0)
-      throw new ConfigError('warmup', ['no demonstration episode could be played: every env failed (see the worker log)']);
+      throw new EnvFailureError(
+        `warm-up: every demonstration episode failed, replacements included; the first: ${played.errors[0] ?? 'none recorded'}`,
+      );
     episodes = played.episodes;
     await rt.store.putJsonlGz(key, episodes);
   }

@@ -2,7 +2,8 @@
  * Activity `rollout` (task queue "starpo-rollout"): plays one shard of env groups with a policy
  * checkpoint through the TrajEnvManager (rollout/manager.ts runGroups) and stores the trajectories as
  * jsonl.gz at a key that is a pure function of (run, step, split, shard) (docs/design.md). Env failures are
- * logged as warnings and counted in the metrics, never thrown.
+ * logged as warnings, counted in the metrics and the first one returned, never thrown (an env that cannot be
+ * created is: EnvFailureError, not retried).
  */
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -121,7 +122,13 @@ export function rolloutActivity(rt: ActivityRuntime) {
         compute,
       };
       await rt.store.putJson(rolloutRecordKey(input.runId, input.step, input.split, input.shard, input.eval), record);
-      return { trajectories: ref, metrics: sumMetrics(trajectories, { totals, groupScores }), seconds: seconds(), compute };
+      return {
+        trajectories: ref,
+        metrics: sumMetrics(trajectories, { totals, groupScores }),
+        seconds: seconds(),
+        compute,
+        ...(errors.length > 0 ? { firstEnvError: errors[0] } : {}),
+      };
     } finally {
       rt.keep(input.policy, checkpoint);
     }

@@ -62,6 +62,8 @@ export interface RolloutOutput {
   seconds: number;
   /** Where the shard was played (absent for shards committed before starpo recorded it). */
   compute?: ComputeInfo;
+  /** The first env failure of the shard, when an episode failed (the workflow names it when a whole step failed). */
+  firstEnvError?: string;
 }
 
 /** Input of the update activity: one StarPO/PPO update on a step's trajectories. */

@@ -13,11 +13,15 @@ export const CORRUPT_OBJECT_ERROR = 'CorruptObjectError';
 export const INVALID_KEY_PART_ERROR = 'InvalidKeyPartError';
 /** An input in the store is corrupt or missing: the run replays from the CheckpointFallback in details[0]. */
 export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
-/** Every env group of a step failed, replacements included: a broken env, not something a retry fixes. */
+/**
+ * A broken env: every env group of a step (or every warm-up demonstration) failed, replacements included, or
+ * an env could not be created. Episodes are seeded, so a retry plays the same failures: the run fails instead
+ * of occupying the workers it shares with other runs (docs/operating.md, "Several runs on one cluster").
+ */
 export const ENV_FAILURE = 'EnvFailure';
 
 /** Failure types an activity is not retried on: the same input would fail the same way. */
-export const NON_RETRYABLE_ERROR_TYPES: readonly string[] = [CONFIG_ERROR, CORRUPT_OBJECT_ERROR, INVALID_KEY_PART_ERROR];
+export const NON_RETRYABLE_ERROR_TYPES: readonly string[] = [CONFIG_ERROR, CORRUPT_OBJECT_ERROR, INVALID_KEY_PART_ERROR, ENV_FAILURE];
 
 /**
  * A config that cannot run (bad config files and CLI arguments; the CLI exits 2). `problems` holds one
@@ -31,6 +35,11 @@ export class ConfigError extends Error {
     super(`${source}: invalid config\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.problems = problems;
   }
+}
+
+/** A broken env (ENV_FAILURE); the message names the tag, the env and the first failure. */
+export class EnvFailureError extends Error {
+  override name = ENV_FAILURE;
 }
 
 /** Thrown for a key part outside the allowed characters or range; the message names the value and what is allowed. */

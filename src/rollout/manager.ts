@@ -6,7 +6,7 @@
  */
 
 import type { CustomEnvConfig, RolloutGroup, Trajectory, TurnRecord } from '../contract';
-import { ConfigError } from '../contract';
+import { ConfigError, EnvFailureError } from '../contract';
 import { type Env, parseAction } from '../envs/env';
 import { createEnv } from '../envs/registry';
 import type { ChatTokenizer } from '../model/tokenizer';
@@ -239,11 +239,25 @@ function settleGroups(groups: Map<string, Live[]>, keep: number, turn: number): 
 }
 
 /**
+ * The env of one episode. Config validation created each tag's env once already, so one that cannot be
+ * created here fails the same way on every attempt: an EnvFailureError (not retried), not a plain Error.
+ */
+function newEnv(spec: EpisodeSpec, cfg: CustomEnvConfig, enableThink: boolean): Env {
+  try {
+    return createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new EnvFailureError(`${spec.tag} env ${spec.envId} (group ${spec.groupId}, seed ${spec.seed}) could not be created: ${message}`);
+  }
+}
+
+/**
  * Plays the episodes to their end and returns one outcome per spec, in spec order. An episode
  * finishes when the env terminates, after custom_envs.<tag>.max_steps turns (truncated), or when the
  * context reaches sequence_length (the unfinished turn is dropped, truncated).
  * @param keepPerGroup once this many members of a trajGroupId have finished, its others are cut
- * @throws Error from createEnv when a tag has no custom_envs entry or a bad env_config
+ * @throws Error when a tag has no custom_envs entry
+ * @throws EnvFailureError when an env cannot be created
  * @throws ConfigError when sequence_length cannot hold the first prompt and one reply
  */
 export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, keepPerGroup = Infinity): Promise<EpisodeOutcome[]> {
@@ -259,7 +273,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       spec,
       cfg,
       enableThink,
-      env: createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink }),
+      env: newEnv(spec, cfg, enableThink),
       rng: new Rng(...spec.rngParts),
       chat: new EpisodeChat(tokenizer, cfg.agent_system_template),
       packed: emptyPacked(),

@@ -74,8 +74,9 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     const rolloutWait = (Date.now() - waitFrom) / 1000;
     if (outs.every((o) => !o.metrics.counts['env/success'])) {
       // the env pool dropped every group: a broken env, not something a retry fixes
+      const first = outs.find((o) => o.firstEnvError)?.firstEnvError;
       throw ApplicationFailure.nonRetryable(
-        `step ${step}: every env group failed, replacements included; see the rollout worker log`,
+        `step ${step}: every env group failed, replacements included; ${first ? `the first: ${first}` : 'see the rollout worker log'}`,
         ENV_FAILURE,
       );
     }

@@ -2,13 +2,15 @@
  * The env pool (manager.ts runGroups): an env that throws (reset or step) or runs over its time budget fails
  * its whole group, which is replaced by a fresh group (new seed derived from the old one) up to
  * MAX_GROUP_ATTEMPTS plays, then dropped; the batch holds only complete groups and nothing throws.
- * group_size_redundancy keeps the first group_size finishers. Faults come from the `chaos` env.
+ * group_size_redundancy keeps the first group_size finishers. Faults come from the `chaos` env. An env that
+ * cannot be created is an EnvFailureError (not retried).
  */
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RolloutGroup } from '../../../src/contract';
-import { customEnvSchema } from '../../../src/contract';
+import { customEnvSchema, ENV_FAILURE, EnvFailureError, NON_RETRYABLE_ERROR_TYPES } from '../../../src/contract';
+import { createEnv, ENV_TYPES, registerEnvType } from '../../../src/envs/registry';
 import { charTokenizer } from '../../../src/model/tokenizer';
 import { randomActionPolicy } from '../../../src/rollout/demonstrations';
 import { MAX_GROUP_ATTEMPTS, type PoolOptions, playEpisodes, runGroups } from '../../../src/rollout/manager';
@@ -167,5 +169,23 @@ test('group_size_redundancy: the first group_size finishers (fewest turns, ties 
       'finished@2',
       'finished@1',
     ],
+  );
+});
+
+test('an env that cannot be created at play time (only with an env id) is an EnvFailureError naming tag, env, group and seed', async () => {
+  // config validation creates envs without an id, so this one passes `config check` and fails only in the pool
+  if (!ENV_TYPES.includes('unbuildable')) {
+    registerEnvType('unbuildable', (_config, options) => {
+      if (options.envId !== undefined) throw new Error('no such device');
+      return createEnv('frozen_lake', LAKE);
+    });
+  }
+  await assert.rejects(
+    runGroups(groups('Broken', 2), poolOptions({ Broken: envEntry('unbuildable', {}) }, jump, 2)),
+    (err: Error) =>
+      err instanceof EnvFailureError &&
+      err.name === ENV_FAILURE &&
+      NON_RETRYABLE_ERROR_TYPES.includes(err.name) &&
+      err.message === `Broken env 0 (group 0, seed ${S0}) could not be created: no such device`,
   );
 });
