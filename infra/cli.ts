@@ -6,11 +6,33 @@ import { s3Url } from './env';
 import { infraDown, infraStatus, infraUp } from './lifecycle';
 import type { InfraEndpoints } from './types';
 
-/** Readable lines for endpoints; the S3 secret key is printed because local keys are generated here. */
-function describe(e: InfraEndpoints): string {
+/** Stands for a secret in what infra commands print. */
+const HIDDEN = '(hidden)';
+
+/**
+ * The endpoints as printed: the keys of the local servers (generated here, needed by other hosts and tools)
+ * are shown; the secrets of external servers (S3 secret key and session token, Temporal API key and TLS
+ * files) are not, whatever asks for them.
+ */
+export function printableEndpoints(e: InfraEndpoints): InfraEndpoints {
+  if (e.managed) return e;
+  const s3 = { ...e.s3, secretKey: HIDDEN, ...(e.s3.sessionToken ? { sessionToken: HIDDEN } : {}) };
+  const auth = e.temporalAuth;
+  const temporalAuth = auth && {
+    ...(auth.tls !== undefined ? { tls: auth.tls !== false } : {}),
+    ...(auth.apiKey !== undefined ? { apiKey: HIDDEN } : {}),
+    ...(auth.metadata ? { metadata: Object.fromEntries(Object.keys(auth.metadata).map((k) => [k, HIDDEN])) } : {}),
+  };
+  return { ...e, s3, ...(temporalAuth ? { temporalAuth } : {}) };
+}
+
+/** Readable lines for endpoints; the S3 secret key is printed for the local servers only (printableEndpoints). */
+function describe(endpoints: InfraEndpoints): string {
+  const e = printableEndpoints(endpoints);
   const s3url = s3Url(e.s3);
+  const auth = [e.temporalAuth?.tls ? 'TLS' : '', e.temporalAuth?.apiKey ? 'API key' : ''].filter(Boolean).join(', ');
   return [
-    `Temporal:  ${e.temporalAddress} (namespace ${e.temporalNamespace})${e.managed ? '' : ' [from environment]'}`,
+    `Temporal:  ${e.temporalAddress} (namespace ${e.temporalNamespace}${auth ? `; ${auth}` : ''})${e.managed ? '' : ' [from environment]'}`,
     ...(e.temporalUiUrl ? [`UI:        ${e.temporalUiUrl}`] : []),
     `S3:        ${s3url} bucket ${e.s3.bucket}${e.managed ? '' : ' [from environment]'}`,
     `S3 keys:   ${e.s3.accessKey} / ${e.s3.secretKey}`,
@@ -42,7 +64,7 @@ export function registerInfraCommands(program: Command): void {
     .action(async (o: InfraCliOptions) => {
       const t0 = Date.now();
       const e = await infraUp({ stateDir: o.stateDir, log });
-      if (o.json) process.stdout.write(`${JSON.stringify(e, null, 2)}\n`);
+      if (o.json) process.stdout.write(`${JSON.stringify(printableEndpoints(e), null, 2)}\n`);
       else process.stdout.write(`${describe(e)}\nready in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     });
   infra
@@ -62,7 +84,7 @@ export function registerInfraCommands(program: Command): void {
     .action(async (o: InfraCliOptions) => {
       const s = await infraStatus({ stateDir: o.stateDir });
       if (o.json) {
-        process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify({ ...s, endpoints: s.endpoints && printableEndpoints(s.endpoints) }, null, 2)}\n`);
         return;
       }
       const rows = s.processes.map(

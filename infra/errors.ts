@@ -5,8 +5,8 @@
 
 /** How to use servers that already run instead of local ones; appended to InfraUnavailableError messages. */
 export const ENV_HINT =
-  'To use servers that already run instead, set TEMPORAL_ADDRESS=host:port, S3_ENDPOINT=http://host:port, ' +
-  'S3_ACCESS_KEY, S3_SECRET_KEY (optional: S3_BUCKET, default starpo; TEMPORAL_NAMESPACE, default default; S3_REGION). ' +
+  'To use servers that already run instead, set TEMPORAL_ADDRESS=host:port (or --profile, a temporal.toml profile), S3_ENDPOINT=https://host:port, ' +
+  'S3_ACCESS_KEY, S3_SECRET_KEY (optional: S3_BUCKET, default starpo; TEMPORAL_NAMESPACE, default default; TEMPORAL_API_KEY; TEMPORAL_TLS*; S3_REGION; S3_SESSION_TOKEN). ' +
   'For MinIO, put a `minio` binary on PATH or set MINIO_BINARY=/path/to/minio.';
 
 /**

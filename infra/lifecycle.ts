@@ -13,14 +13,19 @@ import { isAlive, stopProcess } from './process';
 import { ensureS3, removeWeedSockets, s3EndpointOf } from './s3';
 import { type InfraState, readState, resolveStateDir, type StartContext, withStateLock, writeState } from './state';
 import { ensureTemporal } from './temporal';
+import { temporalTarget } from './temporal_profile';
 import type { InfraEndpoints, InfraOptions, ProcessRecord } from './types';
 
-/** Endpoints of the servers recorded in `state`, or undefined when either was never started. */
+/**
+ * Endpoints of the servers recorded in `state`, or undefined when either was never started. The namespace
+ * is TEMPORAL_NAMESPACE's (or `--namespace`, or the profile's) when set, so every command reaches runs of
+ * another namespace of the local server.
+ */
 function endpointsOf(state: InfraState): InfraEndpoints | undefined {
   if (!state.temporal || !state.s3) return undefined;
   return {
     temporalAddress: `127.0.0.1:${state.temporal.ports.grpc}`,
-    temporalNamespace: state.temporal.namespace,
+    temporalNamespace: temporalTarget().namespace ?? state.temporal.namespace,
     temporalUiUrl: `http://127.0.0.1:${state.temporal.ports.ui}`,
     s3: s3EndpointOf(state.s3),
     managed: true,

@@ -109,6 +109,7 @@ export function s3Client(s3: S3Endpoint): Minio.Client {
     accessKey: s3.accessKey,
     secretKey: s3.secretKey,
     region: s3.region ?? 'us-east-1',
+    sessionToken: s3.sessionToken,
   });
 }
 

@@ -2,6 +2,7 @@
  * Shared shapes of the infra module (docs/operating.md, "The local servers").
  * Only plain data lives here so every other infra file can import it without cycles.
  */
+import type { TLSConfig } from '@temporalio/client';
 
 /** An S3-compatible endpoint as the `minio` client needs it. `port` is a TCP port; keys are secrets (never put them in Temporal history). */
 export interface S3Endpoint {
@@ -17,6 +18,19 @@ export interface S3Endpoint {
   bucket: string;
   /** S3 region sent by the client (default `us-east-1`). */
   region?: string;
+  /** Session token of temporary credentials (AWS STS); a secret like the keys. */
+  sessionToken?: string;
+}
+
+/**
+ * How to authenticate to a Temporal cluster beyond its address (infra/temporal_profile.ts): TLS (true, or
+ * the server CA, server name and a client certificate and key), an API key, gRPC metadata. Secrets: never
+ * logged, printed or put in Temporal history.
+ */
+export interface TemporalAuth {
+  tls?: TLSConfig | boolean;
+  apiKey?: string;
+  metadata?: Record<string, string>;
 }
 
 /** Where the Temporal server and the S3 store are, either started by infraUp (managed) or taken from the environment. */
@@ -27,6 +41,8 @@ export interface InfraEndpoints {
   temporalNamespace: string;
   /** Temporal Web UI base URL, when known. */
   temporalUiUrl?: string;
+  /** TLS, API key and metadata of an external cluster; absent for a plain connection (the local dev server). */
+  temporalAuth?: TemporalAuth;
   s3: S3Endpoint;
   /** false when the endpoints come from environment variables (nothing was started). */
   managed: boolean;

@@ -12,6 +12,7 @@ import { ROLES, type Role } from '../contract';
 import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { backendArgument, registerBackendCommands } from './backend';
+import { addClusterOptions } from './cluster_options';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { applyHelp } from './help';
 import { runIdArgument } from './known_run';
@@ -321,6 +322,7 @@ program
 registerInfraCommands(program);
 registerReportCommands(program);
 registerBackendCommands(program);
+addClusterOptions(program);
 applyHelp(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { InfraUnavailableError } from '../../infra/errors';
 import { resolveEndpoints } from '../../infra/lifecycle';
+import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
 import type { Role, RunConfig, RunSpec, StarpoRunResult } from '../contract';
 import { ConfigError, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES, WORKFLOW_TYPE } from '../contract';
@@ -42,7 +43,7 @@ export interface TrainOptions {
 export async function connectClient(e: InfraEndpoints): Promise<Client> {
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address: e.temporalAddress });
+    connection = await Connection.connect(temporalConnectOptions(e));
   } catch (err) {
     throw new InfraUnavailableError(
       `cannot reach the Temporal server at ${e.temporalAddress} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS`,

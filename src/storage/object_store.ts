@@ -67,7 +67,10 @@ export class ObjectStore {
   /** Bucket all keys live in. */
   readonly bucket: string;
 
-  /** @param endpoint where the S3 server is (see infra/types.ts S3Endpoint); region defaults to us-east-1. */
+  /**
+   * @param endpoint where the S3 server is (see infra/types.ts S3Endpoint); region defaults to us-east-1. Over
+   *   https the client uses Node's global agent, which trusts the system CAs and those of NODE_EXTRA_CA_CERTS.
+   */
   constructor(readonly endpoint: S3Endpoint) {
     this.bucket = endpoint.bucket;
     this.client = new Minio.Client({
@@ -77,6 +80,7 @@ export class ObjectStore {
       accessKey: endpoint.accessKey,
       secretKey: endpoint.secretKey,
       region: endpoint.region ?? 'us-east-1',
+      sessionToken: endpoint.sessionToken,
     });
   }
 

@@ -5,6 +5,7 @@
  * shutdown are told in docs/durability.md.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { startWatchdog } from '../activities/watchdog';
@@ -52,7 +53,7 @@ async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: s
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
   const connection = await untilUp(
     `Temporal at ${endpoints.temporalAddress}`,
-    () => NativeConnection.connect({ address: endpoints.temporalAddress }),
+    () => NativeConnection.connect(temporalConnectOptions(endpoints)),
     log,
   );
   const namespace = endpoints.temporalNamespace;

