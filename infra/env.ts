@@ -29,7 +29,7 @@ export function endpointsFromEnv(env: NodeJS.ProcessEnv = process.env): InfraEnd
   }
   if (!temporal)
     throw new InfraConfigError(
-      `S3_ENDPOINT is set (${s3}) but no Temporal address is; set both (TEMPORAL_ADDRESS=host:port, or a profile with an address) or neither`,
+      `S3_ENDPOINT is set (${s3}) but TEMPORAL_ADDRESS is not (nor a profile's address); set both (TEMPORAL_ADDRESS=host:port, or --profile) or neither`,
     );
   if (!s3)
     throw new InfraConfigError(

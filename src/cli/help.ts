@@ -43,6 +43,7 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo worker --role all',
     'starpo worker --role update --backend tensorflow      # after starpo backend install',
     'TEMPORAL_ADDRESS=10.0.0.5:7233 S3_ENDPOINT=http://10.0.0.5:9000 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role rollout',
+    'S3_ENDPOINT=https://s3.eu-west-1.amazonaws.com S3_REGION=eu-west-1 S3_ACCESS_KEY=... S3_SECRET_KEY=... starpo worker --role update --profile cloud',
   ],
   'run-json': [
     'starpo run-json configs/frozen_lake.yaml -o run.json --run-id my-run',
@@ -60,7 +61,7 @@ const EXAMPLES: Record<string, string[]> = {
   status: ['starpo status frozen_lake-20261129-231500', 'starpo status my-run --json'],
   pause: ['starpo pause my-run'],
   unpause: ['starpo unpause my-run'],
-  stop: ['starpo stop my-run', 'starpo stop my-run --reason "enough for the demo"'],
+  stop: ['starpo stop my-run', 'starpo stop my-run --reason "enough for the demo"', 'starpo stop sweep-3 --namespace team-sweeps'],
   list: [
     'starpo list',
     'starpo list --query \'StarpoConfig = "frozen_lake" AND ExecutionStatus = "Running"\' --limit 10',
@@ -94,7 +95,9 @@ ${EXIT_CODE_LINES.map((l) => `  ${l}`).join('\n')}
 Errors print one message without a stack trace; add --verbose for stack traces.
 
 Servers: the local Temporal and S3 servers (\`starpo infra up\`, started by \`train\` when needed), or
-existing ones from TEMPORAL_ADDRESS, S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY (S3_BUCKET, TEMPORAL_NAMESPACE).
+existing ones: Temporal from a temporal.toml profile (--profile, TEMPORAL_CONFIG_FILE) or TEMPORAL_ADDRESS
+(TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*), S3 from S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY
+(S3_BUCKET, S3_REGION, S3_SESSION_TOKEN; a private CA through NODE_EXTRA_CA_CERTS). See docs/operating.md.
 
 Run \`starpo <command> --help\` for a command's options and examples.`;
 

@@ -38,17 +38,20 @@ export interface TrainOptions {
 
 /**
  * Temporal client for the endpoints.
- * @throws InfraUnavailableError (exit 3, one line naming the address) when the server does not answer
+ * @throws InfraUnavailableError (exit 3, one line naming the address) when the server does not answer or refuses the credentials
  */
 export async function connectClient(e: InfraEndpoints): Promise<Client> {
   let connection: Connection;
   try {
     connection = await Connection.connect(temporalConnectOptions(e));
   } catch (err) {
-    throw new InfraUnavailableError(
-      `cannot reach the Temporal server at ${e.temporalAddress} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS`,
-      { hint: false },
-    );
+    // The SDK's message is generic; its cause says what the server answered (e.g. UNAUTHENTICATED).
+    const cause = (err as Error).cause;
+    const why = (err as Error).message + (cause instanceof Error ? `: ${cause.message}` : '');
+    const todo = e.managed
+      ? 'start the local servers with `starpo infra up` or set TEMPORAL_ADDRESS'
+      : 'check the address, TLS and API key of the profile (--profile, TEMPORAL_CONFIG_FILE) or the TEMPORAL_* variables';
+    throw new InfraUnavailableError(`cannot reach the Temporal server at ${e.temporalAddress} (${why}); ${todo}`, { hint: false });
   }
   return new Client({ connection, namespace: e.temporalNamespace });
 }

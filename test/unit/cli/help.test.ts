@@ -117,7 +117,7 @@ test('bad server settings exit 2 and unreachable servers exit 3, each with one l
   assert.equal(badEnv.code, 2);
   assert.equal(
     badEnv.stderr,
-    'error: S3_ENDPOINT is set (http://127.0.0.1:1) but TEMPORAL_ADDRESS is not; set both (TEMPORAL_ADDRESS=host:port) or neither\n',
+    "error: S3_ENDPOINT is set (http://127.0.0.1:1) but TEMPORAL_ADDRESS is not (nor a profile's address); set both (TEMPORAL_ADDRESS=host:port, or --profile) or neither\n",
   );
   const { port, env: dead } = await deadServers();
   const status = starpo(['status', 'some-run'], dead);
@@ -125,7 +125,7 @@ test('bad server settings exit 2 and unreachable servers exit 3, each with one l
   assert.match(
     status.stderr,
     new RegExp(
-      `^error: cannot reach the Temporal server at 127\\.0\\.0\\.1:${port} \\(.+\\); start the local servers with \`starpo infra up\` or set TEMPORAL_ADDRESS\\n$`,
+      `^error: cannot reach the Temporal server at 127\\.0\\.0\\.1:${port} \\(.+\\); check the address, TLS and API key of the profile \\(--profile, TEMPORAL_CONFIG_FILE\\) or the TEMPORAL_\\* variables\\n$`,
     ),
   );
   const out = mkdtempSync(join(tmpdir(), 'starpo-dead-'));
