@@ -2,11 +2,12 @@
  * Hydra-style config files (Hydra docs, "The Defaults List"), as ROLL's example configs use them:
  * a top-level `defaults:` list pulls in other YAML files and merges them into the root.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../contract';
+import { show } from './show';
 import { deepMerge, displayPath, isMapping, type Mapping } from './tree';
+import { parseConfigYaml, readConfigText, YamlInputError } from './yaml_text';
 
 /** One file's own keys (without `defaults`). */
 export interface Layer {
@@ -22,22 +23,17 @@ export interface ComposedConfig {
   layers: Layer[];
 }
 
-/** Reads a YAML file whose top level is a mapping (an empty file is `{}`). */
+/** Reads a YAML file whose top level is a mapping (an empty file is `{}`), within yaml_text.ts's bounds. */
 function readYamlMapping(file: string): Mapping {
   const shown = displayPath(file);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(shown, [`cannot read the file: ${(err as Error).message}`]);
-  }
   let raw: unknown;
   try {
-    raw = parseYaml(text) ?? {};
+    raw = parseConfigYaml(readConfigText(file)) ?? {};
   } catch (err) {
-    throw new ConfigError(shown, [`not valid YAML: ${(err as Error).message}`]);
+    if (err instanceof YamlInputError) throw new ConfigError(shown, err.problems);
+    throw err;
   }
-  if (!isMapping(raw)) throw new ConfigError(shown, [`the top level must be a mapping of config keys, got ${JSON.stringify(raw)}`]);
+  if (!isMapping(raw)) throw new ConfigError(shown, [`the top level must be a mapping of config keys, got ${show(raw)}`]);
   return raw;
 }
 

@@ -5,7 +5,9 @@
  */
 import { nearestKey } from '../contract';
 import { fromNote, type OriginOf, problemsError } from './origins';
+import { show } from './show';
 import { isMapping, type Mapping } from './tree';
+import { MAX_CONFIG_BYTES } from './yaml_text';
 
 /** Options of resolveInterpolations. */
 export interface InterpolationOptions {
@@ -24,6 +26,12 @@ export interface Resolved {
 
 /** A string split into literal text and `${...}` expressions (the expression text may hold `${}`s). */
 type Part = { text: string } | { expr: string };
+
+/**
+ * The longest string an interpolation may produce, as long as a whole config file may be: nested
+ * `${...}`s can double a string per level, and without a bound they exhaust memory before any key is named.
+ */
+export const MAX_INTERPOLATED_CHARS = MAX_CONFIG_BYTES;
 
 /** Top-level blocks left as written (Hydra's own config). */
 const UNRESOLVED_BLOCKS = ['hydra'];
@@ -75,19 +83,25 @@ class Resolver {
     const parts = this.split(path, s);
     const only = parts.length === 1 ? parts[0] : undefined;
     if (only && 'expr' in only) return this.lookup(path, only.expr);
-    return parts
-      .map((p) => {
-        if ('text' in p) return p.text;
-        const v = this.lookup(path, p.expr);
-        if (v !== null && typeof v === 'object') {
-          this.fail(
-            path,
-            `\`\${${p.expr}}\` is a ${Array.isArray(v) ? 'list' : 'mapping'}; it can only be used as the whole value, not inside ${JSON.stringify(s)}`,
-          );
-        }
-        return String(v);
-      })
-      .join('');
+    const pieces = parts.map((p) => {
+      if ('text' in p) return p.text;
+      const v = this.lookup(path, p.expr);
+      if (v !== null && typeof v === 'object') {
+        this.fail(
+          path,
+          `\`\${${p.expr}}\` is a ${Array.isArray(v) ? 'list' : 'mapping'}; it can only be used as the whole value, not inside ${show(s)}`,
+        );
+      }
+      return String(v);
+    });
+    const length = pieces.reduce((n, p) => n + p.length, 0);
+    if (length > MAX_INTERPOLATED_CHARS) {
+      this.fail(
+        path,
+        `${show(s)} expands to ${length.toLocaleString('en-US')} characters; allowed: at most ${MAX_INTERPOLATED_CHARS.toLocaleString('en-US')}`,
+      );
+    }
+    return pieces.join('');
   }
 
   /** Splits `s` into text and top-level `${...}` expressions, honouring nesting and `\${`. */
@@ -105,7 +119,7 @@ class Resolver {
           if (s.startsWith('${', j)) depth++;
           else if (s[j] === '}') depth--;
         }
-        if (depth > 0) this.fail(path, `${JSON.stringify(s)}: unterminated interpolation`);
+        if (depth > 0) this.fail(path, `${show(s)}: unterminated interpolation`);
         if (text) parts.push({ text });
         text = '';
         parts.push({ expr: s.slice(i + 2, j - 1) });

@@ -8,10 +8,10 @@ import { z } from 'zod';
 import { nearestKey } from '../contract';
 import { fromNote, type OriginOf, type Problem } from './origins';
 import { keysOf, schemaAt } from './schema_walk';
+import { show } from './show';
 import { valueAt } from './tree';
 
-/** A value for messages. */
-export const show = (v: unknown) => (v === undefined ? '(missing)' : JSON.stringify(v));
+export { clip, show } from './show';
 
 /** What a missing key must hold: the keys of a block, or the expected type. */
 function requiredShape(path: readonly PropertyKey[], expected: string): string {

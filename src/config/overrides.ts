@@ -5,9 +5,10 @@
  * overrides. The value is parsed as YAML (`7`, `true`, `null`, `[a, b]`, `{k: 1}`, `${other.key}`);
  * an empty value is the empty string, as in Hydra.
  */
-import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../contract';
+import { clip } from './show';
 import { isMapping, type Mapping } from './tree';
+import { parseConfigYaml, YamlInputError } from './yaml_text';
 
 /** The source named by errors that only command-line overrides caused. */
 export const COMMAND_LINE = 'command line';
@@ -35,9 +36,13 @@ function parseOverride(arg: string): Override {
   let value: unknown = '';
   if (text !== '') {
     try {
-      value = parseYaml(text);
+      value = parseConfigYaml(text);
     } catch (err) {
-      throw new ConfigError(COMMAND_LINE, [`\`${arg}\`: the value is not valid YAML: ${(err as Error).message}`]);
+      if (!(err instanceof YamlInputError)) throw err;
+      // One line of text: a line number would say nothing.
+      const problem = err.problems.join('; ').replace(/^line \d+: /, '');
+      const verb = problem.startsWith('not valid') ? ' is' : problem.startsWith('unknown') ? ' has an' : ':';
+      throw new ConfigError(COMMAND_LINE, [`\`${clip(arg)}\`: the value${verb} ${problem}`]);
     }
   }
   return { arg, prefix: (prefix ?? '') as Override['prefix'], path: key.split('.'), text, value };

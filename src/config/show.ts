@@ -1,0 +1,26 @@
+/**
+ * Values and text for error messages: numbers as YAML writes them where JSON cannot, unprintable
+ * characters escaped, long text clipped, so a message never floods or garbles the terminal.
+ */
+
+/** Characters a message never echoes raw: controls, lone surrogates, the replacement and line/paragraph separators. */
+const UNPRINTABLE = /\p{Cc}|\p{Cs}|[\u2028\u2029\ufffd]/gu;
+
+/**
+ * Text for a message: unprintable characters escaped as \uXXXX, at most `max` characters, with the
+ * full length after a cut (a value may be a whole binary file).
+ */
+export function clip(text: string, max = 120): string {
+  const escaped = text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length <= max ? escaped : `${escaped.slice(0, max)}... (${text.length.toLocaleString('en-US')} characters)`;
+}
+
+/**
+ * A value for messages, as YAML wrote it where JSON cannot (.nan, .inf, -.inf), clipped (clip) so a
+ * huge or binary value does not flood the terminal.
+ */
+export function show(v: unknown): string {
+  if (v === undefined) return '(missing)';
+  if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? '.nan' : v > 0 ? '.inf' : '-.inf';
+  return clip(JSON.stringify(v, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? show(x) : x)) ?? String(v));
+}
