@@ -1,7 +1,8 @@
 /**
  * `starpo infra up|down|status`. Wired into the `starpo` command by src/cli/main.ts.
  */
-import type { Command } from 'commander';
+import { existsSync, statSync } from 'node:fs';
+import { type Command, InvalidArgumentError } from 'commander';
 import { s3Url } from './env';
 import { infraDown, infraStatus, infraUp } from './lifecycle';
 import type { InfraEndpoints } from './types';
@@ -42,6 +43,13 @@ function describe(endpoints: InfraEndpoints): string {
   ].join('\n');
 }
 
+/** `--state-dir`: a folder, created when missing; a file there is a usage error (exit 2) before anything starts. */
+function stateDirArgument(value: string): string {
+  if (existsSync(value) && !statSync(value).isDirectory())
+    throw new InvalidArgumentError('it is a file; allowed: a folder (created when missing)');
+  return value;
+}
+
 /** Common options of the infra subcommands. */
 interface InfraCliOptions {
   json?: boolean;
@@ -60,7 +68,7 @@ export function registerInfraCommands(program: Command): void {
     .command('up')
     .description('install (once) and start the servers, or reuse running ones; prints the endpoints')
     .option('--json', 'print endpoints as JSON')
-    .option('--state-dir <dir>', 'state folder (default <repo>/.starpo/infra or STARPO_STATE_DIR)')
+    .option('--state-dir <dir>', 'state folder (default <repo>/.starpo/infra or STARPO_STATE_DIR)', stateDirArgument)
     .action(async (o: InfraCliOptions) => {
       const t0 = Date.now();
       const e = await infraUp({ stateDir: o.stateDir, log });
@@ -71,7 +79,7 @@ export function registerInfraCommands(program: Command): void {
     .command('down')
     .description('stop the servers infra up started (data is kept)')
     .option('--json', 'print {"stopped": true} as JSON')
-    .option('--state-dir <dir>', 'state folder')
+    .option('--state-dir <dir>', 'state folder', stateDirArgument)
     .action(async (o: InfraCliOptions) => {
       await infraDown({ stateDir: o.stateDir, log });
       process.stdout.write(o.json ? '{"stopped":true}\n' : 'infra stopped\n');
@@ -80,7 +88,7 @@ export function registerInfraCommands(program: Command): void {
     .command('status')
     .description('show whether the servers run, with pids, ports and endpoints')
     .option('--json', 'print status as JSON')
-    .option('--state-dir <dir>', 'state folder')
+    .option('--state-dir <dir>', 'state folder', stateDirArgument)
     .action(async (o: InfraCliOptions) => {
       const s = await infraStatus({ stateDir: o.stateDir });
       if (o.json) {

@@ -11,6 +11,7 @@ import { Presets, SingleBar } from 'cli-progress';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import type { EvalResult, Role } from '../contract';
 import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../contract';
+import { loadConfigFile } from '../preflight/load';
 import { evalResultKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { formatNumber } from '../workflows/format';
@@ -125,6 +126,7 @@ function startEvaluation(client: Client, t: EvalTarget): Promise<WorkflowHandle>
  */
 export async function evaluate(args: EvalArgs, opts: EvalOptions): Promise<EvalOutput> {
   parseTarget(args); // a malformed target exits 2 before any server starts
+  if (args.config !== undefined) loadConfigFile(args.config); // so does a bad --config
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const target = await resolveEvalTarget(new ObjectStore(e.s3), args, opts.log);
   const { request } = target;

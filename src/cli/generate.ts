@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
+import { clip } from '../config/show';
 import type { GeneratingArgs } from '../contract';
 import { generatingArgsSchema } from '../contract';
 import { initBackend } from '../model/backend';
@@ -24,6 +25,7 @@ import type { ObjectStore } from '../storage/object_store';
 import { deriveSeed, Rng } from '../util/rng';
 import { BadInputError } from './exit_codes';
 import { pickCheckpoint } from './export';
+import { checkInputFile } from './file_args';
 import { loadRunSpec } from './known_run';
 
 /** The generating_args keys a flag may replace (flag --max-new-tokens for max_new_tokens, ...). */
@@ -58,6 +60,10 @@ export interface GenerateOutput {
 }
 
 const ROLES = ['system', 'user', 'assistant'];
+/** What --chat takes, for messages. */
+const CHAT = 'a JSON list of {role, content}';
+/** The largest --chat file read: a prompt far past any model's context is a mistake, not a chat. */
+const MAX_CHAT_BYTES = 1024 * 1024;
 
 /**
  * The messages of `--prompt TEXT` (one user message) or `--chat FILE|-` (a JSON list of {role, content}).
@@ -73,16 +79,21 @@ export function readMessages(
   const where = opts.chat === '-' ? '--chat - (stdin)' : `--chat ${opts.chat}`;
   let value: unknown;
   try {
-    value = JSON.parse(opts.chat === '-' ? readStdin() : readFileSync(opts.chat as string, 'utf8'));
+    value = JSON.parse(
+      opts.chat === '-' ? readStdin() : readFileSync(checkInputFile('--chat', opts.chat as string, CHAT, MAX_CHAT_BYTES), 'utf8'),
+    );
   } catch (err) {
-    throw new BadInputError(`${where}: ${(err as Error).message}; allowed: a JSON list of {role, content}`);
+    if (err instanceof BadInputError) throw err;
+    throw new BadInputError(`${where}: ${clip((err as Error).message)}; allowed: ${CHAT}`);
   }
   if (!Array.isArray(value) || value.length === 0)
     throw new BadInputError(`${where}: not a non-empty JSON list; allowed: a JSON list of {role, content}`);
   return value.map((m, i) => {
     const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
     if (typeof role !== 'string' || !ROLES.includes(role) || typeof content !== 'string') {
-      throw new BadInputError(`${where}: entry ${i} is ${JSON.stringify(m)}; allowed: {role: ${ROLES.join('|')}, content: a string}`);
+      throw new BadInputError(
+        `${where}: entry ${i} is ${clip(JSON.stringify(m) ?? String(m))}; allowed: {role: ${ROLES.join('|')}, content: a string}`,
+      );
     }
     return { role: role as ChatMessage['role'], content };
   });

@@ -2,7 +2,6 @@
  * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments), 3 infra unavailable
  * (no server binary, servers unreachable, a requested native backend not installed). Help texts and examples: help.ts.
  */
-import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
@@ -14,6 +13,7 @@ import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { backendArgument, registerBackendCommands } from './backend';
 import { addClusterOptions } from './cluster_options';
 import { errorMessage, exitCodeOf } from './exit_codes';
+import { checkOutputFile, writeFileAtomically } from './file_args';
 import { applyHelp } from './help';
 import { runIdArgument } from './known_run';
 import { registerReportCommands } from './report';
@@ -250,8 +250,9 @@ program
   .option('-o, --output <file>', 'output file', 'run.json')
   .option('--run-id <id>', 'run id (also the workflow id)', runIdArgument)
   .action((path: string, overrides: string[], opts: { output: string; runId?: string }) => {
+    const file = checkOutputFile('-o', opts.output);
     const { input } = runInputFromFile(path, opts.runId, overrides);
-    writeFileSync(opts.output, JSON.stringify(input, null, 2));
+    writeFileAtomically(file, JSON.stringify(input, null, 2));
     log(`wrote ${opts.output} (run id ${input.runId})`);
   });
 

@@ -5,15 +5,13 @@
  * run from the object store, so they work on running, finished and failed runs alike; the report's
  * summary adds the run's state from Temporal when its server answers.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import type { InfraEndpoints } from '../../infra/types';
 import type { Progress, RunStatus } from '../contract';
 import { ObjectStore } from '../storage/object_store';
-import { BadInputError, errorMessage } from './exit_codes';
+import { errorMessage } from './exit_codes';
+import { checkOutputFile, writeFileAtomically } from './file_args';
 import { loadRunSpec, runIdArgument } from './known_run';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
@@ -28,43 +26,6 @@ export const intAtLeast =
 /** The servers in use (never starts them). @throws InfraUnavailableError (exit 3) */
 function endpoints(): Promise<InfraEndpoints> {
   return resolveEndpoints({ start: false, log: (line) => console.error(line) });
-}
-
-/**
- * The absolute path of an output file (`-o FILE`), checked before any work, without writing anything.
- * @param option the option's name for messages, e.g. `-o`
- * @throws BadInputError (exit 2) naming the option and value when the path is a folder or a parent
- *   on the way to it is a file
- */
-export function checkOutputFile(option: string, path: string): string {
-  const file = resolve(path);
-  if (existsSync(file) && statSync(file).isDirectory()) {
-    throw new BadInputError(`${option} ${path}: is a folder; allowed: a file path (missing parent folders are created)`);
-  }
-  let parent = dirname(file);
-  while (!existsSync(parent)) parent = dirname(parent);
-  if (!statSync(parent).isDirectory()) {
-    throw new BadInputError(
-      `${option} ${path}: ${parent} is a file, not a folder; allowed: a file path (missing parent folders are created)`,
-    );
-  }
-  return file;
-}
-
-/**
- * Writes `data` to `file`, creating its missing parent folders, through a temp file in the same folder
- * renamed over it (the temp file is removed on failure), so the file is either complete or untouched.
- */
-export function writeFileAtomically(file: string, data: string | Uint8Array): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const tmp = join(dirname(file), `.${basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  try {
-    writeFileSync(tmp, data);
-    renameSync(tmp, file);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
 }
 
 /** What a running workflow is doing in each phase of its `progress` query. */

@@ -8,14 +8,15 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { checkOutputFile, runStateText, writeFileAtomically } from '../../../src/cli/report';
+import { checkOutputFile, writeFileAtomically } from '../../../src/cli/file_args';
+import { runStateText } from '../../../src/cli/report';
 import type { Progress } from '../../../src/contract';
 
 test('report -o: a folder or a path under a file is bad input naming the option; missing folders are created, no temp file stays', () => {
   const dir = mkdtempSync(join(tmpdir(), 'starpo-out-'));
   assert.throws(() => checkOutputFile('-o', dir), {
     name: 'BadInputError',
-    message: `-o ${dir}: is a folder; allowed: a file path (missing parent folders are created)`,
+    message: `-o ${dir}: is a folder; allowed: a writable file path (missing parent folders are created)`,
   });
   writeFileSync(join(dir, 'plain'), 'x');
   assert.throws(() => checkOutputFile('-o', join(dir, 'plain', 'sub', 'r.html')), {
