@@ -3,15 +3,16 @@
  * each server is SIGKILLed once at a seeded random moment and started again; each trial's final checkpoint is
  * compared with the undisturbed run's. Prints every kill, then trials, kills survived and equality.
  *
- *   node --import tsx bench/fault_injection.ts [--trials 3] [--steps 4] [--seed 1]
+ *   node --import tsx bench/fault_injection.ts [--trials 3] [--steps 4] [--seed 1] [--config configs/frozen_lake_solver.yaml]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { runInputFromFile } from '../src/cli/run_input';
 import { spawnWorkers } from '../src/cli/spawn_workers';
-import type { StarpoRunResult } from '../src/contract';
+import type { RunSpec, StarpoRunResult } from '../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
 import { metricsKey } from '../src/storage/keys';
 import { ObjectStore } from '../src/storage/object_store';
@@ -19,16 +20,22 @@ import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortR
 import { startTestServers } from '../test/helpers/servers';
 
 /**
- * The run is test/helpers/faults.ts shortRunInput: the test fixture with `--steps` updates, no validation,
- * the same config and seed in every trial. Killed: the rollout worker, the update worker, the control worker,
+ * The run is test/helpers/faults.ts shortRunInput (the test fixture) or, with `--config`, that config as
+ * written; both with `--steps` updates and no validation, the same config and seed in every trial. Killed: the rollout worker, the update worker, the control worker,
  * the Temporal dev server and the S3 server (servers restart on the same ports with the same state). Compared:
  * model.safetensors and optimizer sha256, and the trainer state without timings. Starts its own servers on
  * free ports (temp state folder) and worker processes, and stops them at the end.
  */
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { trials: { type: 'string', default: '3' }, steps: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } },
+    options: {
+      trials: { type: 'string', default: '3' },
+      steps: { type: 'string', default: '4' },
+      seed: { type: 'string', default: '1' },
+      config: { type: 'string' },
+    },
   });
+  const { config } = values;
   const [trials, steps, seed] = [Number(values.trials), Number(values.steps), Number(values.seed)];
   const logDir = mkdtempSync(join(tmpdir(), 'starpo-faults-'));
   const servers = await startTestServers();
@@ -38,7 +45,10 @@ async function main(): Promise<void> {
   const stack = new CrashableStack(servers, workers, logDir);
   try {
     const run = async (name: string) => {
-      const input = shortRunInput(`fi-${process.pid}-${name}`, steps);
+      const runId = `fi-${process.pid}-${name}`;
+      const input: RunSpec = config
+        ? runInputFromFile(config, runId, [`max_steps=${steps}`, 'eval_steps=0']).input
+        : shortRunInput(runId, steps);
       await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
       return input.runId;
     };
@@ -51,7 +61,7 @@ async function main(): Promise<void> {
     for (let step = 0; step < steps; step++)
       horizon += ((await store.getJson(metricsKey(refId, step))) as { metrics: Record<string, number> }).metrics['time/step'] ?? 0;
     console.log(
-      `undisturbed run: ${((Date.now() - t) / 1000).toFixed(1)} s (steps ${horizon.toFixed(1)} s); model.safetensors sha256 ${expected.model}`,
+      `${config ?? 'test/fixtures/tiny_frozen_lake.yaml'}, ${steps} steps: undisturbed run: ${((Date.now() - t) / 1000).toFixed(1)} s (steps ${horizon.toFixed(1)} s); model.safetensors sha256 ${expected.model}`,
     );
 
     let killsSurvived = 0;
