@@ -16,6 +16,7 @@ import { configWarnings } from '../config/warnings';
 import { ConfigError, nearestKey, type RunConfig, resolveNormTypes, runConfigSchema } from '../contract';
 import { TINY_PRESET } from '../model/config';
 import { crossKeyProblems } from './checks';
+import { firstTurnProblems } from './first_turn';
 
 /** Interpolation variables: top-level keys that are not config keys, grouped by the file defining them. */
 export interface VariableSource {
@@ -53,6 +54,9 @@ export function validateConfig(raw: unknown, source = 'config', originOf?: Origi
   if (!parsed.success) throw problemsError(source, describeIssues(parsed.error, raw, source, originOf));
   const problems = crossKeyProblems(parsed.data);
   if (problems.length > 0) throw new ConfigError(source, problems);
+  // Renders prompts with the run's tokenizer, so only once the envs, tags and pretrain are known good.
+  const firstTurn = firstTurnProblems(parsed.data);
+  if (firstTurn.length > 0) throw new ConfigError(source, firstTurn);
   // As ROLL's RewardNormalizationConfig.__post_init__: the types in effect are part of the config.
   const normalization = parsed.data.reward_normalization;
   return { ...parsed.data, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } };

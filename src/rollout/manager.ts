@@ -11,7 +11,8 @@ import { type Env, parseAction } from '../envs/env';
 import { createEnv } from '../envs/registry';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
-import { EpisodeChat, fillTemplate, firstUserMessage, formatSuffix, usesThinkPattern } from './chat';
+import { EpisodeChat, usesThinkPattern } from './chat';
+import { firstPrompt, firstTurnProblem, replyBudget, userContent } from './first_turn';
 import { appendTurn, emptyPacked, type PackedTokens } from './packing';
 import { replacementGroup } from './plan';
 import type { Policy } from './policy';
@@ -180,17 +181,6 @@ interface Live {
   error?: string;
 }
 
-function userContent(live: Live): string {
-  const turn = live.turns.length;
-  return fillTemplate(live.cfg.agent_template, {
-    turn_idx: turn + 1,
-    observation: live.observation,
-    actions_left: live.cfg.max_steps - turn,
-    max_response_length: live.cfg.max_tokens_per_step,
-    suffix: formatSuffix(live.enableThink),
-  });
-}
-
 function end(live: Live, status: EpisodeOutcome['status'], turn: number, error?: string): void {
   Object.assign(live, { status, endedAt: turn, error });
 }
@@ -291,7 +281,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
     const first = guarded(live, 'reset', -1, () => live.env.reset(spec.seed));
     if (first) {
       live.observation = first.observation;
-      live.pending = tokenizer.encode(live.chat.prompt(firstUserMessage(first.info.env_instruction, userContent(live))));
+      live.pending = tokenizer.encode(firstPrompt(live.chat, cfg, enableThink, first));
     }
     lives.push(live);
     // Resets can be slow (large Sokoban rooms): report progress so the activity's heartbeats go out.
@@ -305,13 +295,9 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       if (active.length === 0) break;
       const budgets = active.map((l) => {
         const room = opts.sequenceLength - l.packed.inputIds.length - l.pending.length;
-        const want = Math.min(l.cfg.max_tokens_per_step, opts.maxNewTokens);
-        if (turn === 0 && room < want) {
-          throw new ConfigError('sequence_length', [
-            `${opts.sequenceLength} leaves no room for the first turn of tag ${l.spec.tag}: its prompt is ${l.pending.length} tokens ` +
-              `and a reply may take ${want}; allowed: >= ${l.pending.length + want} (a few turns more for multi-turn envs)`,
-          ]);
-        }
+        const want = replyBudget(l.cfg, opts.maxNewTokens);
+        const problem = turn === 0 ? firstTurnProblem(opts.sequenceLength, l.spec.tag, l.pending.length, want) : null;
+        if (problem) throw new ConfigError('sequence_length', [problem]); // preflight/first_turn.ts refuses this before a run
         return Math.min(want, room);
       });
       const rows = active.filter((_, i) => budgets[i] > 0);
@@ -382,7 +368,7 @@ function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, o
   l.observation = result.observation;
   if (result.terminated) end(l, 'finished', turn);
   else if (l.turns.length >= l.cfg.max_steps) truncate(l, turn);
-  else l.pending = opts.tokenizer.encode(l.chat.prompt(userContent(l)));
+  else l.pending = opts.tokenizer.encode(l.chat.prompt(userContent(l.cfg, l.enableThink, l.turns.length, l.observation)));
 }
 
 /**

@@ -1,0 +1,63 @@
+/**
+ * sequence_length against the first turn of every tag, train and val: the first prompt rendered by the
+ * rollout's own code (rollout/first_turn.ts) with the run's tokenizer and chat template, plus one reply's
+ * budget. A config whose first rollout would stop on it is refused at `config check` and before a run
+ * starts. The first prompt depends on the env's reset state, so the states measured are those the run
+ * plays first (step 0's train groups and the first validation's), at most SEEDS_PER_TAG per tag and split.
+ */
+import type { RunConfig } from '../contract';
+import { TINY_PRESET } from '../model/config';
+import { readPretrainedTokenizer } from '../model/hf/folder';
+import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
+import { firstPromptTokens, firstTurnProblem, replyBudget } from '../rollout/first_turn';
+import { generatingArgsOf, planShards } from '../rollout/plan';
+
+/** Reset states measured per tag and split: enough for envs whose observation size varies, quick for config check. */
+const SEEDS_PER_TAG = 16;
+
+/** The longest first prompt (tokens) of each tag of a split, over the seeds it plays first. */
+function longestFirstPrompts(cfg: RunConfig, split: 'train' | 'val', tokenizer: ChatTokenizer): Map<string, number> {
+  const seeds = new Map<string, Set<number>>();
+  for (const group of planShards(cfg, split, 0).flat()) {
+    const mine = seeds.get(group.tag) ?? new Set<number>();
+    if (mine.size < SEEDS_PER_TAG) mine.add(group.seed);
+    seeds.set(group.tag, mine);
+  }
+  const longest = new Map<string, number>();
+  for (const [tag, tagSeeds] of seeds) {
+    for (const seed of tagSeeds) {
+      let tokens: number;
+      try {
+        tokens = firstPromptTokens(tokenizer, cfg.custom_envs[tag], seed);
+      } catch {
+        continue; // an env that throws at reset fails its group at run time (replaced, then dropped), not the config
+      }
+      longest.set(tag, Math.max(longest.get(tag) ?? 0, tokens));
+    }
+  }
+  return longest;
+}
+
+/**
+ * One line per tag whose first turn sequence_length cannot hold, naming the value, the tag, the env
+ * managers that play it and the tokens needed. Call it on a config without other problems (envs, tags
+ * and pretrain valid).
+ */
+export function firstTurnProblems(cfg: RunConfig): string[] {
+  const tokenizer = cfg.pretrain === TINY_PRESET ? charTokenizer() : readPretrainedTokenizer(cfg.pretrain);
+  const worst = new Map<string, { prompt: number; reply: number; managers: string[] }>();
+  for (const split of ['train', 'val'] as const) {
+    const maxNewTokens = generatingArgsOf(cfg, split).max_new_tokens;
+    for (const [tag, prompt] of longestFirstPrompts(cfg, split, tokenizer)) {
+      const reply = replyBudget(cfg.custom_envs[tag], maxNewTokens);
+      if (!firstTurnProblem(cfg.sequence_length, tag, prompt, reply)) continue;
+      const seen = worst.get(tag);
+      const managers = [...(seen?.managers ?? []), `${split}_env_manager`];
+      worst.set(tag, seen && seen.prompt + seen.reply >= prompt + reply ? { ...seen, managers } : { prompt, reply, managers });
+    }
+  }
+  return [...worst].map(
+    ([tag, w]) =>
+      `\`sequence_length\`: ${firstTurnProblem(cfg.sequence_length, `${tag} (${w.managers.join(' and ')})`, w.prompt, w.reply)}`,
+  );
+}

@@ -1,0 +1,63 @@
+/** sequence_length checked before a run against the first turn of every tag, as the rollout renders it. */
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { charTokenizer } from '../../../src/model/tokenizer';
+import { loadConfigFile } from '../../../src/preflight/load';
+import { randomActionPolicy } from '../../../src/rollout/demonstrations';
+import { runEpisodes } from '../../../src/rollout/manager';
+import { planShards } from '../../../src/rollout/plan';
+import { configErrorOf } from '../../helpers/config_error';
+
+const NEEDS =
+  /^`sequence_length`: (\d+) leaves no room for the first turn of tag (\w+) \(([\w ]+)\): its prompt is (\d+) tokens and a reply may take (\d+); allowed: >= (\d+)/;
+
+test('a sequence_length too short for the first turn is refused at load, naming the value, the tag and the tokens needed', () => {
+  const err = configErrorOf(() => loadConfigFile('configs/frozen_lake.yaml', ['sequence_length=100']));
+  assert.equal(err.problems.length, 1, err.message);
+  const [, value, tag, managers, prompt, reply, needed] = NEEDS.exec(err.problems[0]) ?? assert.fail(err.message);
+  assert.deepEqual([value, tag, managers], ['100', 'FrozenLake', 'train_env_manager and val_env_manager']);
+  assert.equal(Number(needed), Number(prompt) + Number(reply));
+  assert.equal(Number(reply), 24, 'min(max_tokens_per_step, max_new_tokens)');
+  assert.doesNotThrow(() => loadConfigFile('configs/frozen_lake.yaml', [`sequence_length=${needed}`]));
+});
+
+test('the check and the rollout agree: one token less than the needed length stops the first rollout, the needed length plays it', async () => {
+  const problem = configErrorOf(() => loadConfigFile('configs/frozen_lake.yaml', ['sequence_length=100'])).problems[0];
+  const needed = Number((NEEDS.exec(problem) ?? assert.fail(problem))[6]);
+  const { config } = loadConfigFile('configs/frozen_lake.yaml', [`sequence_length=${needed}`]);
+  const tokenizer = charTokenizer();
+  const group = planShards(config, 'train', 0)[0][0];
+  const spec = { tag: group.tag, groupId: 0, envId: 0, seed: group.seed, trajGroupId: group.trajGroupId, rngParts: [...group.stream, 0] };
+  const opts = {
+    tokenizer,
+    policy: randomActionPolicy(tokenizer),
+    customEnvs: config.custom_envs,
+    maxNewTokens: 24,
+    split: 'train' as const,
+    step: 0,
+  };
+  const [played] = await runEpisodes([spec], { ...opts, sequenceLength: needed });
+  assert.ok(played.inputIds.length <= needed);
+  await assert.rejects(runEpisodes([spec], { ...opts, sequenceLength: needed - 1 }), (err: Error) => err.name === 'ConfigError');
+});
+
+test('each tag is checked on its own: in a mixed config only the tag whose first turn does not fit is named', () => {
+  const err = configErrorOf(() => loadConfigFile('configs/mixed_frozen_lake_sokoban.yaml', ['sequence_length=150']));
+  assert.equal(err.problems.length, 1, err.message);
+  const [, value, tag] = NEEDS.exec(err.problems[0]) ?? assert.fail(err.message);
+  assert.deepEqual([value, tag], ['150', 'SimpleSokoban']);
+});
+
+test('a val-only tag is checked too, with the val manager named', () => {
+  const err = configErrorOf(() =>
+    loadConfigFile('configs/mixed_frozen_lake_sokoban.yaml', [
+      'sequence_length=150',
+      'train_env_manager.tags=[FrozenLake]',
+      'train_env_manager.num_groups_partition=[8]',
+    ]),
+  );
+  assert.equal(err.problems.length, 1, err.message);
+  const [, , tag, managers] = NEEDS.exec(err.problems[0]) ?? assert.fail(err.message);
+  assert.deepEqual([tag, managers], ['SimpleSokoban', 'val_env_manager']);
+});
