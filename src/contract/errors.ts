@@ -1,7 +1,7 @@
 /**
  * Failure type names that cross Temporal: the types activity retries give up on, and the types the
- * workflow reads from a failed activity. An error class sets `name` to one of these, so the worker's
- * failure converter reports it under that type.
+ * workflow reads from a failed activity. Each error class is named as its type and sets `name` to it: the
+ * SDK's failure converter reports a thrown error under its class (constructor) name.
  */
 import type { ObjectRef } from './store';
 
@@ -16,9 +16,9 @@ export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
 /**
  * A broken env: every env group of a step (or every warm-up demonstration) failed, replacements included, or
  * an env could not be created. Episodes are seeded, so a retry plays the same failures: the run fails instead
- * of occupying the workers it shares with other runs (docs/operating.md, "Several runs on one cluster").
+ * of occupying the workers it shares with other runs (docs/operating.md, "Many runs on one cluster").
  */
-export const ENV_FAILURE = 'EnvFailure';
+export const ENV_FAILURE = 'EnvFailureError';
 
 /** Failure types an activity is not retried on: the same input would fail the same way. */
 export const NON_RETRYABLE_ERROR_TYPES: readonly string[] = [CONFIG_ERROR, CORRUPT_OBJECT_ERROR, INVALID_KEY_PART_ERROR, ENV_FAILURE];
