@@ -4,6 +4,7 @@
  * checkpoint), `writeMetrics` stores a step's scalars at runs/<run>/metrics/step-N.json.
  */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { log } from '@temporalio/activity';
 import { AdamW } from '../algo/adamw';
 import { sftTrain } from '../algo/sft';
@@ -132,6 +133,25 @@ function initialPolicy(config: RunConfig): { model: Qwen2; tokenizer: ChatTokeni
   return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init')), tokenizer };
 }
 
+/**
+ * Stores run.json, unless the run id already has one with another config: every run's objects live under
+ * runs/<run id>/ and workers cache run.json by run id, so a second run under the same id (a workflow started
+ * past `starpo train`'s check, or with the id of one whose history is gone) would take over the first one's
+ * folder. A retried prepareRun finds its own run.json and goes on.
+ * @throws ConfigError (non-retryable) naming the run id when run.json holds another run
+ */
+async function storeRunSpec(rt: ActivityRuntime, spec: RunSpec): Promise<void> {
+  const key = runKey(spec.runId);
+  if (await rt.store.exists(key)) {
+    const stored = await rt.store.getJson<RunSpec>(key);
+    if (isDeepStrictEqual(stored, spec)) return;
+    throw new ConfigError(key, [
+      `run id ${JSON.stringify(spec.runId)} is taken: ${key} holds a run of another config (${stored.configName}); a run id names one run, pick another (starpo resume continues the existing one)`,
+    ]);
+  }
+  await rt.store.putJson(key, spec);
+}
+
 /** Points the run's initial.json and latest.json at its step-0 checkpoint. */
 async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Promise<void> {
   await writeInitial(rt.store, runId, ref);
@@ -152,7 +172,7 @@ async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Prom
 export function prepareRunActivity(rt: ActivityRuntime) {
   return async function prepareRun(input: RunSpec): Promise<PrepareRunOutput> {
     const { runId, configName, config } = input;
-    await rt.store.putJson(runKey(runId), { runId, configName, config });
+    await storeRunSpec(rt, { runId, configName, config });
     const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);
     const hash = createHash('sha256')
       .update(JSON.stringify(warmupIdentity(config, pretrain)))

@@ -183,11 +183,13 @@ export async function refuseExistingRun(client: Client, store: ObjectStore, runI
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
-  if (exists) {
-    throw new ConfigError('--run-id', [
-      `run ${JSON.stringify(runId)} already exists; continue it with \`starpo resume ${runId}\` or pick another --run-id`,
-    ]);
-  }
+  if (exists) throw runIdTaken(runId);
+}
+
+function runIdTaken(runId: string): ConfigError {
+  return new ConfigError('--run-id', [
+    `run ${JSON.stringify(runId)} already exists; continue it with \`starpo resume ${runId}\` or pick another --run-id`,
+  ]);
 }
 
 /**
@@ -214,7 +216,10 @@ export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
   await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);
-  await startWorkflow(client, input, 'REJECT_DUPLICATE');
+  // Another `starpo train` of the same run id may have started between the check and here.
+  await startWorkflow(client, input, 'REJECT_DUPLICATE').catch((err: unknown) => {
+    throw err instanceof WorkflowExecutionAlreadyStartedError ? runIdTaken(input.runId) : err;
+  });
   opts.log(`run id: ${input.runId}`);
   opts.log(`Temporal UI: ${uiLink(e, input.runId)}`);
   await follow(client, e, input.runId, input.config, opts);
