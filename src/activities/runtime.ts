@@ -13,6 +13,7 @@ import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint } from '../storage/policy_checkpoint';
 import type { ReplaySource } from '../workflows/fallback';
+import { relayHeartbeat } from './heartbeat_relay';
 import { reportProgress, setWatchdogLimit } from './watchdog';
 
 /** Activity dependencies and caches of one worker process. */
@@ -99,7 +100,8 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
 /**
  * Heartbeats (with optional details, to which the backend and device computing them are added as `backend`
  * and `device`, so the Temporal UI's pending-activity details show them), counts as
- * progress for the worker's watchdog (watchdog.ts) and yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
+ * progress for the worker's watchdog (watchdog.ts), hands the details to the heartbeat relay (heartbeat_relay.ts,
+ * which heartbeats for the activity while it computes) and yields the event loop so the heartbeat is sent. Called between generation turns and micro-batches, it is
  * also where a cancelled activity stops: after the worker's
  * shutdownGraceTime (worker shutdown), or when the server no longer knows the activity (the run was
  * terminated or the attempt timed out).
@@ -107,8 +109,10 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
  */
 export async function heartbeat(details?: unknown): Promise<void> {
   const context = Context.current();
+  const shown = details !== null && typeof details === 'object' ? { ...details, ...backendInfo() } : details;
   reportProgress();
-  context.heartbeat(details !== null && typeof details === 'object' ? { ...details, ...backendInfo() } : details);
+  relayHeartbeat(context.info.base64TaskToken, shown);
+  context.heartbeat(shown);
   await new Promise((resolve) => setImmediate(resolve));
   if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
 }

@@ -13,7 +13,8 @@ export const WATCHDOG_SIGNAL = 'SIGALRM';
 /** Int32 slots of the shared state: progress counter, running activities, limit (ms; 0 = off). */
 const PROGRESS = 0;
 const ACTIVE = 1;
-const LIMIT_MS = 2;
+/** Also read by the heartbeat relay's thread, which relays no longer than the watchdog lets an activity run. */
+export const LIMIT_MS = 2;
 
 /** The watching thread: polls the shared state every `pollMs` (plain JS, run with eval). */
 const THREAD = `
@@ -36,6 +37,11 @@ setInterval(() => {
 `;
 
 let state: Int32Array | null = null;
+
+/** The shared state of this process's watchdog (Int32 slots above), or null before startWatchdog. */
+export function watchdogState(): SharedArrayBuffer | null {
+  return state ? (state.buffer as SharedArrayBuffer) : null;
+}
 
 /** Counts one unit of progress of the running activity (a heartbeat, a micro-batch); a no-op without a watchdog. */
 export function reportProgress(): void {

@@ -6,6 +6,7 @@
 export * from './activities';
 export * from './enums';
 export * from './errors';
+export * from './liveness';
 export * from './nearest';
 export * from './run';
 export * from './run_config';

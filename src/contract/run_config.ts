@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ADV_ESTIMATORS, FILTER_TYPES, KL_PENALTIES, LOSS_AGG_MODES } from './enums';
+import { HEARTBEAT_TIMEOUT_DEFAULT_SECONDS, HEARTBEAT_TIMEOUT_MIN_SECONDS } from './liveness';
 import {
   actorInferSchema,
   actorTrainSchema,
@@ -123,11 +124,19 @@ export const runConfigSchema = z
     custom_envs: z.record(z.string(), customEnvSchema),
     warmup: warmupSchema.default(warmupSchema.parse({})), // starpo's own: the format warm-up
     // starpo's own: an activity without progress (a heartbeat) for this long ends its worker process,
-    // so Temporal retries the attempt on a fresh one (activities/watchdog.ts); 0 = off.
+    // so Temporal retries the attempt on a fresh one (activities/watchdog.ts); 0 = off. It is also the
+    // longest an activity may compute between two heartbeats: until then a relay thread heartbeats for it
+    // (activities/heartbeat_relay.ts).
     watchdog_seconds: z
       .number()
       .refine((s) => s === 0 || s >= 10, { message: 'allowed: 0 (off) or a number of seconds >= 10' })
       .default(WATCHDOG_DEFAULT_SECONDS),
+    // starpo's own: the heartbeat timeout of every activity of the run (workflows/proxies.ts): how soon the
+    // attempt of a dead worker is retried. Below watchdog_seconds (preflight/checks.ts).
+    heartbeat_timeout_seconds: z
+      .number()
+      .gte(HEARTBEAT_TIMEOUT_MIN_SECONDS, { error: () => `allowed: a number of seconds >= ${HEARTBEAT_TIMEOUT_MIN_SECONDS}` })
+      .default(HEARTBEAT_TIMEOUT_DEFAULT_SECONDS),
     ...ignoredShape(TOP_IGNORED_KEYS),
   })
   .strict();

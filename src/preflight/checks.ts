@@ -1,8 +1,8 @@
 /**
  * Cross-key rules of docs/configs.md-3 that a per-key schema cannot express: batch sizes against group
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
- * (checked by the env's own parser), `pretrain` and sequence_length against the model, and
- * async_generation_ratio's whole steps.
+ * (checked by the env's own parser), `pretrain` and sequence_length against the model,
+ * async_generation_ratio's whole steps, and the heartbeat timeout against the watchdog.
  */
 
 import { show } from '../config/issues';
@@ -97,6 +97,19 @@ function pretrainProblems(cfg: RunConfig): string[] {
   ];
 }
 
+/**
+ * watchdog_seconds bounds a computation between two heartbeats (the relay heartbeats for it until then,
+ * docs/durability.md "Liveness"); a heartbeat timeout at or above it would let the watchdog end attempts
+ * the server still waits for, so a longer timeout meant to admit longer computations would not.
+ */
+function livenessProblems(cfg: RunConfig): string[] {
+  const { watchdog_seconds: watchdog, heartbeat_timeout_seconds: timeout } = cfg;
+  if (watchdog === 0 || timeout < watchdog) return [];
+  return [
+    `\`heartbeat_timeout_seconds\`: ${timeout} must be less than watchdog_seconds (${watchdog}); watchdog_seconds is the longest an activity may compute between two heartbeats (raise it for longer computations, or set it to 0 to switch the watchdog off)`,
+  ];
+}
+
 /** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */
 export function crossKeyProblems(cfg: RunConfig): string[] {
   const problems = [
@@ -112,7 +125,7 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
       `\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`,
     );
   }
-  problems.push(...pretrainProblems(cfg));
+  problems.push(...pretrainProblems(cfg), ...livenessProblems(cfg));
   if (!Number.isInteger(cfg.async_generation_ratio)) {
     // ROLL: "currently only integer is supported" (roll/configs/base_config.py); r counts whole steps of policy lag.
     problems.push(

@@ -8,6 +8,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
+import { startHeartbeatRelay } from '../activities/heartbeat_relay';
 import { startWatchdog } from '../activities/watchdog';
 import type { Role } from '../contract';
 import { TASK_QUEUES, WATCHDOG_DEFAULT_SECONDS } from '../contract';
@@ -47,7 +48,8 @@ async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: s
  * server restarts waits for it) and runs the role's workers until SIGINT/SIGTERM. Then polling stops at
  * once and a running activity gets SHUTDOWN_GRACE to finish; one still running after that is cancelled at
  * its next heartbeat (activities/runtime.ts) and fails, so the server retries it at once on another worker.
- * Rollout and update workers run the activity watchdog (activities/watchdog.ts).
+ * Rollout and update workers run the activity watchdog (activities/watchdog.ts) and the heartbeat relay
+ * (activities/heartbeat_relay.ts).
  * @throws Error when Temporal or the object store stays unreachable
  */
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
@@ -69,7 +71,8 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
     const store = new ObjectStore(endpoints.s3);
     await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
     const activities = createActivities(store);
-    const interceptors = { activity: [startWatchdog(WATCHDOG_DEFAULT_SECONDS)] };
+    const watchdog = startWatchdog(WATCHDOG_DEFAULT_SECONDS);
+    const interceptors = { activity: [watchdog, startHeartbeatRelay(temporalConnectOptions(endpoints), namespace)] };
     if (wants('rollout')) {
       workers.push(
         await Worker.create({

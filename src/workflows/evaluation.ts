@@ -9,7 +9,7 @@ import type { MetricSums } from '../contract/trajectory';
 import { type EvalProgress, evalProgressQuery } from '../contract/workflow';
 import { meanMetrics } from '../rollout/metrics';
 import { planShards } from '../rollout/plan';
-import { rollout } from './proxies';
+import { activityProxies } from './proxies';
 import { playValidation } from './validation';
 
 /** The result of an evaluation from its spec and merged sums: per-tag success, score and episodes, and every val/ metric. */
@@ -59,8 +59,9 @@ export async function starpoEvaluation(request: EvalRequest): Promise<EvalResult
   setHandler(evalProgressQuery, () => progress);
   const show = () => setCurrentDetails(detailsLine(progress));
   show();
-  const spec = await rollout.prepareEval.executeWithOptions({ summary: `eval.json of ${request.name}` }, [request]);
+  const spec = await activityProxies().rollout.prepareEval.executeWithOptions({ summary: `eval.json of ${request.name}` }, [request]);
   const shards = planShards(spec.config, 'val', request.step);
+  const { rollout } = activityProxies(spec.config);
   Object.assign(progress, { phase: 'validation', episodes: spec.config.val_batch_size, shards: shards.length });
   show();
   const sums = await playValidation({
@@ -68,6 +69,7 @@ export async function starpoEvaluation(request: EvalRequest): Promise<EvalResult
     step: request.step,
     policy: request.checkpoint,
     shards,
+    config: spec.config,
     evalName: request.name,
     onShard: (done) => {
       progress.shardsDone = done;

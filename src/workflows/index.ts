@@ -17,7 +17,7 @@ import { continueDue, continueRun, loopStateOf } from './continue_as_new';
 import { RunControl } from './control';
 import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
 import { announce, enter, newProgress, recordStep, recordValidation, show, stepCompute } from './progress';
-import { update } from './proxies';
+import { activityProxies } from './proxies';
 import { TrainRollouts } from './train_rollouts';
 import { playValidation } from './validation';
 
@@ -38,8 +38,9 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   // A new or restarted run brings its config; a continued run reads it back from run.json.
   let run: RunSpec | null = 'config' in input ? input : null;
   const control = new RunControl(progress, () => run?.config ?? null);
-  run ??= await update.loadRun.executeWithOptions({ summary: 'config from run.json (continued run)' }, [runId]);
+  run ??= await activityProxies().update.loadRun.executeWithOptions({ summary: 'config from run.json (continued run)' }, [runId]);
   const { config, configName } = run;
+  const { update } = activityProxies(config);
   announce(progress, run);
   show(progress);
 
@@ -61,7 +62,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   /** Validation with `policy` (new states every evaluation unless val_env_manager.fixed_states): val/ metrics. */
   const validate = async (step: number): Promise<Record<string, number>> => {
     enter(progress, 'validation');
-    const metrics = meanMetrics(await playValidation({ runId, step, policy, shards: planShards(config, 'val', step) }), 'val/');
+    const metrics = meanMetrics(await playValidation({ runId, step, policy, config, shards: planShards(config, 'val', step) }), 'val/');
     recordValidation(progress, step, metrics);
     return metrics;
   };

@@ -9,7 +9,7 @@ import type { RunConfig } from '../contract/run_config';
 import type { ObjectRef } from '../contract/store';
 import type { KnownPolicy } from '../contract/workflow';
 import { planShards } from '../rollout/plan';
-import { rollout } from './proxies';
+import { type ActivityProxies, activityProxies } from './proxies';
 
 /** A step's rollouts in flight (or done) and the step of the checkpoint that plays them. */
 interface Launched {
@@ -29,6 +29,8 @@ export class TrainRollouts {
   readonly ratio: number;
   private readonly launched = new Map<number, Launched>();
   private readonly policies = new Map<number, ObjectRef>();
+  /** The rollout activities, with the run's heartbeat timeout. */
+  private readonly activities: ActivityProxies['rollout'];
 
   /**
    * @param known the checkpoints a rollout may still use: the newest, and with r > 0 those carried over
@@ -41,6 +43,7 @@ export class TrainRollouts {
     known: readonly KnownPolicy[],
   ) {
     this.ratio = config.async_generation_ratio;
+    this.activities = activityProxies(config).rollout;
     for (const p of known) this.policies.set(p.step, p.checkpoint);
   }
 
@@ -111,7 +114,7 @@ export class TrainRollouts {
     const ahead = this.ratio > 0;
     const outs = Promise.all(
       shards.map((groups, shard) =>
-        rollout.rollout.executeWithOptions(
+        this.activities.rollout.executeWithOptions(
           { summary: `rollout step ${step} shard ${shard + 1}/${shards.length}${ahead ? ` (policy of step ${policyStep})` : ''}` },
           [{ runId: this.runId, step, split: 'train', shard, policy, ...(ahead ? { policyStep } : {}), groups }],
         ),

@@ -4,10 +4,11 @@
  * per step, or the fixed held-out states with val_env_manager.fixed_states), one rollout activity per
  * shard on "starpo-rollout", their sums merged in shard order. Workflow code: deterministic, no I/O.
  */
+import type { RunConfig } from '../contract/run_config';
 import type { ObjectRef } from '../contract/store';
 import type { MetricSums, RolloutGroup } from '../contract/trajectory';
 import { mergeSums } from '../rollout/metrics';
-import { rollout } from './proxies';
+import { activityProxies } from './proxies';
 
 /** What to validate. */
 export interface ValidationRequest {
@@ -20,6 +21,8 @@ export interface ValidationRequest {
   shards: RolloutGroup[][];
   /** The evaluation's name for `starpo eval` (its own config and folder); unset in training. */
   evalName?: string;
+  /** The run's config (its heartbeat timeout). */
+  config: RunConfig;
   /** Called as each shard's rollout completes. */
   onShard?: (done: number) => void;
 }
@@ -31,6 +34,7 @@ export interface ValidationRequest {
  */
 export async function playValidation(r: ValidationRequest): Promise<MetricSums> {
   const { shards } = r;
+  const { rollout } = activityProxies(r.config);
   let done = 0;
   const label = r.evalName === undefined ? `validation step ${r.step}` : `eval ${r.evalName}`;
   const outs = await Promise.all(
