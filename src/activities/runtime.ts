@@ -13,7 +13,7 @@ import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint } from '../storage/policy_checkpoint';
 import type { ReplaySource } from '../workflows/fallback';
-import { relayHeartbeat } from './heartbeat_relay';
+import { mustStop, relayHeartbeat } from './heartbeat_relay';
 import { reportProgress, setWatchdogLimit } from './watchdog';
 
 /** Activity dependencies and caches of one worker process. */
@@ -114,5 +114,5 @@ export async function heartbeat(details?: unknown): Promise<void> {
   relayHeartbeat(context.info.base64TaskToken, shown);
   context.heartbeat(shown);
   await new Promise((resolve) => setImmediate(resolve));
-  if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
+  if (mustStop(context)) throw context.cancellationSignal.reason;
 }
