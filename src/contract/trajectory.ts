@@ -66,9 +66,18 @@ export interface Trajectory {
   episodeScore: number;
   /** The env's success flag after the last turn. */
   success: boolean;
-  /** Ended by the turn cap or the sequence_length cut, not by the env. */
+  /** Ended by the turn cap (custom_envs.<tag>.max_steps, or the env's own) or the sequence_length cut. */
   truncated: boolean;
+  /**
+   * Why a truncated episode ended, in ROLL's EpisodeStopReason values (roll/utils/constants.py):
+   * `max_steps` the turn cap, `max_length` the sequence_length cut. Absent when not truncated (and in
+   * trajectories stored before it was recorded).
+   */
+  truncatedBy?: TruncationCause;
 }
+
+/** ROLL's EpisodeStopReason values for a truncated episode: the turn cap, or the sequence_length cut. */
+export type TruncationCause = 'max_steps' | 'max_length';
 
 /** Per-trajectory metric sums of a shard (rollout/metrics.ts sumMetrics; merged across shards in the workflow). */
 export interface MetricSums {

@@ -61,7 +61,7 @@
           ' · score ' +
           num(t.episodeScore) +
           ' · ' +
-          (t.success ? 'success' : t.truncated ? 'truncated' : 'failed') +
+          t.outcome +
           ' · normalised ' +
           num(s.normalizedScore) +
           ' · advantage ' +

@@ -15,7 +15,8 @@ export interface ShownTrajectory {
   envId: number;
   episodeScore: number;
   success: boolean;
-  truncated: boolean;
+  /** How the episode ended, for display (outcomeText). */
+  outcome: string;
   score: TrajectoryScore | null;
   turns: TurnRecord[];
 }
@@ -49,6 +50,15 @@ export interface ShownStep {
   skipReason: string | null;
 }
 
+/** How an episode ended: success, failed, or truncated with its cause (turn cap or sequence_length). */
+export function outcomeText(t: Pick<Trajectory, 'success' | 'truncated' | 'truncatedBy'>): string {
+  if (t.success) return 'success';
+  if (!t.truncated) return 'failed';
+  if (t.truncatedBy === 'max_steps') return 'truncated by the turn cap';
+  if (t.truncatedBy === 'max_length') return 'truncated by sequence_length';
+  return 'truncated';
+}
+
 /**
  * Groups a step's trajectories.
  * @param trajectories one step's trajectories of one split (non-empty)
@@ -68,7 +78,7 @@ export function groupStep(step: number, trajectories: readonly Trajectory[], sco
           envId: t.envId,
           episodeScore: t.episodeScore,
           success: t.success,
-          truncated: t.truncated,
+          outcome: outcomeText(t),
           score: scores?.trajectories[t.trajId] ?? null,
           turns: t.turns,
         }),

@@ -59,7 +59,7 @@ function keptText(kept: boolean | null): string {
 /** The lines of one trajectory: its scores, then each turn. */
 function trajectoryLines(t: ShownTrajectory): string[] {
   const lines = [
-    `── env ${t.envId} · episode score ${fmt(t.episodeScore)} · ${t.success ? 'success' : t.truncated ? 'truncated' : 'failed'}`,
+    `── env ${t.envId} · episode score ${fmt(t.episodeScore)} · ${t.outcome}`,
     `   normalised score ${fmt(t.score?.normalizedScore)} · advantage ${fmt(t.score?.advantage)}`,
   ];
   t.turns.forEach((turn, i) => {

@@ -5,7 +5,7 @@
  * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
  */
 
-import type { CustomEnvConfig, RolloutGroup, Trajectory, TurnRecord } from '../contract';
+import type { CustomEnvConfig, RolloutGroup, Trajectory, TruncationCause, TurnRecord } from '../contract';
 import { ConfigError, EnvFailureError } from '../contract';
 import { type Env, parseAction } from '../envs/env';
 import { createEnv } from '../envs/registry';
@@ -174,6 +174,7 @@ interface Live {
   score: number;
   success: boolean;
   truncated: boolean;
+  truncatedBy?: TruncationCause;
   /** Wall seconds spent in env.reset / env.step so far. */
   envSeconds: number;
   status: EpisodeOutcome['status'] | null;
@@ -185,9 +186,9 @@ function end(live: Live, status: EpisodeOutcome['status'], turn: number, error?:
   Object.assign(live, { status, endedAt: turn, error });
 }
 
-/** Ends an episode by the turn cap or the sequence_length cut. */
-function truncate(live: Live, turn: number): void {
-  live.truncated = true;
+/** Ends an episode by the turn cap (`max_steps`) or the sequence_length cut (`max_length`). */
+function truncate(live: Live, turn: number, cause: TruncationCause): void {
+  Object.assign(live, { truncated: true, truncatedBy: cause });
   end(live, 'finished', turn);
 }
 
@@ -301,7 +302,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
         return Math.min(want, room);
       });
       const rows = active.filter((_, i) => budgets[i] > 0);
-      for (const l of active) if (!rows.includes(l)) truncate(l, turn);
+      for (const l of active) if (!rows.includes(l)) truncate(l, turn, 'max_length');
       if (rows.length > 0) {
         const out = await opts.policy.generate({
           contexts: rows.map((l) => [...l.packed.inputIds, ...l.pending]),
@@ -336,6 +337,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
       episodeScore: l.score,
       success: l.success,
       truncated: l.truncated,
+      ...(l.truncatedBy === undefined ? {} : { truncatedBy: l.truncatedBy }),
     },
     status: l.status!,
     endedAt: l.endedAt,
@@ -347,7 +349,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
 function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, opts: ManagerOptions, stopIds: ReadonlySet<number>): void {
   const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
   if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) {
-    truncate(l, turn); // the unfinished turn is dropped
+    truncate(l, turn, 'max_length'); // the unfinished turn is dropped
     return;
   }
   appendTurn(l.packed, l.pending, tokens, logprobs);
@@ -366,8 +368,10 @@ function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, o
   l.score += result.reward;
   l.success = result.info.success;
   l.observation = result.observation;
-  if (result.terminated) end(l, 'finished', turn);
-  else if (l.turns.length >= l.cfg.max_steps) truncate(l, turn);
+  // An env that ends the episode at its own step cap says so in info.truncated (ROLL keeps the env's flag too).
+  if (result.terminated && result.info.truncated === true) truncate(l, turn, 'max_steps');
+  else if (result.terminated) end(l, 'finished', turn);
+  else if (l.turns.length >= l.cfg.max_steps) truncate(l, turn, 'max_steps');
   else l.pending = opts.tokenizer.encode(l.chat.prompt(userContent(l.cfg, l.enableThink, l.turns.length, l.observation)));
 }
 

@@ -1,7 +1,9 @@
 /**
  * Rollout metrics with ROLL's names (docs/numerics.md §4 and Metrics). Per trajectory, averaged over the
  * batch: env/{tag}/success, env/{tag}/num_actions, env/{tag}/action_is_valid,
- * env/{tag}/action_is_effective, env/{tag}/score, env/response_length. Per group (validation, ROLL
+ * env/{tag}/action_is_effective, env/{tag}/score, env/response_length; and env/{tag}/truncated with its
+ * two causes, env/{tag}/truncated_by_turn_cap and env/{tag}/truncated_by_length (starpo's names: ROLL
+ * records the cause as an EpisodeStopReason but logs no metric of it). Per group (validation, ROLL
  * agentic_pipeline.py val()): {tag}/score and score, the mean over groups of the group's mean episode
  * score. Totals summed over the shards of a step: the pool's env/failed_episodes,
  * env/replaced_groups, env/dropped_groups. Validation prefixes every name with "val/".
@@ -23,6 +25,8 @@ export function trajectoryMetrics(t: Trajectory): Record<string, number> {
     [`env/${tag}/action_is_valid`]: turnMean(t, (u) => u.actionIsValid),
     [`env/${tag}/action_is_effective`]: turnMean(t, (u) => u.actionIsEffective),
     [`env/${tag}/truncated`]: t.truncated ? 1 : 0,
+    [`env/${tag}/truncated_by_turn_cap`]: t.truncatedBy === 'max_steps' ? 1 : 0,
+    [`env/${tag}/truncated_by_length`]: t.truncatedBy === 'max_length' ? 1 : 0,
     'env/success': t.success ? 1 : 0,
     'env/score': t.episodeScore,
     'env/response_length': t.responseMask.reduce((a, b) => a + b, 0),

@@ -176,6 +176,7 @@ test("grid legends come from the envs: FrozenLake symbols, a Sokoban tag's own v
       Arms: { env_type: 'bandit' },
     },
     train_env_manager: { ...config.train_env_manager, tags: ['FrozenLake', 'Lake8', 'Box', 'Arms'], num_groups_partition: [1, 1, 1, 1] },
+    sequence_length: 768, // the Sokoban room's first turn needs more than the fixture's 400
   });
   assert.deepEqual(gridLegends(mixed, ['FrozenLake', 'Lake8', 'Box', 'Arms', 'FrozenLake']), [
     'FrozenLake, Lake8: P player, _ frozen, O hole, G goal, X player in a hole, √ player on the goal',
