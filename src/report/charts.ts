@@ -82,9 +82,24 @@ function perTag(metrics: readonly StepMetrics[], name: string): Series[] {
   return seriesOf(metrics, pairs);
 }
 
+/** Per tag, train and val: the fraction of episodes truncated by each cause (turn cap, sequence_length). */
+function truncation(metrics: readonly StepMetrics[]): Series[] {
+  const pairs: Array<readonly [string, string]> = [];
+  for (const [label, prefix] of [
+    ['train', ''],
+    ['val', 'val/'],
+  ] as const) {
+    for (const tag of tagsOf(metrics, prefix)) {
+      pairs.push([`${label} ${tag} turn cap`, `${prefix}env/${tag}/truncated_by_turn_cap`]);
+      pairs.push([`${label} ${tag} sequence_length`, `${prefix}env/${tag}/truncated_by_length`]);
+    }
+  }
+  return seriesOf(metrics, pairs);
+}
+
 /**
  * The report's charts, in display order: success, score, in_group_std, entropy, grad_norm, kl,
- * clipfrac, lr, response_length, time (data-chart ids).
+ * clipfrac, lr, response_length, truncated, time (data-chart ids).
  */
 export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Chart[] {
   const guard = config.collapse_guard;
@@ -173,6 +188,7 @@ export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Ch
       ]),
     ),
     chart('response_length', 'Response length', 'tokens per episode', nn, perTag(metrics, 'response_length')),
+    chart('truncated', 'Episodes truncated, by cause', 'fraction', { fixed: [0, 1] }, truncation(metrics)),
     chart(
       'time',
       'Seconds per step',

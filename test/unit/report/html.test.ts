@@ -34,6 +34,8 @@ const metrics: StepMetrics[] = [0, 1, 2].map((step) => ({
     'time/rollout': 6,
     'time/update': 3,
     'env/response_length': 20 + step,
+    'env/Lake/truncated_by_turn_cap': 0.5,
+    'env/Lake/truncated_by_length': 0.25,
     ...(step % 2 === 0 ? { 'val/env/success': step / 3, 'val/env/Lake/success': 0.5, 'val/score': 0.1, 'val/Lake/score': 0.2 } : {}),
     ...(step === 2 ? { 'collapse/fired': 1 } : {}),
   },
@@ -44,9 +46,14 @@ test('charts: train and val series per tag, collapse floors and marks, the time 
   const charts = chartsOf(config, metrics);
   assert.deepEqual(
     charts.map((c) => c.id),
-    ['success', 'score', 'in_group_std', 'entropy', 'grad_norm', 'kl', 'clipfrac', 'lr', 'response_length', 'time'],
+    ['success', 'score', 'in_group_std', 'entropy', 'grad_norm', 'kl', 'clipfrac', 'lr', 'response_length', 'truncated', 'time'],
   );
   const byId = Object.fromEntries(charts.map((c) => [c.id, c]));
+  assert.deepEqual(
+    byId.truncated.series.map((x: { name: string }) => x.name),
+    ['train Lake turn cap', 'train Lake sequence_length'],
+    'one series per tag and cause',
+  );
   assert.deepEqual(
     byId.success.series.map((s) => s.name),
     ['train', 'train Lake', 'train Box', 'val'],
