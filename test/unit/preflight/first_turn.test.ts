@@ -2,12 +2,14 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { charTokenizer } from '../../../src/model/tokenizer';
+import { readPretrainedTokenizer } from '../../../src/model/hf/folder';
+import { type ChatTokenizer, charTokenizer } from '../../../src/model/tokenizer';
 import { loadConfigFile } from '../../../src/preflight/load';
 import { randomActionPolicy } from '../../../src/rollout/demonstrations';
 import { runEpisodes } from '../../../src/rollout/manager';
 import { planShards } from '../../../src/rollout/plan';
 import { configErrorOf } from '../../helpers/config_error';
+import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
 
 const NEEDS =
   /^`sequence_length`: (\d+) leaves no room for the first turn of tag (\w+) \(([\w ]+)\): its prompt is (\d+) tokens and a reply may take (\d+); allowed: >= (\d+)/;
@@ -22,13 +24,24 @@ test('a sequence_length too short for the first turn is refused at load, naming 
   assert.doesNotThrow(() => loadConfigFile('configs/frozen_lake.yaml', [`sequence_length=${needed}`]));
 });
 
-test('the check and the rollout agree: one token less than the needed length stops the first rollout, the needed length plays it', async () => {
-  const problem = configErrorOf(() => loadConfigFile('configs/frozen_lake.yaml', ['sequence_length=100'])).problems[0];
+/**
+ * The needed length the check reports for `overrides`, after asserting that the rollout (a scripted
+ * policy, so no model is run) plays the states the check measured at that length and refuses one token less.
+ */
+async function checkAndRolloutAgree(overrides: string[], tokenizer: ChatTokenizer): Promise<number> {
+  const problem = configErrorOf(() => loadConfigFile('configs/frozen_lake.yaml', [...overrides, 'sequence_length=20'])).problems[0];
   const needed = Number((NEEDS.exec(problem) ?? assert.fail(problem))[6]);
-  const { config } = loadConfigFile('configs/frozen_lake.yaml', [`sequence_length=${needed}`]);
-  const tokenizer = charTokenizer();
-  const group = planShards(config, 'train', 0)[0][0];
-  const spec = { tag: group.tag, groupId: 0, envId: 0, seed: group.seed, trajGroupId: group.trajGroupId, rngParts: [...group.stream, 0] };
+  const { config } = loadConfigFile('configs/frozen_lake.yaml', [...overrides, `sequence_length=${needed}`]);
+  // The states the check measures (their first prompts differ in length under a BPE tokenizer).
+  const groups = [...planShards(config, 'train', 0).flat(), ...planShards(config, 'val', 0).flat().slice(0, 16)];
+  const specs = groups.map((g, envId) => ({
+    tag: g.tag,
+    groupId: envId,
+    envId,
+    seed: g.seed,
+    trajGroupId: g.trajGroupId,
+    rngParts: [...g.stream, envId],
+  }));
   const opts = {
     tokenizer,
     policy: randomActionPolicy(tokenizer),
@@ -37,9 +50,25 @@ test('the check and the rollout agree: one token less than the needed length sto
     split: 'train' as const,
     step: 0,
   };
-  const [played] = await runEpisodes([spec], { ...opts, sequenceLength: needed });
-  assert.ok(played.inputIds.length <= needed);
-  await assert.rejects(runEpisodes([spec], { ...opts, sequenceLength: needed - 1 }), (err: Error) => err.name === 'ConfigError');
+  const played = await runEpisodes(specs, { ...opts, sequenceLength: needed });
+  assert.ok(played.every((t) => t.inputIds.length <= needed));
+  await assert.rejects(runEpisodes(specs, { ...opts, sequenceLength: needed - 1 }), (err: Error) => err.name === 'ConfigError');
+  return needed;
+}
+
+test('the check and the rollout agree: one token less than the needed length stops the first rollout, the needed length plays it', async () => {
+  await checkAndRolloutAgree([], charTokenizer());
+});
+
+test("with an HF model folder, the first turn is measured with that folder's tokenizer and chat template", async () => {
+  const dir = materializeHfVariant('tied_gqa');
+  try {
+    const hf = await checkAndRolloutAgree([`pretrain=${dir}`], readPretrainedTokenizer(dir));
+    const tiny = await checkAndRolloutAgree([], charTokenizer());
+    assert.notEqual(hf, tiny, 'the Qwen2.5 tokenizer and template give another length than the tiny char tokenizer');
+  } finally {
+    removeHfFolder(dir);
+  }
 });
 
 test('each tag is checked on its own: in a mixed config only the tag whose first turn does not fit is named', () => {
