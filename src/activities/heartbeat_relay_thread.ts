@@ -77,8 +77,10 @@ function firstLine(err: unknown): string {
 
 function relay(data: RelayThreadData, port: NonNullable<typeof parentPort>): void {
   const limit = new Int32Array(data.watchdog);
-  // Lazy: a server that is down when the worker starts is reached once it is back.
+  // Lazy: a server that is down when the worker starts is reached once it is back. Connecting now keeps the
+  // handshake (TLS) out of the first relayed heartbeat's deadline.
   const connection = Connection.lazy({ ...data.connection, tls: tlsOf(data.connection.tls) });
+  connection.ensureConnected().catch(() => undefined);
   const client = new AsyncCompletionClient({ connection, namespace: data.namespace });
   const running = new Map<string, Running>();
 
