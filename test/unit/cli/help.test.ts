@@ -164,7 +164,7 @@ test('a bad run id, eval target or -o exits 2 naming it, before any server is co
     [['export', '../etc', '--to', join(out, 'x')], /argument 'runId'\. runId "\.\.\/etc" is invalid/],
     [['eval', '../etc'], /^error: \.\.\/etc: not a run id or a checkpoint key; allowed: a run id/],
     [['eval', 'runs/../checkpoints/step-000001/manifest.json'], /^error: runId "\.\." is invalid/],
-    [['report', 'some-run', '-o', out], new RegExp(`^error: -o ${out}: is a folder; allowed: a file path`)],
+    [['report', 'some-run', '-o', out], new RegExp(`^error: -o ${out}: is a folder; allowed: a writable file path`)],
     [
       ['report', 'some-run', '-o', join(out, 'plain', 'r.html')],
       new RegExp(`^error: -o ${out}/plain/r\\.html: ${out}/plain is a file, not a folder`),
