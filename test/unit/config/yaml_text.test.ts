@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { resolveInterpolations } from '../../../src/config/interpolate';
-import { clip, show } from '../../../src/config/show';
 import { parseOverrides } from '../../../src/config/overrides';
+import { clip, show } from '../../../src/config/show';
 import { MAX_ALIAS_COUNT, MAX_CONFIG_BYTES, parseConfigYaml, readConfigText, YamlInputError } from '../../../src/config/yaml_text';
 import { ConfigError } from '../../../src/contract';
 
