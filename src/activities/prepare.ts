@@ -22,6 +22,7 @@ import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
 import { saveCheckpoint } from '../storage/policy_checkpoint';
 import { deriveSeed } from '../util/rng';
 import { type ActivityRuntime, heartbeat } from './runtime';
+import { setWatchdogLimit } from './watchdog';
 
 /** Bump when the warm-up recipe changes, so old artifacts are not reused. */
 const WARMUP_VERSION = 1;
@@ -172,6 +173,8 @@ async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Prom
 export function prepareRunActivity(rt: ActivityRuntime) {
   return async function prepareRun(input: RunSpec): Promise<PrepareRunOutput> {
     const { runId, configName, config } = input;
+    // The worker's previous activity set its own run's limit; the warm-up computes under this run's.
+    setWatchdogLimit(config.watchdog_seconds);
     await storeRunSpec(rt, { runId, configName, config });
     const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);
     const hash = createHash('sha256')

@@ -19,6 +19,7 @@ import { rolloutKey, rolloutRecordKey } from '../storage/keys';
 import { takePolicy } from '../workflows/fallback';
 import { readEvalSpec } from './eval';
 import { type ActivityRuntime, heartbeat } from './runtime';
+import { setWatchdogLimit } from './watchdog';
 
 /**
  * The stored shard of `input` when its commit record names the same policy and its trajectories
@@ -81,6 +82,8 @@ export function rolloutActivity(rt: ActivityRuntime) {
       };
     }
     const { config } = input.eval === undefined ? await rt.run(input.runId) : await readEvalSpec(rt, input.runId, input.eval);
+    // rt.run sets the run's watchdog limit; an evaluation plays under its own config's (an older one without the key keeps the limit).
+    if (input.eval !== undefined && config.watchdog_seconds !== undefined) setWatchdogLimit(config.watchdog_seconds);
     const manager = input.split === 'train' ? config.train_env_manager : config.val_env_manager;
     const generating = generatingArgsOf(config, input.split);
     const staleness = input.policyStep === undefined ? null : input.step - input.policyStep;
