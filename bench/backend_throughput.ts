@@ -12,6 +12,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import {
+  atLength,
   batchOverrides,
   groupSizeFor,
   isOutOfWasmMemory,
@@ -112,7 +113,7 @@ async function workload(spec: CellSpec): Promise<Workload> {
     };
   }
   const s = spec.slice;
-  const { config } = loadConfigFile(QUICKSTART, batchOverrides(s));
+  const config = atLength(loadConfigFile(QUICKSTART, batchOverrides(s)).config, s.length);
   const cfg = qwen25HalfBShape(2);
   return {
     cfg,

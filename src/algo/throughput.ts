@@ -84,20 +84,28 @@ export function groupSizeFor(batch: number): number {
 }
 
 /**
- * Config overrides for an update of `batch` trajectories of `length` tokens in micro-batches of `microBatch`,
- * in one optimizer step as the quickstart makes per pipeline step, in env groups of groupSizeFor(batch).
+ * Config overrides for an update of `batch` trajectories in micro-batches of `microBatch`, in one optimizer
+ * step as the quickstart makes per pipeline step, in env groups of groupSizeFor(batch). The length goes in
+ * through atLength, after loading.
  */
-export function batchOverrides(o: { batch: number; microBatch: number; length: number }): string[] {
+export function batchOverrides(o: { batch: number; microBatch: number }): string[] {
   const group = groupSizeFor(o.batch);
   return [
     `rollout_batch_size=${o.batch}`,
     `train_env_manager.num_env_groups=${o.batch / group}`,
     `train_env_manager.group_size=${group}`,
     `train_env_manager.num_groups_partition=[${o.batch / group}]`,
-    `sequence_length=${o.length}`,
     `actor_train.training_args.per_device_train_batch_size=${o.microBatch}`,
     `actor_train.training_args.gradient_accumulation_steps=${Math.ceil(o.batch / o.microBatch)}`,
   ];
+}
+
+/**
+ * A loaded config padding updates to `length` tokens. Set after loading rather than as an override: loading
+ * checks sequence_length against the first turns of the config's envs, which synthetic trajectories never play.
+ */
+export function atLength(config: RunConfig, length: number): RunConfig {
+  return { ...config, sequence_length: length };
 }
 
 /** One timed piece of work. */

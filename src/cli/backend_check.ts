@@ -7,6 +7,7 @@
  */
 
 import {
+  atLength,
   batchOverrides,
   groupSizeFor,
   isOutOfWasmMemory,
@@ -72,7 +73,7 @@ export interface CheckResult {
  */
 export async function backendCheck(o: CheckOptions, log: (line: string) => void): Promise<CheckResult> {
   checkSizes(o);
-  const { config } = loadConfigFile(o.config, batchOverrides(o));
+  const config = atLength(loadConfigFile(o.config, batchOverrides(o)).config, o.length);
   await initBackend(defaultBackend('update', hostBackends()));
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);

@@ -93,7 +93,7 @@ test('the report opens offline in Chromium: success and entropy charts, trajecto
   await trajectory.waitFor();
   assert.match(
     await trajectory.locator('.scores').innerText(),
-    /^env \d+ · score -?\d\.\d{3} · \w+ · normalised -?\d\.\d{3} · advantage -?\d\.\d{3}$/,
+    /^env \d+ · score -?\d\.\d{3} · (success|failed|truncated( by the turn cap| by sequence_length)?) · normalised -?\d\.\d{3} · advantage -?\d\.\d{3}$/,
     'scores recorded by the update',
   );
   const turns = trajectory.locator('.turn');
