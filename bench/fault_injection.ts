@@ -5,19 +5,13 @@
  *
  *   node --import tsx bench/fault_injection.ts [--trials 3] [--steps 4] [--seed 1] [--config configs/frozen_lake_solver.yaml]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
 import { runInputFromFile } from '../src/cli/run_input';
-import { spawnWorkers } from '../src/cli/spawn_workers';
 import type { RunSpec, StarpoRunResult } from '../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
 import { metricsKey } from '../src/storage/keys';
-import { ObjectStore } from '../src/storage/object_store';
 import { CrashableStack, checkpointFingerprint, faultPlan, runWithFaults, shortRunInput } from '../test/helpers/faults';
-import { startTestServers } from '../test/helpers/servers';
+import { startTrainingStack } from '../test/helpers/stack';
 
 /**
  * The run is test/helpers/faults.ts shortRunInput (the test fixture) or, with `--config`, that config as
@@ -37,12 +31,9 @@ async function main(): Promise<void> {
   });
   const { config } = values;
   const [trials, steps, seed] = [Number(values.trials), Number(values.steps), Number(values.seed)];
-  const logDir = mkdtempSync(join(tmpdir(), 'starpo-faults-'));
-  const servers = await startTestServers();
-  const workers = spawnWorkers(['control', 'rollout', 'update'], servers.endpoints, logDir);
-  const client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
-  const store = new ObjectStore(servers.endpoints.s3);
-  const stack = new CrashableStack(servers, workers, logDir);
+  const training = await startTrainingStack();
+  const { client, store } = training;
+  const stack = new CrashableStack(training.servers, training.workers, training.logDir);
   try {
     const run = async (name: string) => {
       const runId = `fi-${process.pid}-${name}`;
@@ -82,10 +73,7 @@ async function main(): Promise<void> {
     console.log(`trials ${trials}, kills survived ${killsSurvived}, identical final checkpoints ${equal}/${trials}`);
     if (equal !== trials) process.exitCode = 1;
   } finally {
-    await workers.stop(5);
-    await client.connection.close();
-    await servers.stop();
-    rmSync(logDir, { recursive: true, force: true });
+    await training.stop();
   }
 }
 

@@ -13,25 +13,16 @@
  * on free ports and its worker processes, and stops them at the end. Exit 1 when a check fails.
  */
 import { execSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ActivityFailure, ApplicationFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { runInputFromFile } from '../src/cli/run_input';
-import { spawnWorkers } from '../src/cli/spawn_workers';
 import type { StarpoRunResult } from '../src/contract';
 import { ENV_FAILURE, TASK_QUEUES, WORKFLOW_TYPE } from '../src/contract';
-import { ObjectStore } from '../src/storage/object_store';
 import { checkpointFingerprint } from '../test/helpers/faults';
 import { poisonOverrides } from '../test/helpers/poison';
-import { startTestServers } from '../test/helpers/servers';
+import { startTrainingStack } from '../test/helpers/stack';
 import { stepMetrics } from './lib/bench_run';
-import '../test/helpers/test_tools';
-
-/** The workers this process spawns load the test tools too (the chaos env of the poisoned run). */
-const PRELOAD = `--require ${join(__dirname, '../test/helpers/worker_preload.js')}`;
-process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} ${PRELOAD}`.trim();
 
 /** The learning rates of the runs, one each. */
 const LEARNING_RATES = ['3.0e-4', '2.0e-4', '1.0e-4', '5.0e-5', '4.0e-4', '1.5e-4'];
@@ -65,11 +56,8 @@ async function main(): Promise<void> {
     throw new Error(`--runs ${values.runs}: allowed: an integer from 2 to ${LEARNING_RATES.length}`);
   const stamp = `${process.pid}`;
   const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-  const logDir = mkdtempSync(join(tmpdir(), 'starpo-many-runs-'));
-  const servers = await startTestServers();
-  const workers = spawnWorkers(['control', 'rollout', 'rollout', 'update'], servers.endpoints, logDir);
-  const client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
-  const store = new ObjectStore(servers.endpoints.s3);
+  const stack = await startTrainingStack(['control', 'rollout', 'rollout', 'update']);
+  const { client, store } = stack;
   const overridesOf = (k: number) => [`max_steps=${steps}`, 'eval_steps=0', `actor_train.training_args.learning_rate=${LEARNING_RATES[k]}`];
   const names = Array.from({ length: runs }, (_, k) => `lr${LEARNING_RATES[k]}`);
 
@@ -178,10 +166,7 @@ async function main(): Promise<void> {
     console.log(`uptime: ${execSync('uptime').toString().trim()}`);
     if (!ok) process.exitCode = 1;
   } finally {
-    await workers.stop(5);
-    await client.connection.close();
-    await servers.stop();
-    rmSync(logDir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { spawnWorkers, type WorkerProcesses } from '../../src/cli/spawn_workers';
+import type { Role } from '../../src/contract';
 import { ObjectStore } from '../../src/storage/object_store';
 import { startTestServers, type TestServers } from './servers';
 import './test_tools';
@@ -20,7 +21,7 @@ import './test_tools';
 const PRELOAD = `--require ${join(__dirname, 'worker_preload.js')}`;
 if (!(process.env.NODE_OPTIONS ?? '').includes(PRELOAD)) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} ${PRELOAD}`.trim();
 
-/** What a test file gets; valid inside tests (after `before` ran). */
+/** What a test file or a bench gets; valid inside tests (after `before` ran). */
 export interface TrainingStack {
   servers: TestServers;
   workers: WorkerProcesses;
@@ -30,20 +31,39 @@ export interface TrainingStack {
   logDir: string;
 }
 
+/** A new folder for the workers' logs. */
+const newLogDir = () => mkdtempSync(join(tmpdir(), 'starpo-workers-'));
+
+/**
+ * Starts the servers, one worker process per entry of `roles` (logging into `logDir`), a client and the store.
+ * @returns the stack and `stop`, which ends all of it and removes the worker logs
+ */
+export async function startTrainingStack(
+  roles: readonly Role[] = ['control', 'rollout', 'update'],
+  logDir = newLogDir(),
+): Promise<TrainingStack & { stop: () => Promise<void> }> {
+  const servers = await startTestServers();
+  const workers = spawnWorkers([...roles], servers.endpoints, logDir);
+  const client = new Client({ connection: await Connection.connect({ address: servers.endpoints.temporalAddress }) });
+  const store = new ObjectStore(servers.endpoints.s3);
+  const stop = async () => {
+    await workers.stop(5);
+    await client.connection.close();
+    await servers.stop();
+    rmSync(logDir, { recursive: true, force: true });
+  };
+  return { servers, workers, client, store, logDir, stop };
+}
+
 /** Starts the stack before the file's tests and stops it after them. */
 export function useTrainingStack(): TrainingStack {
-  const stack = { logDir: mkdtempSync(join(tmpdir(), 'starpo-workers-')) } as TrainingStack;
+  // The log folder exists at once: test files name files in it before their tests start.
+  const stack = { logDir: newLogDir() } as TrainingStack & { stop?: () => Promise<void> };
   before(async () => {
-    stack.servers = await startTestServers();
-    stack.workers = spawnWorkers(['control', 'rollout', 'update'], stack.servers.endpoints, stack.logDir);
-    stack.client = new Client({ connection: await Connection.connect({ address: stack.servers.endpoints.temporalAddress }) });
-    stack.store = new ObjectStore(stack.servers.endpoints.s3);
+    Object.assign(stack, await startTrainingStack(undefined, stack.logDir));
   });
   after(async () => {
-    await stack.workers?.stop(5);
-    await stack.client?.connection.close();
-    await stack.servers?.stop();
-    rmSync(stack.logDir, { recursive: true, force: true });
+    await stack.stop?.();
   });
   return stack;
 }
