@@ -5,7 +5,6 @@ import { tinyPreset } from '../../../src/model/config';
 import { generate } from '../../../src/model/generate';
 import { tokenLogProbs } from '../../../src/model/logprobs';
 import { Qwen2 } from '../../../src/model/qwen2';
-import { sampleToken } from '../../../src/model/sampling';
 import { Rng } from '../../../src/util/rng';
 import { initTestBackend } from '../../helpers/backend';
 
@@ -91,17 +90,4 @@ test('no tensor leaks across generate calls', () => {
   run();
   assert.equal(tf.memory().numTensors, n);
   m.dispose();
-});
-
-test('sampleToken: greedy, top-k = 1, top-p keeps the nucleus; logprob is the raw one', () => {
-  const logits = [Math.log(0.5), Math.log(0.3), Math.log(0.2)];
-  const rng = new Rng(1);
-  assert.equal(sampleToken(logits, 0, 3, { doSample: false }, undefined).token, 0);
-  for (let i = 0; i < 20; i++) assert.equal(sampleToken(logits, 0, 3, { topK: 1 }, rng).token, 0);
-  // top_p = 0.6: 0.5 < 0.6 so token 1 is also kept; token 2 (mass before 0.8 >= 0.6) is dropped.
-  const seen = new Set<number>();
-  for (let i = 0; i < 200; i++) seen.add(sampleToken(logits, 0, 3, { topP: 0.6 }, rng).token);
-  assert.deepEqual([...seen].sort(), [0, 1]);
-  const r = sampleToken(logits, 0, 3, { topP: 0.6, temperature: 0.5 }, rng);
-  assert.ok(Math.abs(r.logprob - Math.log([0.5, 0.3, 0.2][r.token])) < 1e-9);
 });
