@@ -8,7 +8,6 @@ import type { Qwen2 } from './qwen2';
 /**
  * Shifted token log-probs and entropies.
  * index t of the outputs = log p(ids[t+1] | ids[<= t]) and the entropy of the distribution at t.
- * The target is picked with a one-hot product (no gather, whose gradient is missing on wasm).
  * Values at positions whose target is padding are finite but meaningless: the caller multiplies by its mask.
  * @param ids int32 [B, L], right-padded
  * @param attentionMask [B, L] of 1 (real) / 0 (pad)
@@ -28,15 +27,45 @@ export function tokenLogProbs(
   const V = model.config.vocab_size;
   const logits = model.forward(ids, attentionMask);
   const out = tf.tidy(() => {
-    const lg = tf.slice(logits, [0, 0, 0], [B, L - 1, V]);
-    const lsm = tf.logSoftmax(lg, -1);
-    const targets = tf.slice(ids, [0, 1], [B, L - 1]);
-    // NB: oneHot with dtype 'float32' returns all zeros on the wasm backend (tfjs 4.22); build int32 and cast.
-    const oh = tf.cast(tf.oneHot(tf.cast(targets, 'int32'), V), 'float32');
-    const logp = tf.sum(tf.mul(lsm, oh), -1) as tf.Tensor2D;
-    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(lsm), lsm), -1)) as tf.Tensor2D;
-    return withLogSoftmax ? { logp, entropy, logSoftmax: lsm as tf.Tensor3D } : { logp, entropy };
+    // Every position's next token; the last position has none (0 stands in, its outputs are cut off below).
+    const targets = tf.concat([tf.slice(tf.cast(ids, 'int32'), [0, 1], [B, L - 1]), tf.zeros([B, 1], 'int32')], 1);
+    const both = logProbAndEntropy(tf.reshape(logits, [B * L, V]), tf.reshape(targets, [B * L]));
+    const [logp, entropy] = tf.unstack(tf.slice(tf.reshape(both, [B, L, 2]), [0, 0, 0], [B, L - 1, 2]), 2) as tf.Tensor2D[];
+    if (!withLogSoftmax) return { logp, entropy };
+    const logSoftmax = tf.logSoftmax(tf.slice(logits, [0, 0, 0], [B, L - 1, V]), -1) as tf.Tensor3D;
+    return { logp, entropy, logSoftmax };
   });
   logits.dispose();
   return out;
+}
+
+/**
+ * log_softmax(logits)[n, targets[n]] and the entropy of row n, as float32 [N, 2], with the gradient w.r.t. the
+ * logits in closed form: for a row with probabilities p and log-probs s = log p, d logp = onehot(target) - p and
+ * d entropy = -p (s + entropy). So no [N, V] one-hot is built, and the backward pass keeps only p and s where
+ * autograd through log_softmax, a one-hot product and p * s kept five [N, V] tensors.
+ * @param logits float32 [N, V]; targets int32 [N] in [0, V) (not an input of the custom gradient: it would cast them to float)
+ */
+export function logProbAndEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor2D {
+  const [N, V] = logits.shape;
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const save = args[1] as tf.GradSaveFunc;
+    const rows = tf.range(0, N, 1, 'int32');
+    const logSoftmax = tf.logSoftmax(args[0] as tf.Tensor2D, -1);
+    const p = tf.exp(logSoftmax);
+    const entropy = tf.neg(tf.sum(tf.mul(p, logSoftmax), -1));
+    const logp = tf.gather(tf.reshape(logSoftmax, [N * V]), tf.add(tf.mul(rows, tf.scalar(V, 'int32')), targets));
+    save([p, logSoftmax, entropy, tf.stack([rows, targets], 1)]);
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+      const [ps, ss, hs, targetAt] = saved;
+      const dx = tf.tidy(() => {
+        const [dLogp, dEntropy] = tf.unstack(dy, 1);
+        const scale = tf.add(tf.expandDims(dLogp, 1), tf.mul(tf.expandDims(dEntropy, 1), tf.add(ss, tf.expandDims(hs, 1))));
+        return tf.sub(tf.scatterND(targetAt, dLogp, [N, V]), tf.mul(ps, scale));
+      });
+      return [dx];
+    };
+    return { value: tf.stack([logp, entropy], 1) as tf.Tensor2D, gradFunc };
+  });
+  return f(logits) as tf.Tensor2D;
 }
