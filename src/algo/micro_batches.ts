@@ -84,10 +84,12 @@ export async function noGradPass(opts: {
     );
     tf.tidy(() => {
       if (wantOld) {
-        const actor = tokenLogProbs(opts.actor, batch.ids, batch.attentionMask, full && !!opts.reference);
+        // Only the response positions are kept (scatterRows): the vocabulary work runs there, unless the full KL needs every position.
+        const at = tf.tensor2d(batch.mask);
+        const actor = tokenLogProbs(opts.actor, batch.ids, batch.attentionMask, { withLogSoftmax: full && !!opts.reference, at });
         scatterRows(out.oldLogp!, idx, actor.logp, batch.mask);
         if (opts.reference) {
-          const ref = tokenLogProbs(opts.reference, batch.ids, batch.attentionMask, full);
+          const ref = tokenLogProbs(opts.reference, batch.ids, batch.attentionMask, { withLogSoftmax: full, at });
           scatterRows(out.refLogp!, idx, ref.logp, batch.mask);
           const kl = full
             ? klFull(actor.logSoftmax as tf.Tensor3D, ref.logSoftmax as tf.Tensor3D)

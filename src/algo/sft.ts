@@ -51,9 +51,9 @@ export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; loss
         idx.map((i) => o.trajectories[i]),
         o.padId,
       );
-      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask);
-      entropy.dispose();
       const mask = tf.tensor2d(batch.mask);
+      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, { at: mask });
+      entropy.dispose();
       const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
       batch.ids.dispose();
       batch.attentionMask.dispose();

@@ -292,7 +292,8 @@ export function actorLossFns(
   );
   const mode = config.loss_agg_mode;
   return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
-    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask);
+    // Every term of the loss and its stats is masked by the response mask: the vocabulary work runs only there.
+    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, { at: mask });
     const old = rows.oldLogp ? pick(rows.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
     const pg = ppoLoss(
       { logp, oldLogp: old, advantages: pick(rows.advantages), mask },

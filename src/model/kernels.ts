@@ -233,6 +233,25 @@ export function embedLookup(w: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
   return f(w) as tf.Tensor2D;
 }
 
+/**
+ * Rows `rows` of x [N, E] as float32 [M, E], differentiable w.r.t. x: tf.gather where the backend has its
+ * gradient (UnsortedSegmentSum), else a gather whose gradient scatters dy back into [N, E] (scatterND sums
+ * repeated rows, as the gradient must).
+ */
+export function gatherRows(x: tf.Tensor2D, rows: readonly number[]): tf.Tensor2D {
+  const index = tf.tensor1d(rows as number[], 'int32');
+  if (hasKernel('UnsortedSegmentSum')) return tf.gather(x, index);
+  const [N, E] = x.shape;
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    (args[1] as tf.GradSaveFunc)([tf.reshape(index, [rows.length, 1])]);
+    return {
+      value: tf.gather(args[0] as tf.Tensor2D, index) as tf.Tensor2D,
+      gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => tf.scatterND(saved[0], dy, [N, E]),
+    };
+  });
+  return f(x) as tf.Tensor2D;
+}
+
 const rotCache = new Map<number, { r: tf.Tensor2D; rT: tf.Tensor2D }>();
 
 /**

@@ -5,25 +5,39 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Qwen2 } from './qwen2';
 
+/** Options of `tokenLogProbs`. */
+export interface TokenLogProbsOptions {
+  /** Also return the whole shifted log-softmax (for the "full" KL estimator, docs/configs.md). */
+  withLogSoftmax?: boolean;
+  /**
+   * [B, L-1] of 1 where the outputs are used (the shifted response mask), 0 elsewhere: lm_head and the
+   * vocabulary work run only there, and the outputs are 0 elsewhere. Ignored with withLogSoftmax.
+   */
+  at?: tf.Tensor2D;
+}
+
 /**
  * Shifted token log-probs and entropies.
  * index t of the outputs = log p(ids[t+1] | ids[<= t]) and the entropy of the distribution at t.
  * Values at positions whose target is padding are finite but meaningless: the caller multiplies by its mask.
  * @param ids int32 [B, L], right-padded
  * @param attentionMask [B, L] of 1 (real) / 0 (pad)
- * @param withLogSoftmax also return the whole shifted log-softmax (for the "full" KL estimator, docs/configs.md)
  * @returns logp float32 [B, L-1] (natural log, nats), entropy float32 [B, L-1] (nats), and with
  *   withLogSoftmax logSoftmax float32 [B, L-1, V]; caller disposes.
- * @throws RangeError when L < 2.
+ * @throws RangeError when L < 2 or `at` is not [B, L-1].
  */
 export function tokenLogProbs(
   model: Qwen2,
   ids: tf.Tensor2D,
   attentionMask: tf.Tensor2D,
-  withLogSoftmax = false,
+  opts: TokenLogProbsOptions = {},
 ): { logp: tf.Tensor2D; entropy: tf.Tensor2D; logSoftmax?: tf.Tensor3D } {
   const [B, L] = ids.shape;
   if (L < 2) throw new RangeError(`tokenLogProbs: sequence length L = ${L}, need >= 2`);
+  if (opts.at && (opts.at.shape[0] !== B || opts.at.shape[1] !== L - 1))
+    throw new RangeError(`tokenLogProbs: at has shape [${opts.at.shape}], expected [${B}, ${L - 1}]`);
+  const used = opts.at && !opts.withLogSoftmax ? usedPositions(ids, opts.at) : null;
+  if (used && used.rows.length > 0) return atPositions(model, ids, attentionMask, used);
   const V = model.config.vocab_size;
   const logits = model.forward(ids, attentionMask);
   const out = tf.tidy(() => {
@@ -31,12 +45,74 @@ export function tokenLogProbs(
     const targets = tf.concat([tf.slice(tf.cast(ids, 'int32'), [0, 1], [B, L - 1]), tf.zeros([B, 1], 'int32')], 1);
     const both = logProbAndEntropy(tf.reshape(logits, [B * L, V]), tf.reshape(targets, [B * L]));
     const [logp, entropy] = tf.unstack(tf.slice(tf.reshape(both, [B, L, 2]), [0, 0, 0], [B, L - 1, 2]), 2) as tf.Tensor2D[];
-    if (!withLogSoftmax) return { logp, entropy };
+    if (!opts.withLogSoftmax) return { logp, entropy };
     const logSoftmax = tf.logSoftmax(tf.slice(logits, [0, 0, 0], [B, L - 1, V]), -1) as tf.Tensor3D;
     return { logp, entropy, logSoftmax };
   });
   logits.dispose();
   return out;
+}
+
+/** The used positions of a batch: rows b * L + t of the model's output, b * (L-1) + t of ours, and their targets. */
+interface UsedPositions {
+  rows: number[];
+  outRows: number[];
+  targets: number[];
+}
+
+function usedPositions(ids: tf.Tensor2D, at: tf.Tensor2D): UsedPositions {
+  const [B, L] = ids.shape;
+  const idData = ids.dataSync();
+  const atData = at.dataSync();
+  const used: UsedPositions = { rows: [], outRows: [], targets: [] };
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < L - 1; t++) {
+      if (atData[b * (L - 1) + t] === 0) continue;
+      used.rows.push(b * L + t);
+      used.outRows.push(b * (L - 1) + t);
+      used.targets.push(idData[b * L + t + 1]);
+    }
+  }
+  return used;
+}
+
+/** tokenLogProbs computed at the used positions only, zeros elsewhere. */
+function atPositions(
+  model: Qwen2,
+  ids: tf.Tensor2D,
+  attentionMask: tf.Tensor2D,
+  used: UsedPositions,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
+  const [B, L] = ids.shape;
+  const logits = model.logitsAt(ids, attentionMask, used.rows);
+  const out = tf.tidy(() => {
+    const both = logProbAndEntropy(logits, tf.tensor1d(used.targets, 'int32'));
+    const spread = spreadRows(both, used.outRows, B * (L - 1));
+    return {
+      logp: tf.reshape(tf.slice(spread, [0, 0], [-1, 1]), [B, L - 1]) as tf.Tensor2D,
+      entropy: tf.reshape(tf.slice(spread, [0, 1], [-1, 1]), [B, L - 1]) as tf.Tensor2D,
+    };
+  });
+  logits.dispose();
+  return out;
+}
+
+/**
+ * values [M, C] placed at rows `rows` of an [N, C] tensor of zeros, differentiable (the gradient gathers those
+ * rows back); scatterND has no gradient of its own in tfjs.
+ */
+function spreadRows(values: tf.Tensor2D, rows: number[], N: number): tf.Tensor2D {
+  const [M, C] = values.shape;
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const index = tf.tensor2d(rows, [M, 1], 'int32');
+    const save = args[1] as tf.GradSaveFunc;
+    save([index]);
+    return {
+      value: tf.scatterND(index, args[0] as tf.Tensor2D, [N, C]) as tf.Tensor2D,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.gatherND(dy, saved[0]),
+    };
+  });
+  return f(values) as tf.Tensor2D;
 }
 
 /**

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { type AttentionMask, causalMask, disposeMask } from './attention_mask';
 import { activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
-import { bmm, embedLookup, linear, rotateHalf, WeightTransposes } from './kernels';
+import { bmm, embedLookup, gatherRows, linear, rotateHalf, WeightTransposes } from './kernels';
 
 // ---------------------------------------------------------------------------------------------------------
 // RMSNorm (Zhang & Sennrich 2019; HF Qwen2RMSNorm)
@@ -234,6 +234,21 @@ export class Qwen2 {
     });
   }
 
+  /**
+   * The training forward's logits at some positions only, float32 [M, V]: `rows` are indices b * L + t into the
+   * B * L positions. Differentiable. lm_head, the largest matmul of a big-vocabulary model, then runs on M rows.
+   */
+  logitsAt(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, rows: readonly number[]): tf.Tensor2D {
+    return this.withTrainingInputs(ids, attentionMask, (inp) =>
+      tf.tidy(() => this.linear(this.finalNorm(gatherRows(this.trunk(inp).x, rows)), this.headName())),
+    );
+  }
+
+  /** The weights lm_head multiplies by: the embedding when tied. */
+  private headName(): string {
+    return this.config.tie_word_embeddings ? 'model.embed_tokens' : 'lm_head';
+  }
+
   /** Positions 0..L-1 and the causal pad-masking bias of right-padded rows, for `forward` and `hiddenStates`. */
   private withTrainingInputs<T>(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, f: (inp: RunInputs) => T): T {
     const [B, L] = ids.shape;
@@ -270,8 +285,7 @@ export class Qwen2 {
         xs = tf.reshape<tf.Rank.R2>(tf.slice(tf.reshape(xs, [B, Lq, E]), [0, Lq - 1, 0], [B, 1, E]), [B, E]);
         rows = 1;
       }
-      const head = cfg.tie_word_embeddings ? 'model.embed_tokens' : 'lm_head';
-      return tf.reshape(this.linear(this.finalNorm(xs), head), [B, rows, cfg.vocab_size]) as tf.Tensor3D;
+      return tf.reshape(this.linear(this.finalNorm(xs), this.headName()), [B, rows, cfg.vocab_size]) as tf.Tensor3D;
     });
     return inp.returnCache ? { logits, cache: newCache } : { logits };
   }

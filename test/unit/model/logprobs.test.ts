@@ -113,3 +113,56 @@ test('tokenLogProbs equals the one-hot formulation: log-probs, entropies and eve
   ]);
   m.dispose();
 });
+
+test('tokenLogProbs at the response positions only: the same values there, zeros elsewhere, the same gradient of a masked loss', () => {
+  const m = Qwen2.random(tinyPreset(101), 22);
+  const rows = [
+    [1, 5, 9, 13, 17, 2, 40],
+    [1, 7, 2, 30, 31, 0, 0],
+  ];
+  const ids = tf.tensor2d(rows, [2, 7], 'int32');
+  const mask = tf.tensor2d(
+    rows.map((r, b) => r.map((_, t) => (b === 1 && t > 4 ? 0 : 1))),
+    [2, 7],
+  );
+  const at = tf.tensor2d(
+    [
+      [0, 0, 1, 1, 0, 1],
+      [0, 1, 1, 1, 0, 0],
+    ],
+    [2, 6],
+  );
+  const loss = (opts: { at?: tf.Tensor2D }) => () => {
+    const { logp, entropy } = tokenLogProbs(m, ids, mask, opts);
+    return tf.sum(tf.mul(tf.sub(logp, tf.mul(entropy, 0.1)), at)) as tf.Scalar;
+  };
+  const vars = [...m.trainableVariables().values()];
+  const got = tf.variableGrads(loss({ at }), vars);
+  const want = tf.variableGrads(loss({}), vars);
+  assert.ok(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0]) < 1e-5);
+  for (const v of vars) {
+    const scale = Math.max(1e-3, ...Array.from(want.grads[v.name].dataSync(), Math.abs));
+    const d = maxDiff(got.grads[v.name].dataSync(), want.grads[v.name].dataSync());
+    assert.ok(d / scale < 1e-4, `${v.name}: gradient differs by ${d} (largest entry ${scale})`);
+  }
+  const some = tokenLogProbs(m, ids, mask, { at });
+  const all = tokenLogProbs(m, ids, mask);
+  const used = at.dataSync();
+  const [s, a] = [some.logp.dataSync(), all.logp.dataSync()];
+  used.forEach((u, i) => assert.ok(u === 1 ? Math.abs(s[i] - a[i]) < 1e-5 : s[i] === 0, `position ${i}: ${s[i]} vs ${a[i]}`));
+  assert.throws(() => tokenLogProbs(m, ids, mask, { at: mask }), /at has shape \[2,7\], expected \[2, 6\]/);
+  tf.dispose([
+    ids,
+    mask,
+    at,
+    got.value,
+    want.value,
+    some.logp,
+    some.entropy,
+    all.logp,
+    all.entropy,
+    ...Object.values(got.grads),
+    ...Object.values(want.grads),
+  ]);
+  m.dispose();
+});
