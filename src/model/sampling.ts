@@ -42,19 +42,19 @@ export function sampleToken(
   opts: SamplingOptions,
   rng: Rng | undefined,
 ): { token: number; logprob: number } {
-  const lse = logSumExp(logits, off, V);
   const temperature = opts.temperature ?? 1;
   const topP = opts.topP ?? 1;
   const topK = opts.topK ?? 0;
   if (!(topP > 0 && topP <= 1)) throw new RangeError(`sampleToken: topP = ${topP} is invalid; allowed: (0, 1]`);
   if (!(topK >= 0)) throw new RangeError(`sampleToken: topK = ${topK} is invalid; allowed: an integer >= 0`);
-  let token: number;
-  if (opts.doSample === false || temperature <= 0) token = argmax(logits, off, V);
-  else {
-    if (!rng) throw new Error('sampleToken: doSample needs an Rng for the row');
-    token = sampleRanked(new Ranking(logits, off, V, temperature), topK, topP, rng);
+  if (opts.doSample === false || temperature <= 0) {
+    const token = argmax(logits, off, V);
+    return { token, logprob: logits[off + token] - logSumExp(logits, off, V) };
   }
-  return { token, logprob: logits[off + token] - lse };
+  if (!rng) throw new Error('sampleToken: doSample needs an Rng for the row');
+  const ranking = new Ranking(logits, off, V, temperature);
+  const token = sampleRanked(ranking, topK, topP, rng);
+  return { token, logprob: logits[off + token] - ranking.logSumExp };
 }
 
 /** The first id of the largest logit. */
@@ -107,6 +107,8 @@ class Ranking {
   private readonly l: Float64Array;
   private readonly maxLogit: number;
   private readonly minLogit: number;
+  /** log-sum-exp of the row's raw logits (temperature 1), equal to logSumExp's. */
+  readonly logSumExp: number;
 
   constructor(
     logits: ArrayLike<number>,
@@ -126,14 +128,18 @@ class Ranking {
     this.maxLogit = logits[off + argmax(logits, off, V)];
     const m = this.maxLogit / temperature;
     let min = Infinity;
+    let sum = 0;
     for (let i = 0; i < V; i++) {
       const x = logits[off + i];
       this.ids[i] = i;
       this.l[i] = x;
       this.w[i] = Math.exp(x / temperature - m);
+      // The raw distribution's normaliser, summed as logSumExp sums it (at temperature 1 the weights are its terms).
+      sum += temperature === 1 ? this.w[i] : Math.exp(x - this.maxLogit);
       if (x < min) min = x;
     }
     this.minLogit = min;
+    this.logSumExp = this.maxLogit + Math.log(sum);
   }
 
   /** Whether id a ranks before id b. */

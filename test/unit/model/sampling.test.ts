@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type SamplingOptions, sampleToken } from '../../../src/model/sampling';
+import { logSumExp, type SamplingOptions, sampleToken } from '../../../src/model/sampling';
 import { Rng } from '../../../src/util/rng';
 import { referenceSample } from '../../helpers/reference_sampler';
 
@@ -86,4 +86,15 @@ test('sampleToken: greedy, top-k = 1, top-p keeps the nucleus; logprob is the ra
 test('sampleToken refuses top_p outside (0, 1] and a negative top_k, naming the value and what is allowed', () => {
   assert.throws(() => sampleToken([0, 1], 0, 2, { topP: 0 }, new Rng(1)), /topP = 0 is invalid; allowed: \(0, 1\]/);
   assert.throws(() => sampleToken([0, 1], 0, 2, { topK: -1 }, new Rng(1)), /topK = -1 is invalid; allowed: an integer >= 0/);
+});
+
+test('sampleToken: the log-prob of the sampled token is its raw log-softmax, whatever the temperature', () => {
+  const gen = new Rng(3, 'lse');
+  const logits = row(500, 2, 7, gen);
+  for (const temperature of [1, 0.6, 1.4]) {
+    for (let d = 0; d < 5; d++) {
+      const { token, logprob } = sampleToken(logits, 0, 500, { temperature }, new Rng(temperature, d));
+      assert.equal(logprob, logits[token] - logSumExp(logits, 0, 500));
+    }
+  }
 });
