@@ -6,7 +6,7 @@
  * here. It lives at the algo level because it calls ppoUpdate.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { RunConfig, Trajectory } from '../contract';
+import type { RunConfig, Trajectory, TrajectoryScoresFile } from '../contract';
 import { type Qwen2Config, validateQwen2Config } from '../model/config';
 import { generate } from '../model/generate';
 import type { Qwen2 } from '../model/qwen2';
@@ -126,14 +126,15 @@ export type UpdateParts = Record<(typeof UPDATE_PARTS)[number], number>;
  * Runs one update (pipeline step 0) on `model` in place and times it: optimizers as the update activity
  * makes them (AdamW with the training_args' betas and weight decay) at the constant learning_rate, a critic
  * from the policy when adv_estimator is gae, the model itself as the frozen reference when a KL term needs one.
- * @returns the time and the tokens of all trajectories, and the seconds of its parts (ppoUpdate's time/update/* metrics)
+ * @returns the time and the tokens of all trajectories, the seconds of its parts (ppoUpdate's time/update/* metrics),
+ *   and ppoUpdate's metrics and trajectory scores
  */
 export async function timeUpdate(opts: {
   model: Qwen2;
   config: RunConfig;
   trajectories: Trajectory[];
   padId: number;
-}): Promise<Timed & { parts: UpdateParts }> {
+}): Promise<Timed & { parts: UpdateParts; metrics: Record<string, number>; scores: TrajectoryScoresFile }> {
   const { config, model } = opts;
   const adamW = (a: RunConfig['critic']['training_args']) =>
     new AdamW({ betas: [a.adam_beta1, a.adam_beta2], eps: 1e-8, weightDecay: a.weight_decay });
@@ -141,7 +142,7 @@ export async function timeUpdate(opts: {
   const actorArgs = config.actor_train.training_args;
   try {
     const started = performance.now();
-    const { metrics } = await ppoUpdate({
+    const { metrics, scores } = await ppoUpdate({
       actor: { model, optimizer: adamW(actorArgs), lr: () => actorArgs.learning_rate },
       critic: critic
         ? { model: critic, optimizer: adamW(config.critic.training_args), lr: () => config.critic.training_args.learning_rate }
@@ -161,6 +162,8 @@ export async function timeUpdate(opts: {
         opts.trajectories.reduce((s, t) => s + t.inputIds.length, 0),
       ),
       parts,
+      metrics,
+      scores,
     };
   } finally {
     critic?.dispose();

@@ -1,0 +1,337 @@
+/**
+ * starpo against PyTorch on this machine: one update (forward, backward, AdamW through starpo's own ppoUpdate)
+ * and one generation batch (starpo's generate with a KV cache and host sampling) at three Qwen2 sizes, each
+ * against transformers' Qwen2ForCausalLM (float32, 2 threads; bench/vs_pytorch.py) on the same weights,
+ * trajectories and contexts. Rounds are interleaved (every cell once, then again); every cell is its own process,
+ * so each figure has its own peak RSS, printed with the load average around it. The update's gradient norms are
+ * printed side by side: they agree when both sides do the same work.
+ *
+ *   node --import tsx bench/vs_pytorch.ts [--rounds 3] [--sizes tiny,h256,slice] [--jobs update,generation]
+ *     [--backend tensorflow] [--profile]
+ *
+ * Sizes: tiny = the quickstart's model (105k parameters) on 64 quickstart trajectories; h256 = hidden 256, 4
+ * layers (3.2M) on the same; slice = 2 of Qwen2.5-0.5B's 24 layers with its 151,936-id vocabulary on 16 random
+ * trajectories of 128 tokens. Generation: 64 rows, prompts of ~200 tokens (the quickstart trajectories' opening,
+ * random ids for the slice), 30 new tokens, the quickstart's train sampling settings.
+ * The PyTorch side runs in a Python venv with the pins of test/fixtures/hf/requirements.txt
+ * (~/.cache/starpo/hf-venv, made on first use from PyPI); without python3 it is skipped, saying so.
+ * --profile adds each side's 15 costliest ops (tf.profile kernels / torch.profiler) from one extra round.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import * as tf from '@tensorflow/tfjs';
+import {
+  atLength,
+  batchOverrides,
+  groupSizeFor,
+  peakRssBytes,
+  qwen25HalfBShape,
+  randomContexts,
+  randomTrajectories,
+  timeGeneration,
+  timeUpdate,
+} from '../src/algo/throughput';
+import type { RunConfig, Trajectory } from '../src/contract';
+import { initBackend } from '../src/model/backend';
+import { type Qwen2Config, tinyPreset } from '../src/model/config';
+import { decodeSafetensors } from '../src/model/hf/safetensors';
+import { modelFromTensors, modelToSafetensors } from '../src/model/hf/weights';
+import { Qwen2 } from '../src/model/qwen2';
+import { charTokenizer } from '../src/model/tokenizer';
+import { loadConfigFile } from '../src/preflight/load';
+import { warmupDemonstrations } from '../src/rollout/demonstrations';
+import { generatingArgsOf } from '../src/rollout/plan';
+import { Rng } from '../src/util/rng';
+
+const QUICKSTART = 'configs/frozen_lake_solver.yaml';
+const SIZES = ['tiny', 'h256', 'slice'] as const;
+const JOBS = ['update', 'generation'] as const;
+type Size = (typeof SIZES)[number];
+type Job = (typeof JOBS)[number];
+const ROWS = 64;
+const PROMPT = 200;
+const NEW_TOKENS = 30;
+const VENV = join(homedir(), '.cache/starpo/hf-venv');
+const REQUIREMENTS = join(__dirname, '../test/fixtures/hf/requirements.txt');
+
+/** What both sides read from a size's folder (workload.json). */
+interface Workload {
+  trajectories: Array<Pick<Trajectory, 'trajId' | 'inputIds' | 'responseMask'>>;
+  contexts: number[][];
+  newTokens: number;
+  padId: number;
+  microBatch: number;
+  lossAggMode: string;
+  entropyLossCoef: number;
+  lr: number;
+  betas: [number, number];
+  weightDecay: number;
+  maxGradNorm: number;
+  sampling: { temperature: number; top_p: number; top_k: number; do_sample: boolean };
+}
+
+interface CellResult {
+  seconds: number;
+  tokens: number;
+  peakRssBytes: number;
+  gradNorm?: number;
+  ops?: Array<{ name: string; calls: number; ms: number }>;
+  opCalls?: number;
+  error?: string;
+  load?: [number, number];
+}
+
+/** The model shape, run config, trajectories and contexts of a size, made the same way every time. */
+async function sizeSetup(
+  size: Size,
+): Promise<{ cfg: Qwen2Config; config: RunConfig; trajectories: Trajectory[]; contexts: number[][]; padId: number }> {
+  if (size === 'slice') {
+    const s = { batch: 16, microBatch: 16, length: 128 };
+    const cfg = qwen25HalfBShape(2);
+    return {
+      cfg,
+      config: atLength(loadConfigFile(QUICKSTART, batchOverrides(s)).config, s.length),
+      trajectories: randomTrajectories({
+        count: s.batch,
+        length: s.length,
+        vocab: cfg.vocab_size,
+        groupSize: groupSizeFor(s.batch),
+        seed: 1,
+      }),
+      contexts: randomContexts({ rows: ROWS, prompt: PROMPT, vocab: cfg.vocab_size, seed: 1 }),
+      padId: 0,
+    };
+  }
+  const { config } = loadConfigFile(QUICKSTART);
+  const tokenizer = charTokenizer();
+  const tiny = tinyPreset(tokenizer.vocabSize);
+  const cfg = size === 'tiny' ? tiny : { ...tiny, hidden_size: 256, intermediate_size: 768, num_hidden_layers: 4 };
+  const batch = config.rollout_batch_size;
+  const group = config.train_env_manager.group_size;
+  const { episodes } = await warmupDemonstrations({ ...config, warmup: { ...config.warmup, num_episodes: batch } }, tokenizer);
+  // Solver demonstrations all succeed; spread scores give every group in-group variance, so the advantages are not 0.
+  const rng = new Rng(1, 'vs-pytorch', 'scores');
+  const trajectories = episodes.map((t, i) => ({ ...t, trajGroupId: `FrozenLake_${Math.floor(i / group)}_0_0`, episodeScore: rng.next() }));
+  const contexts = Array.from({ length: ROWS }, (_, i) => {
+    const ids = trajectories[i % trajectories.length].inputIds;
+    return ids.slice(0, Math.min(PROMPT, ids.length));
+  });
+  return { cfg, config, trajectories, contexts, padId: tokenizer.padId };
+}
+
+/** Writes a size's folder once: config.json, model.safetensors (seeded random init) and workload.json. */
+async function prepare(size: Size, dir: string): Promise<void> {
+  if (existsSync(join(dir, 'workload.json'))) return;
+  const { cfg, config, trajectories, contexts, padId } = await sizeSetup(size);
+  const model = Qwen2.random(cfg, 1);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'model.safetensors'), await modelToSafetensors(model));
+  model.dispose();
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      architectures: ['Qwen2ForCausalLM'],
+      hidden_act: 'silu',
+      attention_dropout: 0,
+      use_sliding_window: false,
+      eos_token_id: cfg.vocab_size - 1,
+      ...cfg,
+    }),
+  );
+  const args = config.actor_train.training_args;
+  const gen = generatingArgsOf(config, 'train');
+  const w: Workload = {
+    trajectories: trajectories.map(({ trajId, inputIds, responseMask }) => ({ trajId, inputIds, responseMask })),
+    contexts,
+    newTokens: NEW_TOKENS,
+    padId,
+    microBatch: args.per_device_train_batch_size,
+    lossAggMode: config.loss_agg_mode,
+    entropyLossCoef: config.entropy_loss_coef,
+    lr: args.learning_rate,
+    betas: [args.adam_beta1, args.adam_beta2],
+    weightDecay: args.weight_decay,
+    maxGradNorm: config.max_grad_norm,
+    sampling: { temperature: gen.temperature, top_p: gen.top_p, top_k: gen.top_k, do_sample: gen.do_sample },
+  };
+  writeFileSync(join(dir, 'workload.json'), JSON.stringify(w));
+}
+
+/** One starpo cell, in this process (a child): the job once on the size's weights; the first update writes advantages.json. */
+async function starpoCell(size: Size, job: Job, dir: string, backend: string, profile: boolean): Promise<CellResult> {
+  await initBackend(backend);
+  const { cfg, config, trajectories, contexts, padId } = await sizeSetup(size);
+  const model = modelFromTensors(cfg, decodeSafetensors(readFileSync(join(dir, 'model.safetensors'))).tensors);
+  const run = async (): Promise<CellResult> => {
+    if (job === 'generation') {
+      const t = timeGeneration({ model, config, contexts, newTokens: NEW_TOKENS, seed: 1 });
+      return { seconds: t.seconds, tokens: t.tokens, peakRssBytes: 0 };
+    }
+    const t = await timeUpdate({ model, config, trajectories, padId });
+    const advantages = Object.fromEntries(
+      Object.entries(t.scores.trajectories)
+        .filter(([, s]) => s.kept)
+        .map(([id, s]) => [id, s.advantage]),
+    );
+    if (!existsSync(join(dir, 'advantages.json'))) writeFileSync(join(dir, 'advantages.json'), JSON.stringify(advantages));
+    return { seconds: t.seconds, tokens: t.tokens, peakRssBytes: 0, gradNorm: t.metrics['actor/grad_norm'] };
+  };
+  let result: CellResult;
+  if (profile) {
+    let inner: CellResult | undefined;
+    const info = await tf.profile(async () => {
+      inner = await run();
+    });
+    const byName = new Map<string, { calls: number; ms: number }>();
+    for (const k of info.kernels) {
+      const e = byName.get(k.name) ?? { calls: 0, ms: 0 };
+      e.calls++;
+      e.ms += typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
+      byName.set(k.name, e);
+    }
+    result = {
+      ...inner!,
+      opCalls: info.kernels.length,
+      ops: [...byName]
+        .map(([name, e]) => ({ name, ...e }))
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, 15),
+    };
+  } else result = await run();
+  model.dispose();
+  return { ...result, peakRssBytes: peakRssBytes() };
+}
+
+/** The venv's python, made from PyPI on first use, or null (said why) when there is no python3. */
+function pythonFor(): string | null {
+  const python = join(VENV, 'bin/python');
+  const pins = readFileSync(REQUIREMENTS, 'utf8');
+  const check = "import torch, transformers, safetensors; print(torch.__version__.split('+')[0], transformers.__version__)";
+  const ok = existsSync(python) && spawnSync(python, ['-c', check], { encoding: 'utf8' }).status === 0;
+  if (ok) return python;
+  if (spawnSync('python3', ['--version']).status !== 0) {
+    console.log('no python3 on this host: the PyTorch side is skipped');
+    return null;
+  }
+  console.log(`making the PyTorch venv in ${VENV} from PyPI (${pins.trim().split('\n').join(', ')}); once`);
+  for (const cmd of [
+    ['python3', ['-m', 'venv', VENV]],
+    [join(VENV, 'bin/pip'), ['install', '--quiet', '-r', REQUIREMENTS]],
+  ] as const) {
+    const r = spawnSync(cmd[0], [...cmd[1]], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error(`${cmd[0]} ${cmd[1].join(' ')} failed (exit ${r.status})`);
+  }
+  return python;
+}
+
+/** Runs one cell in a child process; its JSON line, or an error result. */
+function spawnCell(cmd: string, args: string[]): CellResult {
+  const load0 = loadavg()[0];
+  const out = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 2 ** 20 });
+  const line = out.stdout
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
+  const load: [number, number] = [load0, loadavg()[0]];
+  if (line) return { ...(JSON.parse(line) as CellResult), load };
+  const why = (out.stderr ?? '').trim().split('\n').slice(-3).join(' / ');
+  return { seconds: Number.NaN, tokens: 0, peakRssBytes: 0, load, error: `exit ${out.signal ?? out.status}: ${why.slice(0, 300)}` };
+}
+
+const fmt = (x: number | undefined, digits: number) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits));
+const gb = (bytes: number) => (bytes / 2 ** 30).toFixed(1);
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '3' },
+      sizes: { type: 'string', default: SIZES.join(',') },
+      jobs: { type: 'string', default: JOBS.join(',') },
+      backend: { type: 'string', default: 'tensorflow' },
+      profile: { type: 'boolean', default: false },
+      child: { type: 'string' },
+    },
+  });
+  if (values.child) {
+    const [size, job, dir, backend, profile] = JSON.parse(values.child) as [Size, Job, string, string, boolean];
+    console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile)));
+    return;
+  }
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds ${values.rounds}: allowed: an integer >= 1`);
+  const sizes = values.sizes.split(',') as Size[];
+  const jobs = values.jobs.split(',') as Job[];
+  for (const s of sizes) if (!SIZES.includes(s)) throw new Error(`--sizes: ${s} is not one of ${SIZES.join(', ')}`);
+  for (const j of jobs) if (!JOBS.includes(j)) throw new Error(`--jobs: ${j} is not one of ${JOBS.join(', ')}`);
+  const python = pythonFor();
+  const root = mkdtempSync(join(tmpdir(), 'starpo-vs-pytorch-'));
+  try {
+    for (const size of sizes) await prepare(size, join(root, size));
+    const results = new Map<string, CellResult[]>();
+    const add = (key: string, r: CellResult) => results.set(key, [...(results.get(key) ?? []), r]);
+    const starpo = (size: Size, job: Job, profile: boolean) =>
+      spawnCell(process.execPath, [
+        ...process.execArgv,
+        __filename,
+        '--child',
+        JSON.stringify([size, job, join(root, size), values.backend, profile]),
+      ]);
+    const torch = (size: Size, job: Job, profile: boolean) =>
+      spawnCell(python!, [join(__dirname, 'vs_pytorch.py'), join(root, size), job, ...(profile ? ['--profile'] : [])]);
+    for (let r = 0; r < rounds; r++) {
+      for (const size of sizes) {
+        for (const job of jobs) {
+          // starpo first: its first update writes the advantages the PyTorch update uses.
+          add(`${size} ${job} starpo`, starpo(size, job, false));
+          if (python) add(`${size} ${job} pytorch`, torch(size, job, false));
+          process.stderr.write(`round ${r + 1}/${rounds}: ${size} ${job} done\n`);
+        }
+      }
+    }
+    console.log(
+      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
+    );
+    console.log('| job | size | side | seconds (rounds) | tokens/s | peak RSS GB | load | grad norm |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const [key, rs] of results) {
+      const [size, job, side] = key.split(' ');
+      const ok = rs.filter((x) => !x.error);
+      const best = ok.length ? ok.reduce((a, b) => (b.seconds < a.seconds ? b : a)) : undefined;
+      const loads = rs.flatMap((x) => x.load ?? []);
+      const cells = best
+        ? [
+            `${fmt(best.seconds, 2)} (${ok.map((x) => fmt(x.seconds, 2)).join(', ')})`,
+            fmt(best.tokens / best.seconds, 1),
+            gb(Math.max(...ok.map((x) => x.peakRssBytes))),
+            `${fmt(Math.min(...loads), 1)}-${fmt(Math.max(...loads), 1)}`,
+            job === 'update' ? ok.map((x) => fmt(x.gradNorm, 6)).join(', ') : '',
+          ]
+        : [rs[0].error ?? 'failed', '-', '-', '-', ''];
+      console.log(`| ${job} | ${size} | ${side} | ${cells.join(' | ')} |`);
+    }
+    if (values.profile) {
+      for (const size of sizes) {
+        for (const job of jobs) {
+          for (const [side, r] of [['starpo', starpo(size, job, true)], ...(python ? [['pytorch', torch(size, job, true)]] : [])] as Array<
+            [string, CellResult]
+          >) {
+            console.log(`\nprofile: ${size} ${job} ${side}: ${r.opCalls ?? '-'} op calls; costliest ops (self time ms, calls)`);
+            for (const op of r.ops ?? [])
+              console.log(`  ${op.name.padEnd(40)} ${fmt(op.ms, 1).padStart(9)} ${String(op.calls).padStart(7)}`);
+            if (r.error) console.log(`  ${r.error}`);
+          }
+        }
+      }
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.stack : err);
+  process.exit(1);
+});
