@@ -52,7 +52,7 @@ export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; loss
         o.padId,
       );
       const mask = tf.tensor2d(batch.mask);
-      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, { at: mask });
+      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, { at: mask, entropyGradient: false });
       entropy.dispose();
       const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
       batch.ids.dispose();

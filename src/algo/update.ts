@@ -293,7 +293,7 @@ export function actorLossFns(
   const mode = config.loss_agg_mode;
   return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
     // Every term of the loss and its stats is masked by the response mask: the vocabulary work runs only there.
-    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, { at: mask });
+    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, { at: mask, entropyGradient: config.entropy_loss_coef > 0 });
     const old = rows.oldLogp ? pick(rows.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
     const pg = ppoLoss(
       { logp, oldLogp: old, advantages: pick(rows.advantages), mask },

@@ -14,6 +14,11 @@ export interface TokenLogProbsOptions {
    * vocabulary work run only there, and the outputs are 0 elsewhere. Ignored with withLogSoftmax.
    */
   at?: tf.Tensor2D;
+  /**
+   * false when the entropy is only reported, never differentiated (entropy_loss_coef 0): the backward pass then
+   * skips its terms and keeps no log-softmax for them. Default true.
+   */
+  entropyGradient?: boolean;
 }
 
 /**
@@ -37,13 +42,14 @@ export function tokenLogProbs(
   if (opts.at && (opts.at.shape[0] !== B || opts.at.shape[1] !== L - 1))
     throw new RangeError(`tokenLogProbs: at has shape [${opts.at.shape}], expected [${B}, ${L - 1}]`);
   const used = opts.at && !opts.withLogSoftmax ? usedPositions(ids, opts.at) : null;
-  if (used && used.rows.length > 0) return atPositions(model, ids, attentionMask, used);
+  const entropyGradient = opts.entropyGradient ?? true;
+  if (used && used.rows.length > 0) return atPositions(model, ids, attentionMask, used, entropyGradient);
   const V = model.config.vocab_size;
   const logits = model.forward(ids, attentionMask);
   const out = tf.tidy(() => {
     // Every position's next token; the last position has none (0 stands in, its outputs are cut off below).
     const targets = tf.concat([tf.slice(tf.cast(ids, 'int32'), [0, 1], [B, L - 1]), tf.zeros([B, 1], 'int32')], 1);
-    const both = logProbAndEntropy(tf.reshape(logits, [B * L, V]), tf.reshape(targets, [B * L]));
+    const both = logProbAndEntropy(tf.reshape(logits, [B * L, V]), tf.reshape(targets, [B * L]), entropyGradient);
     const [logp, entropy] = tf.unstack(tf.slice(tf.reshape(both, [B, L, 2]), [0, 0, 0], [B, L - 1, 2]), 2) as tf.Tensor2D[];
     if (!opts.withLogSoftmax) return { logp, entropy };
     const logSoftmax = tf.logSoftmax(tf.slice(logits, [0, 0, 0], [B, L - 1, V]), -1) as tf.Tensor3D;
@@ -82,11 +88,12 @@ function atPositions(
   ids: tf.Tensor2D,
   attentionMask: tf.Tensor2D,
   used: UsedPositions,
+  entropyGradient: boolean,
 ): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
   const [B, L] = ids.shape;
   const logits = model.logitsAt(ids, attentionMask, used.rows);
   const out = tf.tidy(() => {
-    const both = logProbAndEntropy(logits, tf.tensor1d(used.targets, 'int32'));
+    const both = logProbAndEntropy(logits, tf.tensor1d(used.targets, 'int32'), entropyGradient);
     const spread = spreadRows(both, used.outRows, B * (L - 1));
     return {
       logp: tf.reshape(tf.slice(spread, [0, 0], [-1, 1]), [B, L - 1]) as tf.Tensor2D,
@@ -121,8 +128,9 @@ function spreadRows(values: tf.Tensor2D, rows: number[], N: number): tf.Tensor2D
  * d entropy = -p (s + entropy). So no [N, V] one-hot is built, and the backward pass keeps only p and s where
  * autograd through log_softmax, a one-hot product and p * s kept five [N, V] tensors.
  * @param logits float32 [N, V]; targets int32 [N] in [0, V) (not an input of the custom gradient: it would cast them to float)
+ * @param entropyGradient false: the entropy column gets no gradient (only p is kept for the backward pass)
  */
-export function logProbAndEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor2D {
+export function logProbAndEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D, entropyGradient = true): tf.Tensor2D {
   const [N, V] = logits.shape;
   const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const save = args[1] as tf.GradSaveFunc;
@@ -131,13 +139,15 @@ export function logProbAndEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf
     const p = tf.exp(logSoftmax);
     const entropy = tf.neg(tf.sum(tf.mul(p, logSoftmax), -1));
     const logp = tf.gather(tf.reshape(logSoftmax, [N * V]), tf.add(tf.mul(rows, tf.scalar(V, 'int32')), targets));
-    save([p, logSoftmax, entropy, tf.stack([rows, targets], 1)]);
+    const targetAt = tf.stack([rows, targets], 1);
+    save(entropyGradient ? [p, targetAt, logSoftmax, entropy] : [p, targetAt]);
     const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-      const [ps, ss, hs, targetAt] = saved;
+      const [ps, at, ss, hs] = saved;
       const dx = tf.tidy(() => {
         const [dLogp, dEntropy] = tf.unstack(dy, 1);
-        const scale = tf.add(tf.expandDims(dLogp, 1), tf.mul(tf.expandDims(dEntropy, 1), tf.add(ss, tf.expandDims(hs, 1))));
-        return tf.sub(tf.scatterND(targetAt, dLogp, [N, V]), tf.mul(ps, scale));
+        let scale = tf.expandDims(dLogp, 1);
+        if (entropyGradient) scale = tf.add(scale, tf.mul(tf.expandDims(dEntropy, 1), tf.add(ss, tf.expandDims(hs, 1))));
+        return tf.sub(tf.scatterND(at, dLogp, [N, V]), tf.mul(ps, scale));
       });
       return [dx];
     };

@@ -166,3 +166,24 @@ test('tokenLogProbs at the response positions only: the same values there, zeros
   ]);
   m.dispose();
 });
+
+test('with entropyGradient false the entropy is the same and the gradient is that of the log-probs alone', () => {
+  const f = JSON.parse(readFileSync('test/fixtures/hf/logprob_entropy.json', 'utf8')) as Fixture;
+  const logits = tf.tensor2d(f.logits, [f.N, f.V]);
+  const targets = tf.tensor1d(f.targets, 'int32');
+  const onlyLogp = tf.tensor2d(
+    f.a.map((a) => [a, 0]),
+    [f.N, 2],
+  );
+  const withEntropy = tf.tensor2d(
+    f.a.map((a, n) => [a, f.b[n]]),
+    [f.N, 2],
+  );
+  const both = logProbAndEntropy(logits, targets, false);
+  assert.ok(maxDiff(tf.unstack(both, 1)[1].dataSync(), f.entropy) < 1e-5);
+  // The entropy's weight is ignored: the gradient equals the full one's with the entropy weighted 0.
+  const without = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(logProbAndEntropy(x as tf.Tensor2D, targets, false), withEntropy)))(logits);
+  const reference = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(logProbAndEntropy(x as tf.Tensor2D, targets), onlyLogp)))(logits);
+  assert.ok(maxDiff(without.dataSync(), reference.dataSync()) < 1e-7);
+  tf.dispose([logits, targets, onlyLogp, withEntropy, both, without, reference]);
+});
