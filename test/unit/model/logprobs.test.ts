@@ -37,6 +37,15 @@ function maxDiff(x: ArrayLike<number>, y: ArrayLike<number>): number {
   return d;
 }
 
+/** Every variable's gradient in `got` equals its gradient in `want` to 1e-4 of the latter's largest entry. */
+function sameGradients(vars: tf.Variable[], got: tf.NamedTensorMap, want: tf.NamedTensorMap): void {
+  for (const v of vars) {
+    const scale = Math.max(1e-3, ...Array.from(want[v.name].dataSync(), Math.abs));
+    const d = maxDiff(got[v.name].dataSync(), want[v.name].dataSync());
+    assert.ok(d / scale < 1e-4, `${v.name}: gradient differs by ${d} (largest entry ${scale})`);
+  }
+}
+
 test('logProbAndEntropy: values and the gradient of a weighted sum equal torch autograd through ROLL formulas', () => {
   const f = JSON.parse(readFileSync('test/fixtures/hf/logprob_entropy.json', 'utf8')) as Fixture;
   const logits = tf.tensor2d(f.logits, [f.N, f.V]);
@@ -93,12 +102,7 @@ test('tokenLogProbs equals the one-hot formulation: log-probs, entropies and eve
   const b = oneHotLogProbs(m, ids, mask);
   assert.ok(maxDiff(a.logp.dataSync(), b.logp.dataSync()) < 1e-5);
   assert.ok(maxDiff(a.entropy.dataSync(), b.entropy.dataSync()) < 1e-5);
-  for (const v of vars) {
-    const g = got.grads[v.name].dataSync();
-    const scale = Math.max(1e-3, ...Array.from(want.grads[v.name].dataSync(), Math.abs));
-    const d = maxDiff(g, want.grads[v.name].dataSync());
-    assert.ok(d / scale < 1e-4, `${v.name}: gradient differs by ${d} (largest entry ${scale})`);
-  }
+  sameGradients(vars, got.grads, want.grads);
   tf.dispose([
     ids,
     mask,
@@ -140,11 +144,7 @@ test('tokenLogProbs at the response positions only: the same values there, zeros
   const got = tf.variableGrads(loss({ at }), vars);
   const want = tf.variableGrads(loss({}), vars);
   assert.ok(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0]) < 1e-5);
-  for (const v of vars) {
-    const scale = Math.max(1e-3, ...Array.from(want.grads[v.name].dataSync(), Math.abs));
-    const d = maxDiff(got.grads[v.name].dataSync(), want.grads[v.name].dataSync());
-    assert.ok(d / scale < 1e-4, `${v.name}: gradient differs by ${d} (largest entry ${scale})`);
-  }
+  sameGradients(vars, got.grads, want.grads);
   const some = tokenLogProbs(m, ids, mask, { at });
   const all = tokenLogProbs(m, ids, mask);
   const used = at.dataSync();
