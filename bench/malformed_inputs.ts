@@ -5,8 +5,9 @@
  * Run: npx tsx bench/malformed_inputs.ts
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { malformedCases } from '../test/helpers/malformed_inputs';
 
 const GNU_TIME = '/usr/bin/time';
@@ -38,8 +39,13 @@ console.log(`load average ${load()}; peak RSS by ${existsSync(GNU_TIME) ? GNU_TI
 console.log(`${'case'.padEnd(48)} exit  wall s  peak RSS MB`);
 // The same command on a valid config: what starting the CLI costs at this load.
 row('(baseline: the valid quickstart config)', measure(['config', 'check', 'configs/frozen_lake.yaml']));
-for (const c of malformedCases()) {
-  if (c.skip) console.log(`${c.name.padEnd(48)} skipped: ${c.skip}`);
-  else row(c.name, measure(c.args));
+const inputs = mkdtempSync(join(tmpdir(), 'starpo-malformed-'));
+try {
+  for (const c of malformedCases(inputs)) {
+    if (c.skip) console.log(`${c.name.padEnd(48)} skipped: ${c.skip}`);
+    else row(c.name, measure(c.args));
+  }
+} finally {
+  rmSync(inputs, { recursive: true, force: true });
 }
 console.log(`load average after ${load()}`);

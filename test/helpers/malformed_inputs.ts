@@ -4,8 +4,7 @@
  * bench/malformed_inputs.ts (wall time and peak memory per case).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface MalformedCase {
@@ -21,9 +20,8 @@ export interface MalformedCase {
 const QUICKSTART = 'configs/frozen_lake.yaml';
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Writes the inputs into a fresh temp folder and returns the cases. */
-export function malformedCases(): MalformedCase[] {
-  const dir = mkdtempSync(join(tmpdir(), 'starpo-malformed-'));
+/** Writes the inputs into `dir` (the caller removes it) and returns the cases. */
+export function malformedCases(dir: string): MalformedCase[] {
   const at = (name: string) => join(dir, name);
   const quickstart = readFileSync(QUICKSTART, 'utf8');
 

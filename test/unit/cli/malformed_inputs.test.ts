@@ -7,10 +7,10 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { malformedCases } from '../../helpers/malformed_inputs';
 
 /** The heap a child may use: far below what reading or expanding any of the inputs would take. */
@@ -29,7 +29,10 @@ function assertRefused(res: ReturnType<typeof starpo>, names: RegExp, what: stri
   assert.doesNotMatch(res.stderr, /(?![\t\n\r])\p{Cc}|\ufffd/u, `${what}: unprintable characters in the message`);
 }
 
-for (const c of malformedCases()) {
+const inputs = mkdtempSync(join(tmpdir(), 'starpo-malformed-'));
+after(() => rmSync(inputs, { recursive: true, force: true }));
+
+for (const c of malformedCases(inputs)) {
   test(`malformed input: ${c.name} -> exit 2, named, no stack trace`, { skip: c.skip }, () => {
     assertRefused(starpo(c.args), c.names, c.name);
   });
@@ -66,4 +69,5 @@ test('every command that takes a file or folder refuses a folder or a missing pa
   }
   assert.deepEqual(readdirSync(dir).sort(), ['a-folder', 'plain'], 'nothing written');
   assert.deepEqual(readdirSync(folder), []);
+  rmSync(dir, { recursive: true });
 });
