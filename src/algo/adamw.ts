@@ -136,8 +136,11 @@ export class AdamW {
       const mOld = this.m.get(name);
       const vOld = this.v.get(name);
       const [mNew, vNew, pNew] = tf.tidy(() => {
-        const m = tf.add(tf.mul(mOld ?? tf.zerosLike(g), this.beta1), tf.mul(g, 1 - this.beta1));
-        const v = tf.add(tf.mul(vOld ?? tf.zerosLike(g), this.beta2), tf.mul(tf.square(g), 1 - this.beta2));
+        // A parameter's first step starts from zero moments: b * 0 + x is exactly x, so the zeros are skipped.
+        const gTerm = tf.mul(g, 1 - this.beta1);
+        const g2Term = tf.mul(tf.square(g), 1 - this.beta2);
+        const m = mOld ? tf.add(tf.mul(mOld, this.beta1), gTerm) : gTerm;
+        const v = vOld ? tf.add(tf.mul(vOld, this.beta2), g2Term) : g2Term;
         const decay = this.weightDecay > 0 && this.decayFilter(name) ? 1 - lr * this.weightDecay : 1;
         const base = decay === 1 ? p : tf.mul(p, decay);
         const denom = tf.add(tf.div(tf.sqrt(v), Math.sqrt(bc2)), this.eps);

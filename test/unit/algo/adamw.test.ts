@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW, clipByGlobalNorm, type LrSchedule, lrAt } from '../../../src/algo/adamw';
@@ -39,6 +40,37 @@ test('AdamW steps match a hand-computed update on a 2-element tensor', async () 
   opt.dispose();
   opt2.dispose();
   w.dispose();
+});
+
+test('AdamW equals torch.optim.AdamW over three steps, a decayed weight and a norm weight without decay', async () => {
+  await initTestBackend();
+  const f = JSON.parse(readFileSync('test/fixtures/hf/adamw_steps.json', 'utf8')) as {
+    lr: number;
+    betas: [number, number];
+    eps: number;
+    weightDecay: number;
+    params: Record<string, { shape: number[]; values: number[] }>;
+    grads: Array<Record<string, number[]>>;
+    after: Array<Record<string, number[]>>;
+  };
+  const params = new Map(Object.entries(f.params).map(([name, p]) => [name, tf.variable(tf.tensor(p.values, p.shape))]));
+  const opt = new AdamW({ betas: f.betas, eps: f.eps, weightDecay: f.weightDecay, params });
+  f.grads.forEach((step, k) => {
+    const grads = new Map(Object.entries(step).map(([name, g]) => [name, tf.tensor(g, f.params[name].shape)]));
+    opt.applyGradients(grads, f.lr);
+    for (const [name, p] of params) {
+      const got = p.dataSync();
+      f.after[k][name].forEach((want, i) =>
+        assert.ok(
+          Math.abs(got[i] - want) <= 1e-6 * Math.max(1, Math.abs(want)),
+          `step ${k + 1}, ${name}[${i}]: ${got[i]} vs torch ${want}`,
+        ),
+      );
+    }
+    tf.dispose([...grads.values()]);
+  });
+  opt.dispose();
+  for (const p of params.values()) p.dispose();
 });
 
 test('biases and norm weights get no decay by default; missing params throw', async () => {
