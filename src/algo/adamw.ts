@@ -57,14 +57,27 @@ export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { grads: Map<
   return { grads: out, norm };
 }
 
-/** Optimizer state: step count and first/second moments by parameter name. */
-export interface AdamWState {
-  step: number;
-  m: Map<string, tf.Tensor>;
-  v: Map<string, tf.Tensor>;
+/** A parameter's first and second moments (float32, host memory, row-major in the parameter's shape). */
+export interface Moments {
+  shape: number[];
+  m: Float32Array;
+  v: Float32Array;
 }
 
-/** AdamW over named tf.Variables. Call dispose() to free the moment tensors. */
+/** Optimizer state: step count and moments by parameter name. */
+export interface AdamWState {
+  step: number;
+  moments: Map<string, Moments>;
+}
+
+const f32 = Math.fround;
+
+/**
+ * AdamW over named tf.Variables. The moments live in host memory and each parameter is updated in one pass over
+ * its elements: as tensors, the update is about ten elementwise kernels, each reading and writing a tensor the
+ * size of the parameter (a 136M-entry embedding makes that seconds and gigabytes of transients). Every operation
+ * is rounded to float32 in the order torch and the tensor form use, so the results are the same float32 values.
+ */
 export class AdamW {
   readonly beta1: number;
   readonly beta2: number;
@@ -73,8 +86,7 @@ export class AdamW {
   private readonly decayFilter: (name: string) => boolean;
   private params?: Map<string, tf.Variable>;
   private step = 0;
-  private m = new Map<string, tf.Tensor>();
-  private v = new Map<string, tf.Tensor>();
+  private moments = new Map<string, Moments>();
 
   /** @throws RangeError naming a hyper-parameter outside its allowed range. */
   constructor(opts: AdamWOptions = {}) {
@@ -129,57 +141,65 @@ export class AdamW {
     }
     this.step++;
     const t = this.step;
-    const bc1 = 1 - this.beta1 ** t;
-    const bc2 = 1 - this.beta2 ** t;
+    // The scalars as the tensor form sees them: float32 constants.
+    const b1 = f32(this.beta1);
+    const b2 = f32(this.beta2);
+    const c1 = f32(1 - this.beta1);
+    const c2 = f32(1 - this.beta2);
+    const sqrtBc2 = f32(Math.sqrt(1 - this.beta2 ** t));
+    const eps = f32(this.eps);
+    const stepSize = f32(lr / (1 - this.beta1 ** t));
     for (const [name, g] of list) {
       const p = vars.get(name) as tf.Variable;
-      const mOld = this.m.get(name);
-      const vOld = this.v.get(name);
-      const [mNew, vNew, pNew] = tf.tidy(() => {
-        // A parameter's first step starts from zero moments: b * 0 + x is exactly x, so the zeros are skipped.
-        const gTerm = tf.mul(g, 1 - this.beta1);
-        const g2Term = tf.mul(tf.square(g), 1 - this.beta2);
-        const m = mOld ? tf.add(tf.mul(mOld, this.beta1), gTerm) : gTerm;
-        const v = vOld ? tf.add(tf.mul(vOld, this.beta2), g2Term) : g2Term;
-        const decay = this.weightDecay > 0 && this.decayFilter(name) ? 1 - lr * this.weightDecay : 1;
-        const base = decay === 1 ? p : tf.mul(p, decay);
-        const denom = tf.add(tf.div(tf.sqrt(v), Math.sqrt(bc2)), this.eps);
-        const upd = tf.sub(base, tf.mul(tf.div(m, denom), lr / bc1));
-        return [m, v, upd];
-      });
+      const decay = this.weightDecay > 0 && this.decayFilter(name) ? f32(1 - lr * this.weightDecay) : 1;
+      const gd = g.dataSync() as Float32Array;
+      const pd = p.dataSync() as Float32Array;
+      const n = gd.length;
+      const old = this.moments.get(name);
+      const mOld = old?.m;
+      const vOld = old?.v;
+      const m = mOld ?? new Float32Array(n);
+      const v = vOld ?? new Float32Array(n);
+      const out = new Float32Array(n);
+      for (let i = 0; i < n; i++) {
+        const gi = gd[i];
+        // A parameter's first step starts from zero moments: b * 0 + x is exactly x.
+        const gTerm = f32(gi * c1);
+        const g2Term = f32(f32(gi * gi) * c2);
+        const mi = mOld ? f32(f32(m[i] * b1) + gTerm) : gTerm;
+        const vi = vOld ? f32(f32(v[i] * b2) + g2Term) : g2Term;
+        m[i] = mi;
+        v[i] = vi;
+        const base = decay === 1 ? pd[i] : f32(pd[i] * decay);
+        const denom = f32(f32(f32(Math.sqrt(vi)) / sqrtBc2) + eps);
+        out[i] = f32(base - f32(f32(mi / denom) * stepSize));
+      }
+      this.moments.set(name, { shape: [...p.shape], m, v });
+      const pNew = tf.tensor(out, p.shape, 'float32');
       p.assign(pNew);
       pNew.dispose();
-      mOld?.dispose();
-      vOld?.dispose();
-      this.m.set(name, mNew);
-      this.v.set(name, vNew);
     }
   }
 
-  /** The live state (step, m, v by name); do not dispose the tensors. */
-  stateTensors(): AdamWState {
-    return { step: this.step, m: new Map(this.m), v: new Map(this.v) };
+  /** The live state (step, moments by name); do not modify the arrays. */
+  state(): AdamWState {
+    return { step: this.step, moments: new Map(this.moments) };
   }
 
-  /** Replaces the state with copies of the given tensors. @throws RangeError when step is not an integer >= 0. */
+  /** Replaces the state with copies of the given arrays. @throws RangeError when step is not an integer >= 0. */
   loadState(state: AdamWState): void {
     if (!Number.isInteger(state.step) || state.step < 0)
       throw new RangeError(`AdamW.loadState: step = ${state.step}; allowed: integer >= 0`);
-    this.disposeState();
     this.step = state.step;
-    for (const [k, t] of state.m) this.m.set(k, tf.clone(t));
-    for (const [k, t] of state.v) this.v.set(k, tf.clone(t));
+    this.moments = new Map([...state.moments].map(([k, x]) => [k, { shape: [...x.shape], m: x.m.slice(), v: x.v.slice() }]));
   }
 
   /** optimizer.safetensors bytes: F32 tensors `m.<name>`, `v.<name>`; metadata step, betas, eps, weight_decay. */
   async toSafetensors(): Promise<Uint8Array> {
     const tensors: Record<string, SafeTensor> = {};
-    for (const [prefix, map] of [
-      ['m', this.m],
-      ['v', this.v],
-    ] as const) {
-      for (const [name, t] of map)
-        tensors[`${prefix}.${name}`] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
+    for (const [name, { shape, m, v }] of this.moments) {
+      tensors[`m.${name}`] = { dtype: 'F32', shape, data: m };
+      tensors[`v.${name}`] = { dtype: 'F32', shape, data: v };
     }
     return encodeSafetensors(tensors, {
       step: String(this.step),
@@ -207,26 +227,26 @@ export class AdamW {
       params: opts.params,
     });
     opt.step = step;
-    for (const [key, t] of Object.entries(tensors)) {
-      const dot = key.indexOf('.');
-      const which = key.slice(0, dot);
-      const name = key.slice(dot + 1);
-      if (which !== 'm' && which !== 'v') throw new Error(`AdamW.fromSafetensors: tensor ${key} is neither m.* nor v.*`);
-      (which === 'm' ? opt.m : opt.v).set(name, tf.tensor(t.data as Float32Array, t.shape, 'float32'));
+    for (const key of Object.keys(tensors)) {
+      if (!key.startsWith('m.') && !key.startsWith('v.')) throw new Error(`AdamW.fromSafetensors: tensor ${key} is neither m.* nor v.*`);
+      const name = key.slice(2);
+      const m = tensors[`m.${name}`];
+      const v = tensors[`v.${name}`];
+      if (!m || !v) throw new Error(`AdamW.fromSafetensors: ${m ? `v.${name}` : `m.${name}`} is missing (each parameter has both moments)`);
+      if (m.dtype !== 'F32' || v.dtype !== 'F32')
+        throw new Error(`AdamW.fromSafetensors: moments of ${name} are ${m.dtype}/${v.dtype}; allowed: F32`);
+      opt.moments.set(name, {
+        shape: [...m.shape],
+        m: new Float32Array(m.data as Float32Array),
+        v: new Float32Array(v.data as Float32Array),
+      });
     }
     return opt;
   }
 
-  private disposeState(): void {
-    for (const t of this.m.values()) t.dispose();
-    for (const t of this.v.values()) t.dispose();
-    this.m.clear();
-    this.v.clear();
-  }
-
-  /** Frees the moment tensors (not the parameters). */
+  /** Frees the moments (not the parameters). */
   dispose(): void {
-    this.disposeState();
+    this.moments.clear();
   }
 }
 
