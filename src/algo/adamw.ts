@@ -25,11 +25,15 @@ export interface AdamWOptions {
   params?: Map<string, tf.Variable>;
 }
 
-/** Gradients by HF weight name. */
-export type GradMap = Map<string, tf.Tensor> | Record<string, tf.Tensor>;
+/** Gradients by HF weight name: float32 tensors, or their values in host memory. */
+export type GradMap = Map<string, tf.Tensor | Float32Array> | Record<string, tf.Tensor | Float32Array>;
 
-function entries(g: GradMap): Array<[string, tf.Tensor]> {
-  return g instanceof Map ? [...g.entries()] : Object.entries(g);
+/** The gradients' values in host memory (a tensor's are copied out once). */
+function hostEntries(g: GradMap): Array<[string, Float32Array]> {
+  return (g instanceof Map ? [...g.entries()] : Object.entries(g)).map(([k, x]) => [
+    k,
+    x instanceof Float32Array ? x : (x.dataSync() as Float32Array),
+  ]);
 }
 
 /** Default decay rule: no decay for biases and norm weights. */
@@ -39,22 +43,36 @@ export function defaultDecayFilter(name: string): boolean {
 
 /**
  * Global L2 norm clip (torch.nn.utils.clip_grad_norm_): norm = sqrt(sum_i ||g_i||^2); when norm > maxNorm every
- * gradient is scaled by maxNorm / (norm + 1e-6). A non-finite norm is reported and nothing is scaled (the caller
- * should skip the step).
+ * gradient is to be scaled by maxNorm / (norm + 1e-6), which `AdamW.applyGradients` does as it reads them. A
+ * non-finite norm is reported and the scale is 1 (the caller should skip the step).
  * @param grads gradients (float32, any shapes); not disposed
  * @param maxNorm > 0 (Infinity = never clip)
- * @returns new gradient tensors (caller disposes) and the PRE-clip norm as a number
+ * @returns the PRE-clip norm (summed in float64) and the scale
  * @throws RangeError when maxNorm is not > 0.
  */
-export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { grads: Map<string, tf.Tensor>; norm: number } {
+export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { norm: number; scale: number } {
   if (!(maxNorm > 0)) throw new RangeError(`clipByGlobalNorm: maxNorm = ${maxNorm}; allowed: a number > 0 (Infinity = no clip)`);
-  const list = entries(grads);
-  const norm =
-    list.length === 0 ? 0 : Math.sqrt(tf.tidy(() => tf.addN(list.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))))).dataSync()[0]));
-  const out = new Map<string, tf.Tensor>();
-  const scale = Number.isFinite(norm) && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1;
-  for (const [name, g] of list) out.set(name, scale === 1 ? tf.clone(g) : tf.mul(g, scale));
-  return { grads: out, norm };
+  let sum = 0;
+  for (const [, g] of hostEntries(grads)) sum += sumOfSquares(g);
+  const norm = Math.sqrt(sum);
+  return { norm, scale: Number.isFinite(norm) && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1 };
+}
+
+/** sum(g^2) in float64, in four interleaved partial sums (a single running sum waits on each addition). */
+function sumOfSquares(g: Float32Array): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  const n4 = g.length - (g.length % 4);
+  for (let i = 0; i < n4; i += 4) {
+    s0 += g[i] * g[i];
+    s1 += g[i + 1] * g[i + 1];
+    s2 += g[i + 2] * g[i + 2];
+    s3 += g[i + 3] * g[i + 3];
+  }
+  for (let i = n4; i < g.length; i++) s0 += g[i] * g[i];
+  return s0 + s1 + s2 + s3;
 }
 
 /** A parameter's first and second moments (float32, host memory, row-major in the parameter's shape). */
@@ -70,13 +88,11 @@ export interface AdamWState {
   moments: Map<string, Moments>;
 }
 
-const f32 = Math.fround;
-
 /**
  * AdamW over named tf.Variables. The moments live in host memory and each parameter is updated in one pass over
- * its elements: as tensors, the update is about ten elementwise kernels, each reading and writing a tensor the
- * size of the parameter (a 136M-entry embedding makes that seconds and gigabytes of transients). Every operation
- * is rounded to float32 in the order torch and the tensor form use, so the results are the same float32 values.
+ * its elements, in float64 with one rounding to float32 per stored value: as tensors, the update is about ten
+ * elementwise kernels, each reading and writing a tensor the size of the parameter (a 136M-entry embedding makes
+ * that seconds and gigabytes of transients). It agrees with torch.optim.AdamW within float32 rounding.
  */
 export class AdamW {
   readonly beta1: number;
@@ -124,56 +140,44 @@ export class AdamW {
    * @param grads float32 gradients by parameter name (not disposed)
    * @param lr learning rate (>= 0)
    * @param params the variables to update (default: those bound via options.params / bind())
-   * @throws Error when no parameters are known, a gradient has no parameter of that name, or shapes differ;
+   * @param gradScale the gradients are multiplied by it first (the clip's scale)
+   * @throws Error when no parameters are known, a gradient has no parameter of that name, or sizes differ;
    *   RangeError when lr is negative or not finite.
    */
-  applyGradients(grads: GradMap, lr: number, params?: Map<string, tf.Variable>): void {
+  applyGradients(grads: GradMap, lr: number, params?: Map<string, tf.Variable>, gradScale = 1): void {
     const vars = params ?? this.params;
     if (!vars) throw new Error('AdamW.applyGradients: no parameters; pass them as the third argument or bind() them');
     if (!(lr >= 0 && Number.isFinite(lr))) throw new RangeError(`AdamW.applyGradients: lr = ${lr}; allowed: a finite number >= 0`);
-    const list = entries(grads);
+    const list = hostEntries(grads);
     for (const [name, g] of list) {
       const p = vars.get(name);
       if (!p) throw new Error(`AdamW.applyGradients: gradient ${name} has no parameter of that name`);
-      if (p.shape.join(',') !== g.shape.join(',')) {
-        throw new Error(`AdamW.applyGradients: gradient ${name} shape [${g.shape}] != parameter shape [${p.shape}]`);
-      }
+      if (p.size !== g.length)
+        throw new Error(`AdamW.applyGradients: gradient ${name} has ${g.length} values, parameter shape [${p.shape}]`);
     }
     this.step++;
     const t = this.step;
-    // The scalars as the tensor form sees them: float32 constants.
-    const b1 = f32(this.beta1);
-    const b2 = f32(this.beta2);
-    const c1 = f32(1 - this.beta1);
-    const c2 = f32(1 - this.beta2);
-    const sqrtBc2 = f32(Math.sqrt(1 - this.beta2 ** t));
-    const eps = f32(this.eps);
-    const stepSize = f32(lr / (1 - this.beta1 ** t));
+    const bc1 = 1 - this.beta1 ** t;
+    const sqrtBc2 = Math.sqrt(1 - this.beta2 ** t);
     for (const [name, g] of list) {
       const p = vars.get(name) as tf.Variable;
-      const decay = this.weightDecay > 0 && this.decayFilter(name) ? f32(1 - lr * this.weightDecay) : 1;
-      const gd = g.dataSync() as Float32Array;
-      const pd = p.dataSync() as Float32Array;
-      const n = gd.length;
+      const decay = this.weightDecay > 0 && this.decayFilter(name) ? 1 - lr * this.weightDecay : 1;
       const old = this.moments.get(name);
-      const mOld = old?.m;
-      const vOld = old?.v;
-      const m = mOld ?? new Float32Array(n);
-      const v = vOld ?? new Float32Array(n);
-      const out = new Float32Array(n);
-      for (let i = 0; i < n; i++) {
-        const gi = gd[i];
-        // A parameter's first step starts from zero moments: b * 0 + x is exactly x.
-        const gTerm = f32(gi * c1);
-        const g2Term = f32(f32(gi * gi) * c2);
-        const mi = mOld ? f32(f32(m[i] * b1) + gTerm) : gTerm;
-        const vi = vOld ? f32(f32(v[i] * b2) + g2Term) : g2Term;
-        m[i] = mi;
-        v[i] = vi;
-        const base = decay === 1 ? pd[i] : f32(pd[i] * decay);
-        const denom = f32(f32(f32(Math.sqrt(vi)) / sqrtBc2) + eps);
-        out[i] = f32(base - f32(f32(mi / denom) * stepSize));
-      }
+      const m = old?.m ?? new Float32Array(g.length);
+      const v = old?.v ?? new Float32Array(g.length);
+      // The new values go over the host copy of the old ones (fresh memory is costly at this size); the cpu
+      // backend hands out its own buffer, which a clone of the weights may share, so it gets a copy.
+      const host = p.dataSync() as Float32Array;
+      const out = tf.getBackend() === 'cpu' ? host.slice() : host;
+      adamWLoop(g, out, m, v, out, {
+        gradScale,
+        beta1: this.beta1,
+        beta2: this.beta2,
+        decay,
+        stepSize: lr / bc1,
+        sqrtBc2,
+        eps: this.eps,
+      });
       this.moments.set(name, { shape: [...p.shape], m, v });
       const pNew = tf.tensor(out, p.shape, 'float32');
       p.assign(pNew);
@@ -247,6 +251,31 @@ export class AdamW {
   /** Frees the moments (not the parameters). */
   dispose(): void {
     this.moments.clear();
+  }
+}
+
+/**
+ * The AdamW update of one parameter, in place on m and v, into out (which may be p). Zero moments (a first step) give the same
+ * values as the formula: b * 0 + x is x.
+ */
+function adamWLoop(
+  g: Float32Array,
+  p: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  c: { gradScale: number; beta1: number; beta2: number; decay: number; stepSize: number; sqrtBc2: number; eps: number },
+): void {
+  const { gradScale, beta1, beta2, decay, stepSize, sqrtBc2, eps } = c;
+  const c1 = 1 - beta1;
+  const c2 = 1 - beta2;
+  for (let i = 0; i < g.length; i++) {
+    const gi = g[i] * gradScale;
+    const mi = m[i] * beta1 + gi * c1;
+    const vi = v[i] * beta2 + gi * gi * c2;
+    m[i] = mi;
+    v[i] = vi;
+    out[i] = p[i] * decay - (mi / (Math.sqrt(vi) / sqrtBc2 + eps)) * stepSize;
   }
 }
 

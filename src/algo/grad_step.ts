@@ -87,10 +87,10 @@ export async function optimizerStep(opts: {
 }): Promise<StepResult> {
   const { grads: acc, loss, seconds } = await accumulateGradients(opts.vars, opts.lossFns, opts.afterMicroBatch);
   const t0 = performance.now();
-  const { grads, norm } = clipByGlobalNorm(acc, opts.maxGradNorm);
-  const applied = Number.isFinite(loss) && Number.isFinite(norm);
-  if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars);
+  const grads = new Map([...acc].map(([name, g]) => [name, g.dataSync() as Float32Array]));
   for (const g of acc.values()) g.dispose();
-  for (const g of grads.values()) if (!g.isDisposed) g.dispose();
+  const { norm, scale } = clipByGlobalNorm(grads, opts.maxGradNorm);
+  const applied = Number.isFinite(loss) && Number.isFinite(norm);
+  if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars, scale);
   return { loss, gradNorm: norm, applied, seconds: { ...seconds, optimizer: (performance.now() - t0) / 1000 } };
 }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW, clipByGlobalNorm, type LrSchedule, lrAt } from '../../../src/algo/adamw';
+import { decodeSafetensors, encodeSafetensors } from '../../../src/model/hf/safetensors';
 import { initTestBackend } from '../../helpers/backend';
 
 test('AdamW steps match a hand-computed update on a 2-element tensor', async () => {
@@ -87,7 +88,7 @@ test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is repor
   await initTestBackend();
   const a = tf.tensor1d([3, 0]);
   const b = tf.tensor1d([4]);
-  const { grads, norm } = clipByGlobalNorm(
+  const { norm, scale } = clipByGlobalNorm(
     new Map([
       ['a', a],
       ['b', b],
@@ -95,13 +96,11 @@ test('clipByGlobalNorm returns the pre-clip norm and scales; non-finite is repor
     1,
   );
   assert.ok(Math.abs(norm - 5) < 1e-6);
-  assert.ok(Math.abs(grads.get('a')!.dataSync()[0] - 0.6) < 1e-5);
-  assert.ok(Math.abs(grads.get('b')!.dataSync()[0] - 0.8) < 1e-5);
-  const small = clipByGlobalNorm({ a }, 10);
-  assert.equal(small.grads.get('a')!.dataSync()[0], 3);
+  assert.ok(Math.abs(scale - 1 / (5 + 1e-6)) < 1e-12);
+  assert.equal(clipByGlobalNorm({ a: new Float32Array([3, 0]) }, 10).scale, 1);
   const bad = clipByGlobalNorm({ a: tf.tensor1d([NaN]) }, 1);
   assert.ok(!Number.isFinite(bad.norm));
-  assert.ok(Number.isNaN(bad.grads.get('a')!.dataSync()[0]));
+  assert.equal(bad.scale, 1);
   assert.throws(() => clipByGlobalNorm({ a }, 0), /maxNorm = 0/);
 });
 
@@ -180,4 +179,27 @@ test('lr schedule: HF learning-rate schedules: warmup then constant, linear and 
     [1, 0.5, 0],
   );
   assert.ok(Math.abs(lrAt({ ...s, type: 'cosine' }, 6) - 0.5) < 1e-12);
+});
+
+test('AdamW: gradScale (the clip) equals stepping on gradients scaled beforehand; a checkpoint missing a moment is refused', async () => {
+  await initTestBackend();
+  const start = [0.5, -1.5, 2];
+  const g = [0.3, -0.2, 0.7];
+  const scaled = new Map([['w', tf.variable(tf.tensor1d(start))]]);
+  const prescaled = new Map([['w', tf.variable(tf.tensor1d(start))]]);
+  const a = new AdamW({ weightDecay: 0.1, params: scaled });
+  const b = new AdamW({ weightDecay: 0.1, params: prescaled });
+  for (let k = 0; k < 2; k++) {
+    a.applyGradients({ w: new Float32Array(g) }, 0.01, undefined, 0.25);
+    b.applyGradients({ w: new Float32Array(g.map((x) => Math.fround(x * 0.25))) }, 0.01);
+  }
+  const got = scaled.get('w')!.dataSync();
+  prescaled
+    .get('w')!
+    .dataSync()
+    .forEach((x, i) => assert.ok(Math.abs(got[i] - x) <= 1e-7, `w[${i}] ${got[i]} vs ${x}`));
+  const bytes = await a.toSafetensors();
+  const { tensors, metadata } = decodeSafetensors(bytes);
+  const withoutV = encodeSafetensors({ 'm.w': tensors['m.w'] }, metadata);
+  assert.throws(() => AdamW.fromSafetensors(withoutV), /v\.w is missing/);
 });
