@@ -185,6 +185,67 @@ export class WeightTransposes {
   }
 }
 
+/**
+ * Stacked weights kept across calls, one per name: [W_1; ...; W_n] (and [b_1; ...; b_n]) of linear layers that read
+ * the same input, rebuilt when any part's data changes (an optimizer step), so `fusedLinear` runs them as one
+ * matmul without concatenating the weights on every call. `dispose` frees them.
+ */
+export class FusedWeights {
+  private readonly cache = new Map<string, { data: object[]; stacked: tf.Tensor2D; bias?: tf.Tensor1D }>();
+
+  /** The stacked weight (and bias) of `parts` under `name` (owned by this cache). */
+  of(name: string, ws: tf.Tensor2D[], bs?: tf.Tensor1D[]): { stacked: tf.Tensor2D; bias?: tf.Tensor1D } {
+    const data = [...ws, ...(bs ?? [])].map((t) => t.dataId as object);
+    const hit = this.cache.get(name);
+    if (hit && hit.data.length === data.length && hit.data.every((d, i) => d === data[i])) return hit;
+    if (hit) {
+      hit.stacked.dispose();
+      hit.bias?.dispose();
+    }
+    const entry = {
+      data,
+      stacked: tf.keep(tf.concat(ws, 0)) as tf.Tensor2D,
+      bias: bs ? (tf.keep(tf.concat(bs, 0)) as tf.Tensor1D) : undefined,
+    };
+    this.cache.set(name, entry);
+    return entry;
+  }
+
+  /** Frees every kept stack. */
+  dispose(): void {
+    for (const { stacked, bias } of this.cache.values()) {
+      stacked.dispose();
+      bias?.dispose();
+    }
+    this.cache.clear();
+  }
+}
+
+/**
+ * Linear layers reading the same x as one matmul: x @ [W_1; ...; W_n]^T (+ [b_1; ...; b_n]), W_i in HF layout
+ * [out_i, in]. Differentiable w.r.t. x, every W_i and b_i: dx = dy @ stacked, and dW (= dy^T @ x) and db (column sums
+ * of dy) are split back into the parts. For backends other than wasm (`linear` says why wasm differs).
+ * @param stacked the parts stacked (FusedWeights), [sum out_i, in]; bias likewise, when the layers have biases
+ * @returns float32 [N, sum out_i]; the caller splits it
+ */
+export function fusedLinear(x: tf.Tensor2D, ws: tf.Tensor2D[], stacked: tf.Tensor2D, bs?: tf.Tensor1D[], bias?: tf.Tensor1D): tf.Tensor2D {
+  const sizes = ws.map((w) => w.shape[0]);
+  const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const xi = args[0] as tf.Tensor2D;
+    (args[args.length - 1] as tf.GradSaveFunc)([xi]);
+    const y = tf.matMul(xi, stacked, false, true);
+    return {
+      value: (bias ? tf.add(y, bias) : y) as tf.Tensor2D,
+      gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => {
+        const dW = tf.split(tf.matMul(dy, saved[0], true, false), sizes, 0);
+        const db = bias ? tf.split(tf.sum(dy, 0), sizes, 0) : [];
+        return [tf.matMul(dy, stacked), ...dW, ...db];
+      },
+    };
+  });
+  return f(x, ...ws, ...(bs ?? [])) as tf.Tensor2D;
+}
+
 function hasKernel(name: string): boolean {
   return tf.getKernel(name, tf.getBackend()) !== undefined;
 }

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { type AttentionMask, causalMask, disposeMask } from './attention_mask';
 import { activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
-import { bmm, embedLookup, gatherRows, linear, rotateHalf, WeightTransposes } from './kernels';
+import { bmm, embedLookup, FusedWeights, fusedLinear, gatherRows, linear, rotateHalf, WeightTransposes } from './kernels';
 
 // ---------------------------------------------------------------------------------------------------------
 // RMSNorm (Zhang & Sennrich 2019; HF Qwen2RMSNorm)
@@ -77,11 +77,53 @@ export function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): t
  * @throws RangeError when the mask was built for other lengths
  */
 export function groupedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: AttentionMask): tf.Tensor3D {
+  const [, Lq] = q.shape;
+  const [, , Lk] = k.shape;
+  if (mask.Lq !== Lq || mask.Lk !== Lk)
+    throw new RangeError(`groupedAttention: mask for Lq=${mask.Lq}, Lk=${mask.Lk}, inputs have Lq=${Lq}, Lk=${Lk}`);
+  return tf.getBackend() === 'wasm' ? flatAttention(q, k, v, mask) : batchedAttention(q, k, v, mask);
+}
+
+/**
+ * Attention in rank-4 batched matmuls over [B, KVH] (native TensorFlow's BatchMatMulV2 takes any batch rank and
+ * transposes K itself), so keys and the mask need no reshape or transpose. A single query position (a decode
+ * step) makes the head reorders plain reshapes.
+ */
+function batchedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: AttentionMask): tf.Tensor3D {
   return tf.tidy(() => {
     const [B, Lq, H, D] = q.shape;
     const [, KVH, Lk] = k.shape;
-    if (mask.Lq !== Lq || mask.Lk !== Lk)
-      throw new RangeError(`groupedAttention: mask for Lq=${mask.Lq}, Lk=${mask.Lk}, inputs have Lq=${Lq}, Lk=${Lk}`);
+    const G = H / KVH;
+    const scaled = tf.mul(q, 1 / Math.sqrt(D));
+    // [B, Lq, KVH, G, D] -> [B, KVH, Lq * G, D]
+    const qg = (
+      Lq === 1
+        ? tf.reshape(scaled, [B, KVH, G, D])
+        : tf.reshape(tf.transpose(tf.reshape(scaled, [B, Lq, KVH, G, D]), [0, 2, 1, 3, 4]), [B, KVH, Lq * G, D])
+    ) as tf.Tensor4D;
+    const one = mask.chunks.length === 1;
+    const outs = mask.chunks.map((c) => {
+      const rows = (c.q1 - c.q0) * G;
+      const qc = one ? qg : tf.slice(qg, [0, 0, c.q0 * G, 0], [B, KVH, rows, D]);
+      const kc = c.k1 === Lk ? k : tf.slice(k, [0, 0, 0, 0], [B, KVH, c.k1, D]);
+      const vc = c.k1 === Lk ? v : tf.slice(v, [0, 0, 0, 0], [B, KVH, c.k1, D]);
+      const probs = tf.softmax(tf.add(tf.matMul(qc, kc, false, true), c.bias), -1);
+      return tf.matMul(probs, vc); // [B, KVH, rows, D]
+    });
+    const out = one ? outs[0] : tf.concat(outs, 2);
+    return (
+      Lq === 1
+        ? tf.reshape(out, [B, 1, H * D])
+        : tf.reshape(tf.transpose(tf.reshape(out, [B, KVH, Lq, G, D]), [0, 2, 1, 3, 4]), [B, Lq, H * D])
+    ) as tf.Tensor3D;
+  });
+}
+
+/** Attention as 3-D products over B * KVH slices (`bmm`: XNNPACK on wasm). */
+function flatAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: AttentionMask): tf.Tensor3D {
+  return tf.tidy(() => {
+    const [B, Lq, H, D] = q.shape;
+    const [, KVH, Lk] = k.shape;
     const G = H / KVH;
     const S = B * KVH;
     // [B, Lq, KVH, G, D] -> [B, KVH, Lq, G, D] -> [B*KVH, Lq*G, D]
@@ -105,6 +147,12 @@ export function groupedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D,
     const out = one ? outs[0] : tf.concat(outs, 1);
     return tf.reshape(tf.transpose(tf.reshape(out, [B, KVH, Lq, G, D]), [0, 2, 1, 3, 4]), [B, Lq, H * D]) as tf.Tensor3D;
   });
+}
+
+/** [B, L, KVH, D] -> [B, KVH, L, D] (a reshape when L = 1). */
+function headsFirst(x: tf.Tensor4D): tf.Tensor4D {
+  const [B, L, KVH, D] = x.shape;
+  return (L === 1 ? tf.reshape(x, [B, KVH, 1, D]) : tf.transpose(x, [0, 2, 1, 3])) as tf.Tensor4D;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -137,6 +185,7 @@ export class Qwen2 {
   readonly config: Qwen2Config;
   private readonly vars: Map<string, tf.Variable>;
   private readonly transposes = new WeightTransposes();
+  private readonly fused = new FusedWeights();
   private disposed = false;
   private readonly sliding: { window: number; layer: number } | null;
 
@@ -209,6 +258,7 @@ export class Qwen2 {
     for (const v of this.vars.values()) v.dispose();
     this.vars.clear();
     this.transposes.dispose();
+    this.fused.dispose();
     this.disposed = true;
   }
 
@@ -334,10 +384,21 @@ export class Qwen2 {
     const D = headDim(this.config);
     const H = this.config.num_attention_heads;
     const KVH = this.config.num_key_value_heads;
-    const q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`, true), [B, Lq, H, D]), cos, sin);
-    const kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`, true), [B, Lq, KVH, D]), cos, sin);
-    const kNew = tf.transpose(kRope, [0, 2, 1, 3]) as tf.Tensor4D;
-    const vNew = tf.transpose(tf.reshape(this.linear(x, `${p}v_proj`, true), [B, Lq, KVH, D]), [0, 2, 1, 3]) as tf.Tensor4D;
+    let q: tf.Tensor4D;
+    let kRope: tf.Tensor4D;
+    let vProj: tf.Tensor2D;
+    if (tf.getBackend() === 'wasm') {
+      q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`, true), [B, Lq, H, D]), cos, sin);
+      kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`, true), [B, Lq, KVH, D]), cos, sin);
+      vProj = this.linear(x, `${p}v_proj`, true);
+    } else {
+      // One matmul for q, k and v, and RoPE on q and k together.
+      const [qk, vPart] = tf.split(this.fusedLinear(x, p, ['q_proj', 'k_proj', 'v_proj'], true), [(H + KVH) * D, KVH * D], 1);
+      [q, kRope] = tf.split(applyRope(tf.reshape(qk, [B, Lq, H + KVH, D]), cos, sin), [H, KVH], 2) as [tf.Tensor4D, tf.Tensor4D];
+      vProj = vPart as tf.Tensor2D;
+    }
+    const kNew = headsFirst(kRope);
+    const vNew = headsFirst(tf.reshape(vProj, [B, Lq, KVH, D]));
     const past = inp.cache?.[l];
     const k = past ? (tf.concat([past.k, kNew], 2) as tf.Tensor4D) : kNew;
     const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
@@ -348,8 +409,10 @@ export class Qwen2 {
 
   /** The SwiGLU MLP (Shazeer 2020): down(silu(gate(x)) * up(x)), no biases. */
   private mlp(p: string, x: tf.Tensor2D): tf.Tensor2D {
-    const gate = this.linear(x, `${p}mlp.gate_proj`);
-    const up = this.linear(x, `${p}mlp.up_proj`);
+    const [gate, up] =
+      tf.getBackend() === 'wasm'
+        ? [this.linear(x, `${p}mlp.gate_proj`), this.linear(x, `${p}mlp.up_proj`)]
+        : (tf.split(this.fusedLinear(x, `${p}mlp.`, ['gate_proj', 'up_proj'], false), 2, 1) as [tf.Tensor2D, tf.Tensor2D]);
     const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
     return this.linear(act, `${p}mlp.down_proj`);
   }
@@ -362,6 +425,14 @@ export class Qwen2 {
   private linear(x: tf.Tensor2D, prefix: string, withBias = false): tf.Tensor2D {
     const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
     return linear(x, w, withBias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, this.transposes.of(prefix, w));
+  }
+
+  /** The linear layers `prefix + names[i]` (same input, no wasm) as one matmul, [N, sum of their outputs]. */
+  private fusedLinear(x: tf.Tensor2D, prefix: string, names: string[], withBias: boolean): tf.Tensor2D {
+    const ws = names.map((n) => this.w(`${prefix}${n}.weight`) as tf.Tensor2D);
+    const bs = withBias ? names.map((n) => this.w(`${prefix}${n}.bias`) as tf.Tensor1D) : undefined;
+    const { stacked, bias } = this.fused.of(`${prefix}${names.join('+')}`, ws, bs);
+    return fusedLinear(x, ws, stacked, bs, bias);
   }
 
   private w(name: string): tf.Variable {
