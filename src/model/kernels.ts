@@ -155,7 +155,7 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT?: tf.
 }
 
 /** Largest weight (elements) whose transpose `WeightTransposes` keeps: 16 MB of float32, so a large model's copies stay small. */
-const KEEP_TRANSPOSE_MAX = 4 * 1024 * 1024;
+export const KEEP_TRANSPOSE_MAX = 4 * 1024 * 1024;
 
 /**
  * Transposed weights kept across calls, one per weight name, rebuilt when the weight's data changes (a

@@ -10,6 +10,7 @@ import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSa
 import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { ValueModel } from '../model/value_model';
+import { assertFitsBackend } from '../model/wasm_memory';
 import { OPTIMIZER_FILES, OPTIMIZER_MANIFEST_NAME, readCheckpoint, readOptimizerFiles, writeCheckpoint } from './checkpoint';
 import { checkpointsPrefix, parseStep } from './keys';
 import type { ObjectStore } from './object_store';
@@ -91,11 +92,13 @@ function setOptimizers(c: PolicyCheckpoint, files: Record<string, Uint8Array>): 
 /**
  * Reads and verifies (sha256) a checkpoint and builds the model, tokenizer and critic; with `withOptimizer`
  * also its optimizer state (what an update continues from).
- * @throws CorruptObjectError when an object does not match its manifest, ObjectNotFoundError when one is missing
+ * @throws CorruptObjectError when an object does not match its manifest, ObjectNotFoundError when one is missing,
+ *   ConfigError when the backend cannot hold the model (wasm_memory.ts)
  */
 export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
   const { files } = await readCheckpoint(store, manifest);
   const config = configFromJSONBytes(files['config.json']);
+  assertFitsBackend(config, withOptimizer ? 'update' : 'rollout', manifest.key);
   const state = trainerStateOf(files);
   const model = modelFromSafetensors(config, files['model.safetensors']);
   const tokenizer = tokenizerFromFiles(files, (name) => `${manifest.key}: ${name}`);
