@@ -393,7 +393,7 @@ export class Qwen2 {
       vProj = this.linear(x, `${p}v_proj`, true);
     } else {
       // One matmul for q, k and v, and RoPE on q and k together.
-      const [qk, vPart] = tf.split(this.fusedLinear(x, p, ['q_proj', 'k_proj', 'v_proj'], true), [(H + KVH) * D, KVH * D], 1);
+      const [qk, vPart] = tf.split(this.stackedQKV(x, p), [(H + KVH) * D, KVH * D], 1);
       [q, kRope] = tf.split(applyRope(tf.reshape(qk, [B, Lq, H + KVH, D]), cos, sin), [H, KVH], 2) as [tf.Tensor4D, tf.Tensor4D];
       vProj = vPart as tf.Tensor2D;
     }
@@ -409,10 +409,9 @@ export class Qwen2 {
 
   /** The SwiGLU MLP (Shazeer 2020): down(silu(gate(x)) * up(x)), no biases. */
   private mlp(p: string, x: tf.Tensor2D): tf.Tensor2D {
-    const [gate, up] =
-      tf.getBackend() === 'wasm'
-        ? [this.linear(x, `${p}mlp.gate_proj`), this.linear(x, `${p}mlp.up_proj`)]
-        : (tf.split(this.fusedLinear(x, `${p}mlp.`, ['gate_proj', 'up_proj'], false), 2, 1) as [tf.Tensor2D, tf.Tensor2D]);
+    // Not stacked like q/k/v: splitting the [N, 2I] product apart copies it, which costs what one matmul call saves.
+    const gate = this.linear(x, `${p}mlp.gate_proj`);
+    const up = this.linear(x, `${p}mlp.up_proj`);
     const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
     return this.linear(act, `${p}mlp.down_proj`);
   }
@@ -427,11 +426,12 @@ export class Qwen2 {
     return linear(x, w, withBias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, this.transposes.of(prefix, w));
   }
 
-  /** The linear layers `prefix + names[i]` (same input, no wasm) as one matmul, [N, sum of their outputs]. */
-  private fusedLinear(x: tf.Tensor2D, prefix: string, names: string[], withBias: boolean): tf.Tensor2D {
-    const ws = names.map((n) => this.w(`${prefix}${n}.weight`) as tf.Tensor2D);
-    const bs = withBias ? names.map((n) => this.w(`${prefix}${n}.bias`) as tf.Tensor1D) : undefined;
-    const { stacked, bias } = this.fused.of(`${prefix}${names.join('+')}`, ws, bs);
+  /** q, k and v of layer prefix `p` (a `...self_attn.` prefix) as one matmul on their stacked weights (not on wasm). */
+  private stackedQKV(x: tf.Tensor2D, p: string): tf.Tensor2D {
+    const names = ['q_proj', 'k_proj', 'v_proj'];
+    const ws = names.map((n) => this.w(`${p}${n}.weight`) as tf.Tensor2D);
+    const bs = names.map((n) => this.w(`${p}${n}.bias`) as tf.Tensor1D);
+    const { stacked, bias } = this.fused.of(p, ws, bs);
     return fusedLinear(x, ws, stacked, bs, bias);
   }
 
