@@ -168,8 +168,8 @@ export class AdamW {
       // The new values go over the host copy of the old ones (fresh memory is costly at this size); the cpu
       // backend hands out its own buffer, which a clone of the weights may share, so it gets a copy.
       const host = p.dataSync() as Float32Array;
-      const out = tf.getBackend() === 'cpu' ? host.slice() : host;
-      adamWLoop(g, out, m, v, out, {
+      const values = tf.getBackend() === 'cpu' ? host.slice() : host;
+      adamWLoop(g, values, m, v, {
         gradScale,
         beta1: this.beta1,
         beta2: this.beta2,
@@ -179,7 +179,7 @@ export class AdamW {
         eps: this.eps,
       });
       this.moments.set(name, { shape: [...p.shape], m, v });
-      const pNew = tf.tensor(out, p.shape, 'float32');
+      const pNew = tf.tensor(values, p.shape, 'float32');
       p.assign(pNew);
       pNew.dispose();
     }
@@ -231,9 +231,12 @@ export class AdamW {
       params: opts.params,
     });
     opt.step = step;
+    const names = new Set<string>();
     for (const key of Object.keys(tensors)) {
       if (!key.startsWith('m.') && !key.startsWith('v.')) throw new Error(`AdamW.fromSafetensors: tensor ${key} is neither m.* nor v.*`);
-      const name = key.slice(2);
+      names.add(key.slice(2));
+    }
+    for (const name of names) {
       const m = tensors[`m.${name}`];
       const v = tensors[`v.${name}`];
       if (!m || !v) throw new Error(`AdamW.fromSafetensors: ${m ? `v.${name}` : `m.${name}`} is missing (each parameter has both moments)`);
@@ -255,7 +258,7 @@ export class AdamW {
 }
 
 /**
- * The AdamW update of one parameter, in place on m and v, into out (which may be p). Zero moments (a first step) give the same
+ * The AdamW update of one parameter's values p, in place on p, m and v. Zero moments (a first step) give the same
  * values as the formula: b * 0 + x is x.
  */
 function adamWLoop(
@@ -263,7 +266,6 @@ function adamWLoop(
   p: Float32Array,
   m: Float32Array,
   v: Float32Array,
-  out: Float32Array,
   c: { gradScale: number; beta1: number; beta2: number; decay: number; stepSize: number; sqrtBc2: number; eps: number },
 ): void {
   const { gradScale, beta1, beta2, decay, stepSize, sqrtBc2, eps } = c;
@@ -275,7 +277,7 @@ function adamWLoop(
     const vi = v[i] * beta2 + gi * gi * c2;
     m[i] = mi;
     v[i] = vi;
-    out[i] = p[i] * decay - (mi / (Math.sqrt(vi) / sqrtBc2 + eps)) * stepSize;
+    p[i] = p[i] * decay - (mi / (Math.sqrt(vi) / sqrtBc2 + eps)) * stepSize;
   }
 }
 

@@ -11,6 +11,7 @@ import { type Qwen2Config, validateQwen2Config } from '../model/config';
 import { generate } from '../model/generate';
 import type { Qwen2 } from '../model/qwen2';
 import { ValueModel } from '../model/value_model';
+import { WASM_HEAP_BYTES } from '../model/wasm_memory';
 import { generatingArgsOf } from '../rollout/plan';
 import { Rng } from '../util/rng';
 import { AdamW } from './adamw';
@@ -197,9 +198,6 @@ export function peakRssBytes(): number {
   return process.resourceUsage().maxRSS * 1024;
 }
 
-/** The wasm backend's memory ceiling: 4 GiB (32-bit addresses). */
-const WASM_MAX_BYTES = 2 ** 32;
-
 /**
  * true when `err` comes from the wasm backend running out of memory: emscripten's abort or a failed
  * allocation, or a WebAssembly RuntimeError (an allocation that failed silently corrupts what follows: "table
@@ -210,5 +208,5 @@ export function isOutOfWasmMemory(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   if (/Aborted\(|out of memory|Cannot enlarge memory|Memory\.grow|allocation failed/i.test(message)) return true;
   const heap = (tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } }).wasm?.HEAPU8?.buffer.byteLength ?? 0;
-  return err instanceof Error && err.name === 'RuntimeError' && heap >= 0.9 * WASM_MAX_BYTES;
+  return err instanceof Error && err.name === 'RuntimeError' && heap >= 0.9 * WASM_HEAP_BYTES;
 }

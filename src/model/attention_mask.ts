@@ -1,6 +1,6 @@
 /**
  * The causal attention mask of one forward, in query chunks: the additive bias each chunk of queries adds to its
- * scores (qwen2.ts groupedAttention). Built once per forward on the host and shared by all layers.
+ * scores (attention.ts groupedAttention). Built once per forward on the host and shared by all layers.
  */
 import * as tf from '@tensorflow/tfjs';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
+import { groupedAttention } from '../../../src/model/attention';
 import { causalMask, disposeMask } from '../../../src/model/attention_mask';
 import { embedLookup } from '../../../src/model/kernels';
-import { groupedAttention } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {
