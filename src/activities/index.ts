@@ -8,6 +8,7 @@ import { prepareEvalActivity, writeEvalResultActivity } from './eval';
 import { loadRunActivity, prepareRunActivity, writeMetricsActivity } from './prepare';
 import { rolloutActivity } from './rollout';
 import { ActivityRuntime } from './runtime';
+import { recordSweepActivity } from './sweep';
 import { updateActivity } from './update';
 
 /** All activities, keyed by their Temporal activity type names. */
@@ -21,5 +22,6 @@ export function createActivities(store: ObjectStore): StarpoActivities {
     loadRun: loadRunActivity(rt),
     prepareEval: prepareEvalActivity(rt),
     writeEvalResult: writeEvalResultActivity(rt),
+    recordSweep: recordSweepActivity(rt),
   };
 }

@@ -15,7 +15,20 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo train configs/frozen_lake.yaml --no-workers      # workers run elsewhere (starpo worker)',
     'starpo train configs/frozen_lake.yaml --backend tensorflow      # native TensorFlow (starpo backend install)',
   ],
-  resume: ['starpo resume frozen_lake-20261129-231500', 'starpo resume my-run --rollout-workers 1'],
+  resume: [
+    'starpo resume frozen_lake-20261129-231500',
+    'starpo resume my-run --rollout-workers 1',
+    'starpo resume lr-sweep      # a sweep: finish what is missing',
+  ],
+  sweep: [
+    'starpo sweep configs/frozen_lake_solver.yaml --seeds 3',
+    'starpo sweep configs/frozen_lake_solver.yaml max_steps=100 --seeds 3 --grid actor_train.training_args.learning_rate=1e-4,3e-4 --parallel 2 --sweep-id lr-sweep',
+    'starpo sweep configs/bandit.yaml --seeds 3 --grid rollout_filter_ratio=1,0.5 --grid warmup.train_steps=0,100',
+  ],
+  'sweep-json': [
+    'starpo sweep-json configs/frozen_lake_solver.yaml --seeds 3 --sweep-id my-sweep -o sweep.json',
+    'temporal workflow start --type starpoSweep --task-queue starpo --workflow-id my-sweep --input-file sweep.json',
+  ],
   eval: [
     'starpo eval frozen_lake-20261129-231500                # its latest checkpoint',
     'starpo eval my-run --step 10 --episodes 64 --json',
@@ -58,8 +71,8 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo config print configs/frozen_lake.yaml',
     'starpo config print configs/examples/agent_val_frozen_lake.yaml max_tokens_per_step=32 seed=7',
   ],
-  status: ['starpo status frozen_lake-20261129-231500', 'starpo status my-run --json'],
-  pause: ['starpo pause my-run'],
+  status: ['starpo status frozen_lake-20261129-231500', 'starpo status my-run --json', 'starpo status lr-sweep      # a sweep: its runs'],
+  pause: ['starpo pause my-run', 'starpo pause lr-sweep      # a sweep: no run starts, running runs pause'],
   unpause: ['starpo unpause my-run'],
   stop: ['starpo stop my-run', 'starpo stop my-run --reason "enough for the demo"', 'starpo stop sweep-3 --namespace team-sweeps'],
   list: [

@@ -2,65 +2,25 @@
  * The `starpo` command. Exit codes: 0 ok, 1 run failed, 2 bad input (config, arguments), 3 infra unavailable
  * (no server binary, servers unreachable, a requested native backend not installed). Help texts and examples: help.ts.
  */
-import { availableParallelism } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import { ROLES, type Role } from '../contract';
-import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
-import { backendArgument, registerBackendCommands } from './backend';
+import { registerBackendCommands } from './backend';
 import { addClusterOptions } from './cluster_options';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
 import { applyHelp } from './help';
 import { runIdArgument } from './known_run';
+import { backendOption, defaultRolloutWorkers, log, nonNegativeInt, OVERRIDES_HELP, positiveInt, useBackend } from './options';
 import { registerReportCommands } from './report';
 import { runInputFromFile } from './run_input';
+import { registerSweepCommands, resumeSweepCommand } from './sweep_commands';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 
-const log = (line: string) => console.log(line);
-
-const OVERRIDES_HELP = 'Hydra-style overrides applied before interpolation: a.b=value, +a.b=value (new key), ++a.b=value';
-
-/**
- * `--backend`: the tfjs backend of the rollout and update workers this command starts. It is passed on as
- * STARPO_BACKEND (which initBackend reads, and spawned workers inherit), so it wins over an inherited value.
- */
-const backendOption = () =>
-  new Option(
-    '--backend <name>',
-    `tfjs backend of the rollout and update workers: ${BACKEND_NAMES.join(', ')} (default: each role's choice on this host, see starpo backend status)`,
-  ).argParser(backendArgument);
-
-/**
- * Applies `--backend`, then refuses (before anything starts) a backend that STARPO_BACKEND or the flag names
- * but that cannot be used: an unknown name (exit 2), a native build that is not installed (exit 3).
- */
-function useBackend(name: string | undefined): void {
-  if (name !== undefined) process.env.STARPO_BACKEND = name;
-  const { requireInstalled, variantOf } = require('../model/native_build') as typeof import('../model/native_build');
-  const want = requestedBackend(process.env);
-  if (want === 'tensorflow' || want === 'tensorflow-gpu') requireInstalled(variantOf(want));
-}
-
-/** One rollout worker per core (rollout shards are independent, CPU-bound processes). */
-const defaultRolloutWorkers = Math.max(1, Math.min(4, availableParallelism()));
-
-/** Parses a positive integer option; a bad value is a usage error (exit 2). */
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a positive integer`);
-  return n;
-}
-/** Parses a non-negative integer option; a bad value is a usage error (exit 2). */
-function nonNegativeInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a non-negative integer`);
-  return n;
-}
 const program = new Command();
 program
   .name('starpo')
@@ -90,15 +50,19 @@ program
 
 program
   .command('resume')
-  .description('continue a run: attach workers to a running one, or restart a closed one from latest.json')
-  .argument('<runId>')
+  .description('continue a run or a sweep: attach workers to a running one, or restart a closed one from its latest checkpoints')
+  .argument('<id>', 'a run id or a sweep id')
   .option('--no-workers', 'do not spawn local workers')
   .option('--rollout-workers <n>', 'rollout worker processes (shards run in parallel)', positiveInt, defaultRolloutWorkers)
   .addOption(backendOption())
   .action(async (runId: string, opts: { workers: boolean; rolloutWorkers: number; backend?: string }) => {
     if (opts.workers) useBackend(opts.backend);
-    const { resume } = require('./train') as typeof import('./train');
-    await resume(runId, { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers, log });
+    const train = require('./train') as typeof import('./train');
+    const { isSweep } = require('./sweep_status') as typeof import('./sweep_status');
+    const workers = { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers };
+    if (await isSweep(await train.connectClient(await resolveEndpoints({ start: true, log })), runId))
+      await resumeSweepCommand(runId, workers);
+    else await train.resume(runId, { ...workers, log });
   });
 
 program
@@ -286,25 +250,43 @@ async function client() {
 
 program
   .command('status')
-  .description("a run's phase, step, last metrics, validation and checkpoint (its `progress` query, or its result once closed)")
-  .argument('<runId>')
-  .option('--json', 'print everything as JSON')
+  .description(
+    "a run's phase, step, last metrics, validation and checkpoint (its `progress` query, or its result once closed); of a sweep, a table of its runs",
+  )
+  .argument('<id>', 'a run id or a sweep id')
+  .option('--json', 'print everything as JSON (runs)')
   .action(async (runId: string, opts: { json?: boolean }) => {
     const { formatStatus, runStatus } = require('./operate') as typeof import('./operate');
-    const status = await runStatus(await client(), runId);
+    const sweeps = require('./sweep_status') as typeof import('./sweep_status');
+    const c = await client();
+    if (await sweeps.isSweep(c, runId)) {
+      const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
+      log((await sweeps.sweepStatus(c, new ObjectStore((await resolveEndpoints({ start: false, log })).s3), runId)).join('\n'));
+      return;
+    }
+    const status = await runStatus(c, runId);
     log(opts.json ? JSON.stringify(status, null, 2) : formatStatus(status).join('\n'));
   });
 
 for (const [action, description] of [
-  ['pause', 'pause a running run after the step in flight (its checkpoint is written first)'],
-  ['unpause', 'continue a paused run'],
-  ['stop', 'finish the step in flight, run the final validation (eval_steps > 0) and complete the run'],
+  [
+    'pause',
+    'pause a running run after the step in flight (its checkpoint is written first); of a sweep, its running runs and its start of new ones',
+  ],
+  ['unpause', 'continue a paused run or sweep'],
+  [
+    'stop',
+    'finish the step in flight, run the final validation (eval_steps > 0) and complete the run; a sweep stops its running runs and starts no more',
+  ],
 ] as const) {
-  const command = program.command(action).description(description).argument('<runId>');
+  const command = program.command(action).description(description).argument('<id>', 'a run id or a sweep id');
   if (action === 'stop') command.option('--reason <text>', 'why (in the result: stoppedBy "stop: <text>")');
   command.action(async (runId: string, opts: { reason?: string }) => {
     const { describeReply, sendControl } = require('./operate') as typeof import('./operate');
-    log(describeReply(runId, action, await sendControl(await client(), runId, action, opts.reason)));
+    const sweeps = require('./sweep_status') as typeof import('./sweep_status');
+    const c = await client();
+    if (await sweeps.isSweep(c, runId)) log(await sweeps.sendSweepControl(c, runId, action, opts.reason));
+    else log(describeReply(runId, action, await sendControl(c, runId, action, opts.reason)));
   });
 }
 
@@ -322,6 +304,7 @@ program
 
 registerInfraCommands(program);
 registerReportCommands(program);
+registerSweepCommands(program);
 registerBackendCommands(program);
 addClusterOptions(program);
 applyHelp(program);

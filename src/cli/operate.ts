@@ -223,6 +223,11 @@ export function formatRuns(rows: RunRow[]): string[] {
       r.started.replace('T', ' ').slice(0, 19),
     ]),
   ];
+  return alignedRows(table);
+}
+
+/** Rows of cells as lines, each column padded to its widest cell. */
+export function alignedRows(table: readonly string[][]): string[] {
   const widths = table[0].map((_, i) => Math.max(...table.map((cells) => cells[i].length)));
   return table.map((cells) =>
     cells

@@ -8,7 +8,8 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import type { InfraEndpoints } from '../../infra/types';
-import type { Progress, RunStatus } from '../contract';
+import { type Progress, type RunStatus, type SweepSpec, sweepProgressQuery } from '../contract';
+import { sweepKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { errorMessage } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
@@ -78,12 +79,37 @@ async function runState(e: InfraEndpoints, runId: string): Promise<string> {
   }
 }
 
+/** The sweep's state line for its report: its Temporal status, and while it runs its runs by state. */
+async function sweepState(e: InfraEndpoints, sweepId: string): Promise<string> {
+  const { connectClient } = require('./train') as typeof import('./train');
+  let client: Awaited<ReturnType<typeof connectClient>>;
+  try {
+    client = await connectClient(e);
+  } catch (err) {
+    return `unknown: ${(err as Error).message}`;
+  }
+  try {
+    const handle = client.workflow.getHandle(sweepId);
+    const status = (await handle.describe()).status.name;
+    if (status !== 'RUNNING') return status;
+    const p = await handle.query(sweepProgressQuery);
+    const count = (state: string) => p.children.filter((c) => c.state === state).length;
+    return `RUNNING: ${count('completed')} completed, ${count('running')} running, ${count('waiting')} waiting, ${count('failed')} failed${p.paused ? ' (paused)' : ''}`;
+  } catch (err) {
+    return `unknown: Temporal: ${errorMessage(err)}`;
+  } finally {
+    await client.connection.close();
+  }
+}
+
 /** Adds `report` and `trajectories` to the program. */
 export function registerReportCommands(program: Command): void {
   program
     .command('report')
-    .description('write one self-contained HTML report of a run: learning curves, validation, collapse signals, trajectory browser')
-    .argument('<runId>', 'run id (see starpo list)', runIdArgument)
+    .description(
+      'write one self-contained HTML report of a run (learning curves, validation, collapse signals, trajectory browser) or of a sweep (its runs compared per grid point over seeds)',
+    )
+    .argument('<id>', 'a run id (see starpo list) or a sweep id', runIdArgument)
     .option('-o, --output <file>', 'output file (default report-<runId>.html; missing folders are created)')
     .option(
       '--trajectory-steps <n>',
@@ -94,15 +120,16 @@ export function registerReportCommands(program: Command): void {
     .action(async (runId: string, opts: { output?: string; trajectorySteps: number }) => {
       const output = opts.output ?? `report-${runId}.html`;
       const file = checkOutputFile('-o', output);
-      const { buildReport } = require('../report/build') as typeof import('../report/build');
+      const { buildReport, buildSweepReport } = require('../report/build') as typeof import('../report/build');
       const e = await endpoints();
       const store = new ObjectStore(e.s3);
-      const state = await runState(e, runId);
-      const html = await buildReport(store, await loadRunSpec(store, runId), {
-        trajectorySteps: opts.trajectorySteps,
-        state,
-        warn: (line) => console.error(line),
-      });
+      const html = (await store.exists(sweepKey(runId)))
+        ? await buildSweepReport(store, await store.getJson<SweepSpec>(sweepKey(runId)), await sweepState(e, runId))
+        : await buildReport(store, await loadRunSpec(store, runId), {
+            trajectorySteps: opts.trajectorySteps,
+            state: await runState(e, runId),
+            warn: (line) => console.error(line),
+          });
       writeFileAtomically(file, html);
       console.log(`wrote ${output} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB); open it in a browser, it needs no network`);
     });

@@ -21,10 +21,10 @@ import { charTokenizer } from '../model/tokenizer';
 import { readLatestComplete } from '../storage/checkpoint';
 import { runKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
+import { runDetails, runSummary } from '../workflows/run_text';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';
-import { runDetails, runSummary } from './run_metadata';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
 
 /** Options shared by train and resume. */
@@ -116,11 +116,21 @@ function workerExitError(runId: string, exit: WorkerExit): Error {
   );
 }
 
-/** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
-async function follow(client: Client, e: InfraEndpoints, runId: string, config: RunConfig | null, opts: TrainOptions): Promise<void> {
+/**
+ * Spawns the local workers (unless opts.workers is false), runs `watch` until it settles, then stops them.
+ * Ctrl-C stops only the workers: the run or sweep `id` stays durable in Temporal. A worker that exits by
+ * itself ends the watch with an error naming it and its log.
+ */
+export async function withWorkers<T>(
+  e: InfraEndpoints,
+  id: string,
+  config: RunConfig | null,
+  opts: TrainOptions,
+  watch: () => Promise<T>,
+): Promise<T> {
   let workers: WorkerProcesses | null = null;
   if (opts.workers) {
-    const logDir = resolve('.starpo', 'logs', runId);
+    const logDir = resolve('.starpo', 'logs', id);
     const roles: Role[] = ['control', ...Array<Role>(opts.rolloutWorkers).fill('rollout'), 'update'];
     const backends = roleBackends(config);
     for (const problem of brokenBuilds()) opts.log(`warning: ${problem}`);
@@ -135,39 +145,48 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
   // A worker that exits by itself (e.g. a backend it cannot load) would leave the run waiting for it.
   const died = workers
     ? workers.died.then((exit) => {
-        throw workerExitError(runId, exit);
+        throw workerExitError(id, exit);
       })
     : new Promise<never>(() => undefined);
   const onSigint = () => {
-    opts.log(`\nstopping local workers; run ${runId} stays durable in Temporal.`);
-    opts.log(`continue it with:  starpo resume ${runId}`);
+    opts.log(`\nstopping local workers; ${id} stays durable in Temporal.`);
+    opts.log(`continue it with:  starpo resume ${id}`);
     void (workers?.stop(30) ?? Promise.resolve()).then(() => process.exit(130));
   };
   process.once('SIGINT', onSigint);
   try {
-    const result = await Promise.race([attach(client, runId), died]);
-    opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
-    if (result.stoppedBy) opts.log(`stopped early by ${result.stoppedBy}`);
-    if (result.validationCurve.length > 0) {
-      opts.log(`validation success by step: ${result.validationCurve.map((v) => `${v.step}: ${v.success.toFixed(3)}`).join(', ')}`);
-    }
-    const val = result.lastValidation;
-    if (val) {
-      const parts = Object.entries(val.metrics)
-        .filter(([k]) => k.endsWith('/success'))
-        .map(([k, v]) => `${k} ${v.toFixed(3)}`);
-      opts.log(`validation at step ${val.step}: ${parts.join(', ')}`);
-    }
-  } catch (err) {
-    if (err instanceof WorkflowFailedError) {
-      opts.log(`run ${runId} did not complete: ${err.cause?.message ?? err.message}`);
-      opts.log(`continue it from its latest checkpoint with:  starpo resume ${runId}`);
-    }
-    throw err;
+    return await Promise.race([watch(), died]);
   } finally {
     process.removeListener('SIGINT', onSigint);
     await workers?.stop();
   }
+}
+
+/** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
+async function follow(client: Client, e: InfraEndpoints, runId: string, config: RunConfig | null, opts: TrainOptions): Promise<void> {
+  await withWorkers(e, runId, config, opts, async () => {
+    try {
+      const result = await attach(client, runId);
+      opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
+      if (result.stoppedBy) opts.log(`stopped early by ${result.stoppedBy}`);
+      if (result.validationCurve.length > 0) {
+        opts.log(`validation success by step: ${result.validationCurve.map((v) => `${v.step}: ${v.success.toFixed(3)}`).join(', ')}`);
+      }
+      const val = result.lastValidation;
+      if (val) {
+        const parts = Object.entries(val.metrics)
+          .filter(([k]) => k.endsWith('/success'))
+          .map(([k, v]) => `${k} ${v.toFixed(3)}`);
+        opts.log(`validation at step ${val.step}: ${parts.join(', ')}`);
+      }
+    } catch (err) {
+      if (err instanceof WorkflowFailedError) {
+        opts.log(`run ${runId} did not complete: ${err.cause?.message ?? err.message}`);
+        opts.log(`continue it from its latest checkpoint with:  starpo resume ${runId}`);
+      }
+      throw err;
+    }
+  });
 }
 
 /**

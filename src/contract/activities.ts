@@ -4,7 +4,7 @@
  * (docs/design.md, "The shape"). The workflows proxy StarpoActivities; src/activities implements it.
  */
 
-import type { RunSpec } from './run';
+import type { RunSpec, SweepSpec } from './run';
 import type { RunConfig } from './run_config';
 import type { ObjectRef } from './store';
 import type { MetricSums, RolloutGroup } from './trajectory';
@@ -151,7 +151,7 @@ export interface EvalResult {
 
 /**
  * Every activity, keyed by its Temporal activity type name (public: recorded histories name them).
- * prepareRun, update, writeMetrics and loadRun run on "starpo-update"; rollout, prepareEval and
+ * prepareRun, update, writeMetrics, loadRun and recordSweep run on "starpo-update"; rollout, prepareEval and
  * writeEvalResult on "starpo-rollout".
  */
 export interface StarpoActivities {
@@ -169,6 +169,8 @@ export interface StarpoActivities {
   prepareEval(request: EvalRequest): Promise<EvalSpec>;
   /** Stores an evaluation's result.json (last). */
   writeEvalResult(result: EvalResult): Promise<void>;
+  /** Stores a sweep's definition at sweeps/<sweep>/sweep.json (the report and `starpo resume` read it). */
+  recordSweep(spec: SweepSpec): Promise<void>;
 }
 
 /** One step's scalars as writeMetrics stores them: runs/<run>/metrics/step-N.json. */

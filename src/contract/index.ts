@@ -12,6 +12,7 @@ export * from './run';
 export * from './run_config';
 export * from './run_config_blocks';
 export * from './store';
+export * from './sweep';
 export * from './trajectory';
 export * from './trajectory_scores';
 export * from './workflow';

@@ -1,6 +1,7 @@
 /**
  * The run record and the run-id rule. A RunSpec is what `starpo run-json` writes, what workflow
- * starpoTraining takes, what prepareRun stores as runs/<run>/run.json and what loadRun reads back.
+ * starpoTraining takes, what prepareRun stores as runs/<run>/run.json and what loadRun reads back. A
+ * SweepSpec is the record of a sweep's runs (sweeps/<sweep>/sweep.json; the workflow is in sweep.ts).
  */
 import { InvalidKeyPartError } from './errors';
 import type { RunConfig } from './run_config';
@@ -38,4 +39,38 @@ export interface RunSpec {
   config: RunConfig;
   /** Workflow input only, never stored: continue from this checkpoint manifest instead of preparing the run (`starpo resume`). */
   resumeFrom?: { checkpoint: ObjectRef; step: number };
+}
+
+/** One child run: its run spec (the config with its grid point and seed applied), grid point index and seed. */
+export interface SweepChild {
+  /** run.runId is the child's workflow id: `<sweepId>-seed<seed>`, or `<sweepId>-g<point>-seed<seed>` with a grid. */
+  run: RunSpec;
+  /** Index into SweepSpec.points. */
+  point: number;
+  seed: number;
+}
+
+/** A sweep's definition: sweeps/<sweepId>/sweep.json and the workflow input of a new sweep. */
+export interface SweepSpec {
+  /** Sweep id, also the workflow id (the run-id rule). */
+  sweepId: string;
+  /** The config file's name, without .yaml. */
+  configName: string;
+  /** The overrides every child shares (given after the config), in order. */
+  overrides: string[];
+  /** The grid: one key per `--grid key=v1,v2`, with its values in order; [] for seeds only. */
+  grid: Array<{ key: string; values: string[] }>;
+  /** Every combination of the grid's values (key -> value), first key slowest; [{}] without a grid. */
+  points: Array<Record<string, string>>;
+  /** The children's `seed` values. */
+  seeds: number[];
+  /** At most this many children run at once. */
+  parallel: number;
+  /** Seed-major (every point's first seed, then every point's second, ...): the start order. */
+  children: SweepChild[];
+}
+
+/** The child run id for a grid point and seed (`point` null: a sweep without a grid). */
+export function sweepChildId(sweepId: string, point: number | null, seed: number): string {
+  return point === null ? `${sweepId}-seed${seed}` : `${sweepId}-g${point}-seed${seed}`;
 }

@@ -1,14 +1,18 @@
 /**
  * Builds the `starpo report` HTML of a run from the object store: metrics -> charts (SVG), validation
- * and collapse tables; train rollouts + the update's trajectory scores -> the trajectory browser.
+ * and collapse tables; train rollouts + the update's trajectory scores -> the trajectory browser. And of a
+ * sweep: its runs' metrics -> curves per grid point, the final tables and the configs that differ.
  */
-import type { RunSpec } from '../contract';
+import type { RunSpec, SweepSpec } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
 import { chartsOf } from './charts';
 import { gridLegends, groupStep } from './groups';
 import { reportHtml } from './html';
 import { loadMetrics, loadScores, loadTrajectories, rolloutIndex } from './run_data';
 import { chartSvg } from './svg';
+import { sweepCharts } from './sweep_charts';
+import { finalRows, loadSweepRuns } from './sweep_data';
+import { sweepReportHtml } from './sweep_html';
 
 /**
  * At most `cap` of `steps` (ascending), evenly spaced, first and last always included.
@@ -57,4 +61,12 @@ export async function buildReport(
     state: opts.state,
     legends: gridLegends(spec.config, [...spec.config.train_env_manager.tags, ...spec.config.val_env_manager.tags]),
   });
+}
+
+/** The comparison report of the sweep `spec` (its sweep.json) as one HTML document; `state` as for a run. */
+export async function buildSweepReport(store: ObjectStore, spec: SweepSpec, state: string): Promise<string> {
+  const runs = await loadSweepRuns(store, spec);
+  const charts = [];
+  for (const chart of sweepCharts(spec, runs)) charts.push({ chart, svg: await chartSvg(chart) });
+  return sweepReportHtml({ spec, state, charts, rows: finalRows(runs), generatedAt: new Date().toISOString() });
 }

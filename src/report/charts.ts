@@ -24,6 +24,10 @@ export interface Chart {
   floor: { value: number; label: string } | null;
   /** Steps marked with a vertical line (collapse_guard fired). */
   marks: number[];
+  /** The x axis title when it is not 'step' (points' `step` then holds that quantity, e.g. wall minutes). */
+  xTitle?: string;
+  /** Shaded ranges drawn under the series of the same name (a sweep's min..max over seeds). */
+  bands?: Array<{ name: string; points: Array<{ step: number; lo: number; hi: number }> }>;
 }
 
 /** The env tags that have metrics under `prefix` + `env/<tag>/success`, in first-seen order. */

@@ -45,7 +45,8 @@ function scriptJson(value: unknown): string {
     .replace(/\u2029/g, '\\u2029');
 }
 
-const asset = (name: string) => readFileSync(join(__dirname, name), 'utf8');
+/** A file shipped beside this one (the stylesheet, the browser script). */
+export const asset = (name: string) => readFileSync(join(__dirname, name), 'utf8');
 
 /** The last value of a metric over the steps, with its step. */
 function last(metrics: readonly StepMetrics[], key: string): { step: number; value: number } | null {

@@ -30,10 +30,14 @@ export function yExtent(values: readonly number[], y: Chart['y']): [number, numb
 /** The Vega spec of a chart. */
 export function vegaSpec(c: Chart): Spec {
   const rows = c.series.flatMap((s) => s.points.map((p) => ({ series: s.name, step: p.step, value: p.value })));
+  const bands = (c.bands ?? []).flatMap((b) => b.points.map((p) => ({ series: b.name, ...p })));
   const steps = rows.map((r) => r.step);
   const lo = Math.min(...steps);
   const hi = Math.max(lo + 1, ...steps);
-  const [yLo, yHi] = yExtent([...rows.map((r) => r.value), ...(c.floor ? [c.floor.value] : [])], c.y);
+  const [yLo, yHi] = yExtent(
+    [...rows.map((r) => r.value), ...bands.flatMap((b) => [b.lo, b.hi]), ...(c.floor ? [c.floor.value] : [])],
+    c.y,
+  );
   const enterXY = { x: { scale: 'x', field: 'step' }, y: { scale: 'y', field: 'value' } };
   return {
     width: WIDTH,
@@ -43,6 +47,7 @@ export function vegaSpec(c: Chart): Spec {
     background: 'white',
     data: [
       { name: 'points', values: rows },
+      { name: 'bands', values: bands },
       { name: 'floor', values: c.floor ? [c.floor] : [] },
       { name: 'marks', values: c.marks.map((step) => ({ step })) },
     ],
@@ -52,11 +57,33 @@ export function vegaSpec(c: Chart): Spec {
       { name: 'color', type: 'ordinal', domain: { data: 'points', field: 'series' }, range: 'category' },
     ],
     axes: [
-      { orient: 'bottom', scale: 'x', title: 'step', tickMinStep: 1, format: 'd' },
+      c.xTitle
+        ? { orient: 'bottom', scale: 'x', title: c.xTitle }
+        : { orient: 'bottom', scale: 'x', title: 'step', tickMinStep: 1, format: 'd' },
       { orient: 'left', scale: 'y', title: c.unit, grid: true },
     ],
     legends: [{ stroke: 'color', fill: 'color', orient: 'bottom', direction: 'horizontal', symbolType: 'circle', labelLimit: 300 }],
     marks: [
+      {
+        type: 'group',
+        from: { facet: { name: 'one_band', data: 'bands', groupby: 'series' } },
+        marks: [
+          {
+            type: 'area',
+            from: { data: 'one_band' },
+            sort: { field: 'datum.step' },
+            encode: {
+              enter: {
+                x: { scale: 'x', field: 'step' },
+                y: { scale: 'y', field: 'lo' },
+                y2: { scale: 'y', field: 'hi' },
+                fill: { scale: 'color', field: 'series' },
+                fillOpacity: { value: 0.18 },
+              },
+            },
+          },
+        ],
+      },
       {
         type: 'group',
         from: { facet: { name: 'one_series', data: 'points', groupby: 'series' } },

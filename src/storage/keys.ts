@@ -72,6 +72,11 @@ function rolloutBase(runId: string, step: number, split: string, shard: number, 
   return `${base}rollouts/${stepName(step)}/${split}-shard-${String(shard).padStart(3, '0')}`;
 }
 
+/** `sweeps/<sweepId>/sweep.json`: a sweep's SweepSpec (the sweep id follows the run-id rule). */
+export function sweepKey(sweepId: string): string {
+  return `sweeps/${validateRunId(sweepId)}/sweep.json`;
+}
+
 /**
  * `runs/<runId>/evals/<evalName>/`: one `starpo eval` of the run (its spec eval.json, rollouts and
  * result.json), apart from the training's rollouts and metrics.

@@ -1,10 +1,11 @@
 /**
- * Operating a running workflow: the `progress` and `config` queries and the
- * `pause`, `unpause` and `stop` updates. Requests take effect at step boundaries: the step in
+ * Operating a running workflow: the `progress` and `config` queries, the `pause`, `unpause` and
+ * `stop` updates, and the signals of the same names a sweep sends its children. Requests take effect at step boundaries: the step in
  * flight always finishes and writes its checkpoint and metrics. Workflow code: deterministic, no I/O.
  */
 import { condition, setCurrentDetails, setHandler, upsertMemo } from '@temporalio/workflow';
 import type { RunConfig } from '../contract/run_config';
+import { pauseSignal, stopSignal, unpauseSignal } from '../contract/sweep';
 import { type ControlReply, configQuery, type Progress, pauseUpdate, progressQuery, stopUpdate, unpauseUpdate } from '../contract/workflow';
 import { currentDetails } from './format';
 
@@ -42,6 +43,10 @@ export class RunControl {
         }
       },
     });
+    // The same requests from a sweep (a parent cannot send updates); late ones are dropped, as the run is ending anyway.
+    setHandler(pauseSignal, () => void (this.closing || this.setPaused(true)));
+    setHandler(unpauseSignal, () => void (this.closing || this.setPaused(false)));
+    setHandler(stopSignal, (reason: string) => void (this.closing || this.stop(`stop: ${String(reason).slice(0, MAX_REASON)}`)));
   }
 
   /** Why the run stops after the step in flight, or null. */

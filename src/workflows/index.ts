@@ -22,6 +22,7 @@ import { TrainRollouts } from './train_rollouts';
 import { playValidation } from './validation';
 
 export { starpoEvaluation } from './evaluation';
+export { starpoSweep } from './sweep';
 
 /** The StarPO training loop; see the file comment. */
 export async function starpoTraining(input: StarpoWorkflowInput): Promise<StarpoRunResult> {

@@ -8,7 +8,6 @@
  */
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,13 +18,13 @@ import { parse, stringify } from 'yaml';
 import { endpointsToEnv } from '../../infra/env';
 import { type EvalOutput, evaluate } from '../../src/cli/eval';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { runDetails, runSummary } from '../../src/cli/run_metadata';
-import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import { train } from '../../src/cli/train';
 import type { StarpoRunResult, Trajectory } from '../../src/contract';
 import { EVAL_WORKFLOW_TYPE } from '../../src/contract';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
 import { evalResultKey, rolloutKey } from '../../src/storage/keys';
+import { runDetails, runSummary } from '../../src/workflows/run_text';
+import { starpoCli } from '../helpers/cli';
 import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
@@ -63,18 +62,7 @@ function trainedRun(): Promise<StarpoRunResult> {
 }
 
 /** Runs `starpo <args>` against the test servers; never rejects. */
-function starpo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [STARPO_BIN, ...args],
-      { env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const starpo = (...args: string[]) => starpoCli(stack.servers.endpoints, ...args);
 
 /** The trajectories of a validation's shards, in shard order. */
 async function valEpisodes(step: number, shards: number, evalName?: string): Promise<Trajectory[]> {

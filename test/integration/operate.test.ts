@@ -7,14 +7,11 @@
  */
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { endpointsToEnv } from '../../infra/env';
 import { runInputFromFile } from '../../src/cli/run_input';
-import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import type { StarpoActivities as Activities, ObjectRef, RunConfig, RunSpec, StarpoRunResult } from '../../src/contract';
 import {
   configQuery,
@@ -27,6 +24,7 @@ import {
   WORKFLOW_TYPE,
 } from '../../src/contract';
 import { STEPS_PER_RUN } from '../../src/workflows/continue_as_new';
+import { starpoCli } from '../helpers/cli';
 import { startTestServers, type TestServers } from '../helpers/servers';
 
 let servers: TestServers;
@@ -62,7 +60,7 @@ const ref = (key: string): ObjectRef => ({ bucket: 'stub', key, sha256: '0'.repe
 const manifest = (runId: string, step: number) => ref(`runs/${runId}/checkpoints/step-${String(step).padStart(6, '0')}/manifest.json`);
 
 /** The training workflow's activities (real names and types) that only record the call and return fixed values. */
-const stubs: Omit<Activities, 'prepareEval' | 'writeEvalResult'> = {
+const stubs: Omit<Activities, 'prepareEval' | 'writeEvalResult' | 'recordSweep'> = {
   prepareRun: async ({ runId, config }) => {
     configs.set(runId, config);
     await pass(`prepareRun ${runId} - 0`);
@@ -108,18 +106,7 @@ function start(input: RunSpec) {
 }
 
 /** Runs `starpo <args>` against the test servers; never rejects. */
-function starpo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [STARPO_BIN, ...args],
-      { env: { ...process.env, ...endpointsToEnv(servers.endpoints) } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const starpo = (...args: string[]) => starpoCli(servers.endpoints, ...args);
 
 /** Queries progress until `ok` holds (polling, not timing: each answer is checked, none is assumed). */
 async function progressUntil(runId: string, ok: (p: Awaited<ReturnType<typeof queryProgress>>) => boolean) {
