@@ -4,7 +4,8 @@
  * RewardRolloutFilter with metric reward_variance, whose per-group score is the in-group std) and the older
  * ragen/trainer/agent_trainer.py _filter_rollout (same top-k rule and rollout/* metric names).
  */
-import { FILTER_TYPES, type FilterType } from '../contract';
+import { FILTER_TYPES, type FilterType, type RunConfig, type Trajectory } from '../contract';
+import { type StrategyOptions, selectGroups, ZERO_SCORE } from './filter_strategies';
 import { groupIndices, mean, NORM_STD_EPS, unbiasedStd } from './normalize';
 
 export { FILTER_TYPES, type FilterType };
@@ -23,6 +24,8 @@ export interface FilterInput {
   ratio: number;
   /** top_p only: subtracted from the threshold p * sum(U) (RAGEN rollout_filter_selection_eps, default 0.01). */
   selectionEps?: number;
+  /** RAGEN-2's rollout_filter_strategy and its keys: select by them (filter_strategies.ts) instead of `ratio`; `type` says largest or smallest. */
+  strategy?: Omit<StrategyOptions, 'largest'>;
 }
 
 /** Result of filterGroups. */
@@ -45,9 +48,12 @@ export interface FilterOutput {
  *   = ratio * sum(U) - selectionEps; add groups while the running sum of U is below the threshold (so the group
  *   that crosses it is kept). ratio 1 keeps every group with U > 1e-6. Nothing is kept when every group is flat,
  *   or when ratio * sum(U) <= selectionEps (a batch whose total in-group std is negligible).
+ * - with `strategy` (RAGEN-2's rollout_filter_strategy): filter_strategies.ts selectGroups; nothing kept is a skip.
+ * largest / smallest are RAGEN-2's names of std / std_rev.
  * Metrics: rollout/in_group_std, rollout/in_group_mean, rollout/in_group_max (means over all groups of the group
  * std, mean, max), rollout/chosen_in_group_{std,mean,max} (over kept groups; 0 when none), rollout/kept_groups,
- * rollout/kept_trajectories, rollout/filter_ratio_effective (kept groups / G).
+ * rollout/kept_trajectories, rollout/filter_ratio_effective (kept groups / G), and RAGEN-2's
+ * rollout/filter_kept_count, rollout/filter_kept_ratio, rollout/filter_zero_count (groups with U <= 1e-10).
  * @throws RangeError on a length mismatch, an empty batch, a non-finite score, an unknown type, a ratio outside
  *   (0, 1] or a negative selectionEps.
  */
@@ -77,8 +83,18 @@ export function filterGroups(input: FilterInput): FilterOutput {
 
   let kept: typeof groups;
   let skipReason: string | null = null;
-  if (type !== 'top_p') {
-    kept = byStd(type === 'std' ? 1 : -1).slice(0, Math.max(1, Math.floor(ratio * G)));
+  const largest = type !== 'std_rev' && type !== 'smallest';
+  if (input.strategy) {
+    const st = input.strategy;
+    kept = selectGroups(
+      groups.map((g) => g.std),
+      { ...st, largest },
+    ).map((i) => groups[i]);
+    if (kept.length === 0) {
+      skipReason = `rollout_filter_strategy ${st.strategy} ${st.value} (${largest ? 'largest' : 'smallest'}, include_zero ${st.includeZero}) kept none of the ${G} groups (${groups.filter((g) => g.std <= ZERO_SCORE).length} with zero reward variance)`;
+    }
+  } else if (type !== 'top_p') {
+    kept = byStd(largest ? 1 : -1).slice(0, Math.max(1, Math.floor(ratio * G)));
   } else {
     const live = byStd(1).filter((g) => g.std > NORM_STD_EPS);
     const mass = ratio * live.reduce((s, g) => s + g.std, 0);
@@ -109,6 +125,30 @@ export function filterGroups(input: FilterInput): FilterOutput {
     'rollout/kept_groups': kept.length,
     'rollout/kept_trajectories': keep.length,
     'rollout/filter_ratio_effective': kept.length / G,
+    // RAGEN-2's names for the same counts, and its count of zero-variance groups
+    'rollout/filter_kept_count': kept.length,
+    'rollout/filter_kept_ratio': kept.length / G,
+    'rollout/filter_zero_count': groups.filter((g) => g.std <= ZERO_SCORE).length,
   };
   return { keep, metrics, skipReason };
+}
+
+/** filterGroups' input for a batch under the run config's rollout_filter_* keys (the strategy only when set). */
+export function filterOptions(config: RunConfig, trajectories: readonly Pick<Trajectory, 'episodeScore' | 'trajGroupId'>[]): FilterInput {
+  const strategy = config.rollout_filter_strategy;
+  return {
+    scores: trajectories.map((t) => t.episodeScore),
+    groupKeys: trajectories.map((t) => t.trajGroupId),
+    type: config.rollout_filter_type,
+    ratio: config.rollout_filter_ratio,
+    strategy: strategy
+      ? {
+          strategy,
+          value: config.rollout_filter_value,
+          includeZero: config.rollout_filter_include_zero,
+          topPProbMode: config.rollout_filter_top_p_prob_mode,
+          selectionEps: config.rollout_filter_selection_eps,
+        }
+      : undefined,
+  };
 }

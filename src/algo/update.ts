@@ -16,7 +16,9 @@ import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
 import { paddedLength } from './batch';
-import { filterGroups } from './filter';
+import { collapseDetectionDue, collapseDiagnostics } from './collapse_detection';
+import { filterGroups, filterOptions } from './filter';
+import { filterLossScale } from './filter_strategies';
 import { optimizerStep, type StepResult } from './grad_step';
 import type { KlController } from './kl';
 import { aggDenominators, aggLoss, entropyBonus, klLoss, PPO_STATS, ppoLoss, StatAccumulator, VALUE_STATS, valueLoss } from './loss';
@@ -132,14 +134,14 @@ export async function ppoUpdate(opts: {
       {},
     );
 
+  // RAGEN-2's collapse diagnostics (§7) on the batch as played, before the filter, with the weights that played it.
+  const diagnostics = collapseDetectionDue(config.collapse_detection, opts.step)
+    ? collapseDiagnostics(actor.model, received, config, opts.step, opts.padId)
+    : {};
+
   // 2. StarPO-S variance filter (§7): keep whole env groups by the std of their raw episode scores.
-  const filter = filterGroups({
-    scores: received.map((t) => t.episodeScore),
-    groupKeys: received.map((t) => t.trajGroupId),
-    type: config.rollout_filter_type,
-    ratio: config.rollout_filter_ratio,
-  });
-  if (filter.skipReason) return skip(filter.skipReason, filter.metrics);
+  const filter = filterGroups(filterOptions(config, received));
+  if (filter.skipReason) return skip(filter.skipReason, { ...diagnostics, ...filter.metrics });
   const trajectories = filter.keep.map((i) => received[i]);
   const B = trajectories.length;
   const microSize = config.actor_train.training_args.per_device_train_batch_size;
@@ -196,6 +198,9 @@ export async function ppoUpdate(opts: {
     klCoef: klInRewards ? opts.klController.value : undefined,
     slotsPerTrajectory: config.sequence_length - 1,
   });
+  // filter_loss_scaling (RAGEN-2): the advantages shrink with the fraction of groups kept, as RAGEN scales them after computing them.
+  const lossScale = filterLossScale(config.filter_loss_scaling, filter.metrics['rollout/filter_kept_ratio']);
+  if (lossScale !== 1) for (const row of adv.advantages) for (let j = 0; j < row.length; j++) row[j] *= lossScale;
 
   // 6. ppo_epochs x minibatches (§6), shuffled with a seed; each minibatch is one optimizer step of the actor (once
   //    step >= critic_warmup for gae) and, in the first epoch only as ROLL's critic worker, of the critic.
@@ -247,6 +252,7 @@ export async function ppoUpdate(opts: {
   // 7. Metrics (§6-7, ROLL's names) and what the update did with each trajectory (trajectoryScores).
   const metrics: Record<string, number> = {
     ...fresh.metrics,
+    ...diagnostics,
     ...filter.metrics,
     ...adv.metrics,
     ...stats.actor.result(steps.actor.length),

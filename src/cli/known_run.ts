@@ -9,7 +9,7 @@ import { s3Url } from '../../infra/env';
 import { InfraUnavailableError } from '../../infra/errors';
 import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { ObjectNotFoundError } from '../storage/errors';
-import { runKey } from '../storage/keys';
+import { runKey, sweepKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { BadInputError, isUnreachable } from './exit_codes';
 
@@ -40,12 +40,24 @@ export async function loadRunSpec(store: ObjectStore, runId: string): Promise<Ru
   } catch (err) {
     if (err instanceof ObjectNotFoundError)
       throw new BadInputError(`run ${JSON.stringify(runId)} not found: no ${key} in bucket ${store.bucket} (see \`starpo list\`)`);
-    if (isUnreachable(err)) {
-      throw new InfraUnavailableError(
-        `cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`,
-        { hint: false },
-      );
-    }
-    throw err;
+    throw unreachableOr(store, err);
+  }
+}
+
+/** `err` as the one-line exit-3 error when the S3 server did not answer, else unchanged. */
+export function unreachableOr(store: ObjectStore, err: unknown): unknown {
+  if (!isUnreachable(err)) return err;
+  return new InfraUnavailableError(
+    `cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`,
+    { hint: false },
+  );
+}
+
+/** Whether `id` names a sweep (sweeps/<id>/sweep.json exists). @throws InfraUnavailableError (exit 3) when S3 does not answer */
+export async function isStoredSweep(store: ObjectStore, id: string): Promise<boolean> {
+  try {
+    return await store.exists(sweepKey(id));
+  } catch (err) {
+    throw unreachableOr(store, err);
   }
 }

@@ -13,7 +13,7 @@ import { sweepKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { errorMessage } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
-import { loadRunSpec, runIdArgument } from './known_run';
+import { isStoredSweep, loadRunSpec, runIdArgument } from './known_run';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
 export const intAtLeast =
@@ -123,7 +123,7 @@ export function registerReportCommands(program: Command): void {
       const { buildReport, buildSweepReport } = require('../report/build') as typeof import('../report/build');
       const e = await endpoints();
       const store = new ObjectStore(e.s3);
-      const html = (await store.exists(sweepKey(runId)))
+      const html = (await isStoredSweep(store, runId))
         ? await buildSweepReport(store, await store.getJson<SweepSpec>(sweepKey(runId)), await sweepState(e, runId))
         : await buildReport(store, await loadRunSpec(store, runId), {
             trajectorySteps: opts.trajectorySteps,

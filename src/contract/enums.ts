@@ -7,10 +7,26 @@
 /** adv_estimator values served by computeAdvantages (docs/numerics.md §5; grpo is the reinforce path). */
 export const ADV_ESTIMATORS = ['reinforce', 'grpo', 'agentic_reinforce', 'gae'] as const;
 
-/** rollout_filter_type values: std keeps the highest-std groups, std_rev the lowest, top_p is RAGEN-2's rule (docs/numerics.md §7). */
-export const FILTER_TYPES = ['std', 'std_rev', 'top_p'] as const;
+/**
+ * rollout_filter_type values: std (RAGEN-2's name: largest) keeps the highest-std groups, std_rev (smallest) the
+ * lowest, top_p is RAGEN-2's linear top-p rule without zero-variance groups (docs/numerics.md §7).
+ */
+export const FILTER_TYPES = ['std', 'std_rev', 'top_p', 'largest', 'smallest'] as const;
 /** One of FILTER_TYPES. */
 export type FilterType = (typeof FILTER_TYPES)[number];
+
+/** RAGEN-2's rollout_filter_strategy values (docs/numerics.md §7). */
+export const FILTER_STRATEGIES = ['top_p', 'top_k', 'top_k_abs', 'min_p'] as const;
+/** One of FILTER_STRATEGIES. */
+export type FilterStrategy = (typeof FILTER_STRATEGIES)[number];
+
+/** RAGEN-2's rollout_filter_top_p_prob_mode values: linear (running sum of std) or softmax (probability mass). */
+export const TOP_P_PROB_MODES = ['linear', 'softmax'] as const;
+/** One of TOP_P_PROB_MODES. */
+export type TopPProbMode = (typeof TOP_P_PROB_MODES)[number];
+
+/** RAGEN-2's filter_loss_scaling values: the advantages times 1, the kept ratio, or its square root. */
+export const FILTER_LOSS_SCALINGS = ['none', 'linear', 'sqrt'] as const;
 
 /** kl_penalty values (docs/numerics.md §6); `full` needs whole distributions (klFull). */
 export const KL_PENALTIES = ['kl', 'abs', 'mse', 'k3', 'full'] as const;

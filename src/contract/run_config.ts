@@ -5,14 +5,24 @@
  * Nested blocks live in run_config_blocks.ts; loading, overrides and checks live in src/config.
  */
 import { z } from 'zod';
-import { ADV_ESTIMATORS, FILTER_TYPES, KL_PENALTIES, LOSS_AGG_MODES } from './enums';
+import {
+  ADV_ESTIMATORS,
+  FILTER_LOSS_SCALINGS,
+  FILTER_STRATEGIES,
+  FILTER_TYPES,
+  KL_PENALTIES,
+  LOSS_AGG_MODES,
+  TOP_P_PROB_MODES,
+} from './enums';
 import { HEARTBEAT_TIMEOUT_DEFAULT_SECONDS, HEARTBEAT_TIMEOUT_MIN_SECONDS } from './liveness';
 import {
   actorInferSchema,
   actorTrainSchema,
+  collapseDetectionSchema,
   collapseGuardSchema,
   criticSchema,
   customEnvSchema,
+  earlyStopSchema,
   envManagerSchema,
   type generatingArgsSchema,
   ignoredShape,
@@ -111,7 +121,19 @@ export const runConfigSchema = z
     // the total in-group variance to keep. 1 = keep everything.
     rollout_filter_ratio: probability.default(1),
     rollout_filter_type: z.enum(FILTER_TYPES).default('std'),
+    // RAGEN-2's selection (set rollout_filter_strategy to use it; rollout_filter_ratio is then unused): the
+    // strategy, its value, whether zero-variance groups are candidates, the top-p mode and eps, how the
+    // advantages scale with the kept ratio, and how many steps in a row may keep nothing before the run stops.
+    rollout_filter_strategy: z.enum(FILTER_STRATEGIES).nullable().default(null),
+    rollout_filter_value: z.number().positive().default(1),
+    rollout_filter_include_zero: z.boolean().default(true),
+    rollout_filter_top_p_prob_mode: z.enum(TOP_P_PROB_MODES).default('linear'),
+    rollout_filter_selection_eps: z.number().nonnegative().default(0.01),
+    filter_loss_scaling: z.enum(FILTER_LOSS_SCALINGS).default('none'),
+    rollout_filter_empty_stop_steps: nonNegativeInt.default(5), // 0 = never stop
     collapse_guard: collapseGuardSchema.default(collapseGuardSchema.parse({})), // starpo's own (§7)
+    early_stop: earlyStopSchema.default(earlyStopSchema.parse({})), // RAGEN-2's early stops (§7), off by default
+    collapse_detection: collapseDetectionSchema.default(collapseDetectionSchema.parse({})), // RAGEN-2's MI diagnostics (§7), off by default
 
     // Worker roles (ROLL), each with the block it uses (run_config_blocks.ts); `reference` is ignored.
     actor_train: actorTrainSchema.default(actorTrainSchema.parse({})),

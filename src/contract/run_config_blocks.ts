@@ -229,6 +229,51 @@ export const warmupSchema = z
   .strict();
 
 /**
+ * `collapse_detection` (RAGEN-2's template-collapse diagnostics, RAGEN's base.yaml keys; docs/numerics.md §7):
+ * on step 1 and every `compute_freq` steps, how much the first turn's reasoning depends on its prompt (mutual
+ * information and prompt retrieval over the batch), scored `micro_batch_size` rows at a time on at most
+ * `num_samples` pairs. Off by default (it costs a forward pass per prompt and pair).
+ */
+export const collapseDetectionSchema = z
+  .object({
+    first_turn_enabled: z.boolean().default(false),
+    multi_turn_enabled: z
+      .literal(false, { error: 'multi-turn sampling is not implemented in starpo; allowed: false (first-turn pairs, first_turn_enabled)' })
+      .default(false),
+    compute_freq: positiveInt.default(5),
+    micro_batch_size: positiveInt.default(128),
+    num_samples: positiveInt.nullable().default(64),
+  })
+  .strict();
+
+/**
+ * `early_stop` (RAGEN-2's early stops, off by default; docs/numerics.md §7): stop when the in-group reward
+ * std of `window` steps in a row is below `fraction` of its mean over the first `baseline_steps` steps, or when
+ * a validation tag's success stays below `threshold` for `window` evaluations in a row.
+ */
+export const earlyStopSchema = z
+  .object({
+    reward_variance_collapse: z
+      .object({
+        enabled: z.boolean().default(false),
+        baseline_steps: positiveInt.default(10),
+        window: positiveInt.default(10),
+        fraction: z.number().positive().default(0.1),
+      })
+      .strict()
+      .default({ enabled: false, baseline_steps: 10, window: 10, fraction: 0.1 }),
+    low_validation_success: z
+      .object({
+        enabled: z.boolean().default(false),
+        threshold: z.number().nonnegative().default(0.01),
+        window: positiveInt.default(5),
+      })
+      .strict()
+      .default({ enabled: false, threshold: 0.01, window: 5 }),
+  })
+  .strict();
+
+/**
  * Echo-Trap guard (docs/numerics.md §7, RAGEN): when the mean in-group reward std (rollout/in_group_std)
  * stays below `min_in_group_std` AND the token entropy (actor/entropy) below `min_entropy` for
  * `patience` consecutive steps, `stop` the run or `alert` (log and mark it). Not a ROLL key; starpo's

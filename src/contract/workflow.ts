@@ -61,6 +61,8 @@ export interface StarpoContinuation {
   resumeFrom: { checkpoint: ObjectRef; step: number };
   /** collapse_guard's streak of low-signal steps. */
   collapseStreak: number;
+  /** What the early stops have counted so far (absent in continuations made before they existed: fresh). */
+  earlyStop?: EarlyStopState;
   /** A pause requested before continueAsNew holds in the next run. */
   paused: boolean;
   /** The validation curve so far, so the result of the last run covers the whole chain. */
@@ -70,6 +72,18 @@ export interface StarpoContinuation {
    * up to r older ones), so the continued run reuses the shards played ahead.
    */
   policies?: KnownPolicy[];
+}
+
+/** The counts of the early stops (rollout_filter_empty_stop_steps, early_stop) a run carries across continue-as-new. */
+export interface EarlyStopState {
+  /** Consecutive steps whose variance filter kept no group. */
+  emptyFilter: number;
+  /** rollout/in_group_std of the first early_stop.reward_variance_collapse.baseline_steps steps. */
+  varianceBaseline: number[];
+  /** rollout/in_group_std of the latest steps after the baseline (at most its window). */
+  varianceWindow: number[];
+  /** Per validation tag: consecutive evaluations with success below early_stop.low_validation_success.threshold. */
+  lowSuccess: Record<string, number>;
 }
 
 /** Input of workflow starpoTraining: a new (or restarted) run with its config, or a continued run. */

@@ -2,7 +2,7 @@
  * Cross-key rules of docs/configs.md-3 that a per-key schema cannot express: batch sizes against group
  * sizes and minibatches, tags against partitions and custom_envs, env types and their env_config
  * (checked by the env's own parser), `pretrain` and sequence_length against the model,
- * async_generation_ratio's whole steps, and the heartbeat timeout against the watchdog.
+ * async_generation_ratio's whole steps, the heartbeat timeout against the watchdog, and the filter strategy's keys.
  */
 
 import { show } from '../config/issues';
@@ -49,6 +49,21 @@ function managerProblems(cfg: RunConfig, name: ManagerName, batchKey: 'rollout_b
     }
   }
   return problems;
+}
+
+/** RAGEN-2's strategy keys: a type it knows, and a whole number of groups for top_k_abs. */
+function filterProblems(cfg: RunConfig): string[] {
+  if (cfg.rollout_filter_strategy === null) return [];
+  const out: string[] = [];
+  if (cfg.rollout_filter_type === 'top_p') {
+    out.push(
+      '`rollout_filter_type`: top_p is a strategy, not a type, once `rollout_filter_strategy` is set; allowed with a strategy: largest (= std) or smallest (= std_rev)',
+    );
+  }
+  if (cfg.rollout_filter_strategy === 'top_k_abs' && !Number.isInteger(cfg.rollout_filter_value)) {
+    out.push(`\`rollout_filter_value\`: ${cfg.rollout_filter_value} is not a whole number of groups; top_k_abs keeps that many groups`);
+  }
+  return out;
 }
 
 function envProblems(cfg: RunConfig): string[] {
@@ -132,5 +147,6 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
       `\`async_generation_ratio\`: ${cfg.async_generation_ratio} is not a whole number of steps; allowed: 0 (synchronous) or an integer >= 1 (rollouts run that many steps ahead of the update)`,
     );
   }
+  problems.push(...filterProblems(cfg));
   return problems;
 }

@@ -103,7 +103,7 @@ function truncation(metrics: readonly StepMetrics[]): Series[] {
 
 /**
  * The report's charts, in display order: success, score, in_group_std, entropy, grad_norm, kl,
- * clipfrac, lr, response_length, truncated, time (data-chart ids).
+ * clipfrac, lr, template_collapse, response_length, truncated, time (data-chart ids).
  */
 export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Chart[] {
   const guard = config.collapse_guard;
@@ -189,6 +189,16 @@ export function chartsOf(config: RunConfig, metrics: readonly StepMetrics[]): Ch
       seriesOf(metrics, [
         ['actor', 'actor/lr'],
         ['critic', 'critic/lr'],
+      ]),
+    ),
+    chart(
+      'template_collapse',
+      'Input dependence of the first reply (RAGEN-2 collapse_detection)',
+      'nats per token / accuracy',
+      'data',
+      seriesOf(metrics, [
+        ['mutual information', 'collapse_first_turn_sample/mi_estimate'],
+        ['retrieval accuracy above chance', 'collapse_first_turn_sample/retrieval_above_chance'],
       ]),
     ),
     chart('response_length', 'Response length', 'tokens per episode', nn, perTag(metrics, 'response_length')),

@@ -14,8 +14,8 @@ const COMPARED: ReadonlyArray<readonly [string, string, string, Chart['y']]> = [
   ['rollout/in_group_std', 'In-group reward std', 'std', 'nonNegative'],
   ['actor/entropy', 'Token entropy of the policy', 'nats', 'nonNegative'],
   ['env/response_length', 'Response length', 'tokens', 'nonNegative'],
-  ['collapse/mi_estimate', 'Prompt-reasoning mutual information (RAGEN-2)', 'nats per token', 'data'],
-  ['collapse/retrieval_accuracy', 'Prompt retrieval accuracy (RAGEN-2)', 'accuracy', { fixed: [0, 1] }],
+  ['collapse_first_turn_sample/mi_estimate', 'Prompt-reasoning mutual information, first turn (RAGEN-2)', 'nats per token', 'data'],
+  ['collapse_first_turn_sample/retrieval_accuracy', 'Prompt retrieval accuracy, first turn (RAGEN-2)', 'accuracy', { fixed: [0, 1] }],
 ];
 
 /** "g0 learning_rate=1e-4" for a grid point; "all runs" without a grid. */

@@ -15,6 +15,7 @@ import { planShards } from '../rollout/plan';
 import { checkCollapse } from './collapse_guard';
 import { continueDue, continueRun, loopStateOf } from './continue_as_new';
 import { RunControl } from './control';
+import { checkEarlyStop, freshEarlyStop } from './early_stop';
 import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
 import { announce, enter, newProgress, recordStep, recordValidation, show, stepCompute } from './progress';
 import { activityProxies } from './proxies';
@@ -116,6 +117,17 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     if (config.collapse_guard.action === 'stop') control.stop(verdict.fired);
   };
 
+  let earlyStop = carried.earlyStop ?? freshEarlyStop();
+  /** RAGEN-2's early stops (early_stop.ts): marks the step's metrics and stops the run when one fires. */
+  const checkStops = (step: number, metrics: Record<string, number>): void => {
+    const verdict = checkEarlyStop(config, metrics, earlyStop);
+    earlyStop = verdict.state;
+    if (!verdict.fired) return;
+    metrics[verdict.fired.metric] = 1;
+    log.warn(`step ${step}: early stop: ${verdict.fired.reason}`);
+    control.stop(`early stop: ${verdict.fired.reason}`);
+  };
+
   const firstStep = progress.step;
   while (progress.step < config.max_steps) {
     await control.waitWhilePaused();
@@ -141,6 +153,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     if (metrics['env/failed_episodes'] > 0)
       log.warn(`step ${step}: ${metrics['env/failed_episodes']} env episodes failed (see the rollout worker log)`);
     guardCollapse(step, metrics);
+    checkStops(step, metrics);
     const compute = stepCompute(outs, updated);
     await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics, compute }]);
     recordStep(progress, step, { metrics, checkpoint: policy, seconds, compute });
@@ -150,6 +163,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
         runId,
         resumeFrom: { checkpoint: policy, step: progress.step },
         collapseStreak,
+        earlyStop,
         paused: progress.paused,
         validationCurve: progress.validationCurve,
       }));

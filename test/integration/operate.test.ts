@@ -12,7 +12,7 @@ import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/clien
 import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { runInputFromFile } from '../../src/cli/run_input';
-import type { StarpoActivities as Activities, ObjectRef, RunConfig, RunSpec, StarpoRunResult } from '../../src/contract';
+import type { StarpoActivities as Activities, ObjectRef, RunConfig, RunSpec, StarpoRunResult, UpdateOutput } from '../../src/contract';
 import {
   configQuery,
   pauseUpdate,
@@ -75,8 +75,15 @@ const stubs: Omit<Activities, 'prepareEval' | 'writeEvalResult' | 'recordSweep'>
       seconds: 0.01,
     };
   },
-  update: async ({ runId, step }) => {
+  update: async ({ runId, step }): Promise<UpdateOutput> => {
     await pass(`update ${runId} train ${step}`);
+    // A run named *-flat plays groups without reward variance: its filter keeps nothing and its update is skipped.
+    if (runId.includes('-flat-'))
+      return {
+        checkpoint: manifest(runId, step + 1),
+        metrics: { 'rollout/in_group_std': 0, 'rollout/filter_kept_count': 0 },
+        skipReason: 'flat',
+      };
     return {
       checkpoint: manifest(runId, step + 1),
       metrics: { 'actor/pg_loss': 0.5, 'actor/entropy': 1, 'rollout/in_group_std': 0.5 },
@@ -327,4 +334,13 @@ test('async_generation_ratio 1: continue-as-new carries the checkpoints the next
   assert.equal(stopResult.lastValidation?.step, 6);
   assert.ok(calls.includes(`rollout ${stopped.runId} train 6`), "step 6 was launched with step 5's update, before the stop");
   assert.ok(!calls.includes(`update ${stopped.runId} train 6`), 'no update after the stop');
+});
+
+test('rollout_filter_empty_stop_steps: a run whose filter keeps nothing for that many steps stops, marking the step early_stopped/empty_filter', async () => {
+  const input = tinyRun('op-flat', 20, 0);
+  input.config.rollout_filter_empty_stop_steps = 3;
+  const result: StarpoRunResult = await (await start(input)).result();
+  assert.equal(result.steps, 3);
+  assert.equal(result.stoppedBy, 'early stop: the rollout filter kept no group for 3 steps in a row (rollout_filter_empty_stop_steps 3)');
+  assert.equal(result.lastMetrics['early_stopped/empty_filter'], 1);
 });

@@ -30,6 +30,9 @@ test('std: keep the top k = max(1, floor(ratio * G)) groups by U; ties go to the
     'rollout/kept_groups': 2,
     'rollout/kept_trajectories': 6,
     'rollout/filter_ratio_effective': 0.5,
+    'rollout/filter_kept_count': 2,
+    'rollout/filter_kept_ratio': 0.5,
+    'rollout/filter_zero_count': 1,
   };
   assert.deepEqual(Object.keys(out.metrics).sort(), Object.keys(expected).sort());
   for (const k of Object.keys(expected)) near(out.metrics[k], expected[k], k);

@@ -156,10 +156,10 @@ test('a bad run id, eval target or -o exits 2 naming it, before any server is co
   const cases: Array<[string[], RegExp]> = [
     [
       ['report', '../etc'],
-      /^error: command-argument value '\.\.\/etc' is invalid for argument 'runId'\. runId "\.\.\/etc" is invalid; allowed: 1-128 characters/,
+      /^error: command-argument value '\.\.\/etc' is invalid for argument 'id'\. runId "\.\.\/etc" is invalid; allowed: 1-128 characters/,
     ],
-    [['report', 'a/b'], /argument 'runId'\. runId "a\/b" is invalid/],
-    [['report', ''], /argument 'runId'\. runId "" is invalid/],
+    [['report', 'a/b'], /argument 'id'\. runId "a\/b" is invalid/],
+    [['report', ''], /argument 'id'\. runId "" is invalid/],
     [['trajectories', '../etc', '--step', '1'], /argument 'runId'\. runId "\.\.\/etc" is invalid/],
     [['export', '../etc', '--to', join(out, 'x')], /argument 'runId'\. runId "\.\.\/etc" is invalid/],
     [['eval', '../etc'], /^error: \.\.\/etc: not a run id or a checkpoint key; allowed: a run id/],

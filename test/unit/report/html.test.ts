@@ -46,7 +46,20 @@ test('charts: train and val series per tag, collapse floors and marks, the time 
   const charts = chartsOf(config, metrics);
   assert.deepEqual(
     charts.map((c) => c.id),
-    ['success', 'score', 'in_group_std', 'entropy', 'grad_norm', 'kl', 'clipfrac', 'lr', 'response_length', 'truncated', 'time'],
+    [
+      'success',
+      'score',
+      'in_group_std',
+      'entropy',
+      'grad_norm',
+      'kl',
+      'clipfrac',
+      'lr',
+      'template_collapse',
+      'response_length',
+      'truncated',
+      'time',
+    ],
   );
   const byId = Object.fromEntries(charts.map((c) => [c.id, c]));
   assert.deepEqual(
