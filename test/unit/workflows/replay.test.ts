@@ -13,18 +13,19 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { historyFromJson } from '../../fixtures/histories/history_json';
 
 const DIR = join(__dirname, '../../fixtures/histories');
-const KINDS = ['plain', 'pause_stop', 'continued', 'eval', 'async'];
+const KINDS = ['plain', 'pause_stop', 'continued', 'eval', 'async', 'sweep'];
 
-/** A recorded history and its workflow id (= the run id in the workflow input; the workflow checks it). */
+/** A recorded history and its workflow id (= the run or sweep id in the workflow input; the workflow checks it). */
 function load(kind: string) {
   const history = historyFromJson(readFileSync(join(DIR, `${kind}.json`), 'utf8'));
   const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
   assert.ok(payload, `${kind}: the first event carries the workflow input`);
-  const workflowId = (JSON.parse(Buffer.from(payload).toString('utf8')) as { runId: string }).runId;
+  const input = JSON.parse(Buffer.from(payload).toString('utf8')) as { runId?: string; sweepId?: string };
+  const workflowId = (input.runId ?? input.sweepId) as string;
   return { workflowId, history };
 }
 
-test('recorded histories (plain; pause, unpause and stop; a continued run; an evaluation; async_generation_ratio 1) replay against the current workflow code', async () => {
+test('recorded histories (plain; pause, unpause and stop; a continued run; an evaluation; async_generation_ratio 1; a paused sweep) replay against the current workflow code', async () => {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const histories = KINDS.map(load);
   const updates = histories[1].history.events?.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
