@@ -1,7 +1,8 @@
 /**
  * `collapse_detection` (RAGEN-2's first-turn diagnostics, docs/numerics.md §7): on due steps, score every
  * first-turn reasoning under every distinct first-turn prompt of the batch with the policy that played it,
- * and report collapse_mi.ts's metrics under RAGEN's `collapse_first_turn_sample/` prefix. No gradient.
+ * and report collapse_mi.ts's metrics under RAGEN's `collapse_first_turn_sample/` prefix. No gradient; the
+ * weights are those the update starts from (the ones that played the batch unless async_generation_ratio > 0).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { RunConfig, Trajectory } from '../contract';
@@ -20,17 +21,19 @@ export function collapseDetectionDue(c: RunConfig['collapse_detection'] | undefi
 /**
  * log p(z_i | x_j) of every reasoning i under every prompt j, as per-token means and per-sequence sums:
  * [prompt j | reasoning i] right-padded in micro-batches of `microBatch` rows, lm_head only at the reasoning.
+ * @param afterMicroBatch awaited after each micro-batch (the update activity's heartbeat)
  */
-export function crossLogProbs(
+export async function crossLogProbs(
   model: Qwen2,
   prompts: readonly number[][],
   reasoning: readonly number[][],
   microBatch: number,
   padId: number,
-): { perToken: number[][]; perSequence: number[][] } {
+  afterMicroBatch: () => Promise<void> = async () => undefined,
+): Promise<{ perToken: number[][]; perSequence: number[][] }> {
   const perToken = reasoning.map(() => new Array<number>(prompts.length).fill(0));
   const perSequence = reasoning.map(() => new Array<number>(prompts.length).fill(0));
-  prompts.forEach((x, j) => {
+  for (const [j, x] of prompts.entries()) {
     for (let from = 0; from < reasoning.length; from += microBatch) {
       const rows = reasoning.slice(from, from + microBatch);
       const L = x.length + Math.max(...rows.map((z) => z.length));
@@ -60,8 +63,9 @@ export function crossLogProbs(
         perSequence[from + b][j] = sum;
         perToken[from + b][j] = sum / z.length;
       });
+      await afterMicroBatch();
     }
-  });
+  }
   return { perToken, perSequence };
 }
 
@@ -70,13 +74,14 @@ export function crossLogProbs(
  * distinct prompts) collapse_first_turn_sample/<metric> of collapse_mi.ts on at most num_samples pairs, drawn
  * with the run's seed and the step; timing_s/collapse_first_turn_step in seconds.
  */
-export function collapseDiagnostics(
+export async function collapseDiagnostics(
   model: Qwen2,
   trajectories: readonly Trajectory[],
   config: RunConfig,
   step: number,
   padId: number,
-): Record<string, number> {
+  afterMicroBatch?: () => Promise<void>,
+): Promise<Record<string, number>> {
   const started = performance.now();
   const c = config.collapse_detection;
   const pairs = firstTurnPairs(trajectories);
@@ -97,12 +102,13 @@ export function collapseDiagnostics(
   const used = [...new Set(chosen.map((i) => pairs.column[i]))].sort((a, b) => a - b);
   if (used.length >= 2) {
     const columnOf = new Map(used.map((col, k) => [col, k]));
-    const cross = crossLogProbs(
+    const cross = await crossLogProbs(
       model,
       used.map((col) => pairs.prompts[col]),
       chosen.map((i) => pairs.reasoning[i]),
       c.micro_batch_size,
       padId,
+      afterMicroBatch,
     );
     const metrics = collapseMetrics(
       cross.perToken,

@@ -7,6 +7,7 @@
  * values those functions return (test/fixtures/ragen/collapse_cases.json). Pure.
  */
 import type { Trajectory } from '../contract';
+import { mean } from './normalize';
 
 /** RAGEN's std_eps of the z-scores. */
 const STD_EPS = 1e-3;
@@ -47,10 +48,10 @@ export function firstTurnPairs(trajectories: readonly Pick<Trajectory, 'inputIds
   return out;
 }
 
-const meanOf = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** torch .std(unbiased=False). */
 const popStd = (xs: readonly number[]) => {
-  const m = meanOf(xs);
-  return Math.sqrt(meanOf(xs.map((x) => (x - m) ** 2)));
+  const m = mean(xs);
+  return Math.sqrt(mean(xs.map((x) => (x - m) ** 2)));
 };
 function logMeanExp(row: readonly number[]): number {
   const top = Math.max(...row);
@@ -79,23 +80,23 @@ export function collapseMetrics(
   const gapTok = tok.matched.map((m, i) => m - tok.marginal[i]);
   const gapSeq = seq.matched.map((m, i) => m - seq.marginal[i]);
   const out: Record<string, number> = {
-    mi_estimate: meanOf(tok.matched) - meanOf(tok.marginal),
+    mi_estimate: mean(tok.matched) - mean(tok.marginal),
     mi_upper_bound: Math.log(N),
-    matched_log_prob_mean: meanOf(tok.matched),
-    marginal_log_prob_mean: meanOf(tok.marginal),
-    mi_seq_estimate: meanOf(gapSeq),
-    conditional_entropy_est: -meanOf(tok.matched),
-    reasoning_entropy_est: -meanOf(tok.marginal),
-    conditional_entropy_seq_est: -meanOf(seq.matched),
-    reasoning_entropy_seq_est: -meanOf(seq.marginal),
+    matched_log_prob_mean: mean(tok.matched),
+    marginal_log_prob_mean: mean(tok.marginal),
+    mi_seq_estimate: mean(gapSeq),
+    conditional_entropy_est: -mean(tok.matched),
+    reasoning_entropy_est: -mean(tok.marginal),
+    conditional_entropy_seq_est: -mean(seq.matched),
+    reasoning_entropy_seq_est: -mean(seq.marginal),
   };
   const ranks = perToken.map((row) => [...row.keys()].sort((a, b) => row[b] - row[a] || a - b));
-  out.retrieval_accuracy = meanOf(ranks.map((r, i) => (r[0] === column[i] ? 1 : 0)));
+  out.retrieval_accuracy = mean(ranks.map((r, i) => (r[0] === column[i] ? 1 : 0)));
   out.retrieval_chance_level = 1 / N;
   out.retrieval_above_chance = out.retrieval_accuracy - out.retrieval_chance_level;
   for (const k of [2, 4, 8]) {
     const kEff = Math.min(k, N);
-    out[`retrieval_accuracy@${k}`] = meanOf(ranks.map((r, i) => (r.slice(0, kEff).includes(column[i]) ? 1 : 0)));
+    out[`retrieval_accuracy@${k}`] = mean(ranks.map((r, i) => (r.slice(0, kEff).includes(column[i]) ? 1 : 0)));
     out[`retrieval_chance_level@${k}`] = kEff / N;
     out[`retrieval_above_chance@${k}`] = out[`retrieval_accuracy@${k}`] - kEff / N;
   }
@@ -103,7 +104,7 @@ export function collapseMetrics(
   const stdSeq = popStd(seq.marginal);
   out.marginal_std = stdTok;
   out.marginal_std_seq = stdSeq;
-  out.mi_zscore = meanOf(gapTok.map((g) => g / (stdTok + STD_EPS)));
-  out.mi_zscore_seq = meanOf(gapSeq.map((g) => g / (stdSeq + STD_EPS)));
+  out.mi_zscore = mean(gapTok.map((g) => g / (stdTok + STD_EPS)));
+  out.mi_zscore_seq = mean(gapSeq.map((g) => g / (stdSeq + STD_EPS)));
   return out;
 }

@@ -141,6 +141,7 @@ export function filterOptions(config: RunConfig, trajectories: readonly Pick<Tra
     groupKeys: trajectories.map((t) => t.trajGroupId),
     type: config.rollout_filter_type,
     ratio: config.rollout_filter_ratio,
+    selectionEps: config.rollout_filter_selection_eps,
     strategy: strategy
       ? {
           strategy,

@@ -134,9 +134,9 @@ export async function ppoUpdate(opts: {
       {},
     );
 
-  // RAGEN-2's collapse diagnostics (§7) on the batch as played, before the filter, with the weights that played it.
+  // RAGEN-2's collapse diagnostics (§7) on the batch as played, before the filter.
   const diagnostics = collapseDetectionDue(config.collapse_detection, opts.step)
-    ? collapseDiagnostics(actor.model, received, config, opts.step, opts.padId)
+    ? await collapseDiagnostics(actor.model, received, config, opts.step, opts.padId, opts.afterMicroBatch)
     : {};
 
   // 2. StarPO-S variance filter (§7): keep whole env groups by the std of their raw episode scores.

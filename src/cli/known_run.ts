@@ -7,7 +7,7 @@
 import { InvalidArgumentError } from 'commander';
 import { s3Url } from '../../infra/env';
 import { InfraUnavailableError } from '../../infra/errors';
-import { InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
+import { InvalidKeyPartError, type RunSpec, type SweepSpec, validateRunId } from '../contract';
 import { ObjectNotFoundError } from '../storage/errors';
 import { runKey, sweepKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
@@ -45,7 +45,7 @@ export async function loadRunSpec(store: ObjectStore, runId: string): Promise<Ru
 }
 
 /** `err` as the one-line exit-3 error when the S3 server did not answer, else unchanged. */
-export function unreachableOr(store: ObjectStore, err: unknown): unknown {
+function unreachableOr(store: ObjectStore, err: unknown): unknown {
   if (!isUnreachable(err)) return err;
   return new InfraUnavailableError(
     `cannot reach the S3 server at ${s3Url(store.endpoint)} (${(err as Error).message}); start the local servers with \`starpo infra up\` or set S3_ENDPOINT`,
@@ -58,6 +58,21 @@ export async function isStoredSweep(store: ObjectStore, id: string): Promise<boo
   try {
     return await store.exists(sweepKey(id));
   } catch (err) {
+    throw unreachableOr(store, err);
+  }
+}
+
+/**
+ * The definition of sweep `sweepId`.
+ * @throws BadInputError (exit 2) when sweeps/<id>/sweep.json does not exist; InfraUnavailableError (exit 3) as loadRunSpec
+ */
+export async function loadSweepSpec(store: ObjectStore, sweepId: string): Promise<SweepSpec> {
+  const key = sweepKey(sweepId);
+  try {
+    return await store.getJson<SweepSpec>(key);
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError)
+      throw new BadInputError(`sweep ${JSON.stringify(sweepId)} not found: no ${key} in bucket ${store.bucket}`);
     throw unreachableOr(store, err);
   }
 }

@@ -60,8 +60,8 @@ program
     const train = require('./train') as typeof import('./train');
     const { isSweep } = require('./sweep_status') as typeof import('./sweep_status');
     const workers = { workers: opts.workers, rolloutWorkers: opts.rolloutWorkers };
-    if (await isSweep(await train.connectClient(await resolveEndpoints({ start: true, log })), runId))
-      await resumeSweepCommand(runId, workers);
+    const s = await servers(true);
+    if (await isSweep(s.client, s.store, runId)) await resumeSweepCommand(runId, workers);
     else await train.resume(runId, { ...workers, log });
   });
 
@@ -244,8 +244,15 @@ config
 
 /** A Temporal client for the servers in use (never starts them). */
 async function client() {
+  return (await servers(false)).client;
+}
+
+/** A Temporal client and the object store of the servers in use; `start` starts local ones when none run. */
+async function servers(start: boolean) {
   const { connectClient } = require('./train') as typeof import('./train');
-  return connectClient(await resolveEndpoints({ start: false, log }));
+  const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
+  const e = await resolveEndpoints({ start, log });
+  return { client: await connectClient(e), store: new ObjectStore(e.s3) };
 }
 
 program
@@ -258,13 +265,12 @@ program
   .action(async (runId: string, opts: { json?: boolean }) => {
     const { formatStatus, runStatus } = require('./operate') as typeof import('./operate');
     const sweeps = require('./sweep_status') as typeof import('./sweep_status');
-    const c = await client();
-    if (await sweeps.isSweep(c, runId)) {
-      const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
-      log((await sweeps.sweepStatus(c, new ObjectStore((await resolveEndpoints({ start: false, log })).s3), runId)).join('\n'));
+    const s = await servers(false);
+    if (await sweeps.isSweep(s.client, s.store, runId)) {
+      log((await sweeps.sweepStatus(s.client, s.store, runId)).join('\n'));
       return;
     }
-    const status = await runStatus(c, runId);
+    const status = await runStatus(s.client, runId);
     log(opts.json ? JSON.stringify(status, null, 2) : formatStatus(status).join('\n'));
   });
 
@@ -284,9 +290,9 @@ for (const [action, description] of [
   command.action(async (runId: string, opts: { reason?: string }) => {
     const { describeReply, sendControl } = require('./operate') as typeof import('./operate');
     const sweeps = require('./sweep_status') as typeof import('./sweep_status');
-    const c = await client();
-    if (await sweeps.isSweep(c, runId)) log(await sweeps.sendSweepControl(c, runId, action, opts.reason));
-    else log(describeReply(runId, action, await sendControl(c, runId, action, opts.reason)));
+    const s = await servers(false);
+    if (await sweeps.isSweep(s.client, s.store, runId)) log(await sweeps.sendSweepControl(s.client, runId, action, opts.reason));
+    else log(describeReply(runId, action, await sendControl(s.client, runId, action, opts.reason)));
   });
 }
 

@@ -8,12 +8,11 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import type { InfraEndpoints } from '../../infra/types';
-import { type Progress, type RunStatus, type SweepSpec, sweepProgressQuery } from '../contract';
-import { sweepKey } from '../storage/keys';
+import { type Progress, type RunStatus, sweepProgressQuery } from '../contract';
 import { ObjectStore } from '../storage/object_store';
 import { errorMessage } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
-import { isStoredSweep, loadRunSpec, runIdArgument } from './known_run';
+import { isStoredSweep, loadRunSpec, loadSweepSpec, runIdArgument } from './known_run';
 
 /** Parses an integer option >= `min`; a bad value is a usage error (exit 2). */
 export const intAtLeast =
@@ -124,7 +123,7 @@ export function registerReportCommands(program: Command): void {
       const e = await endpoints();
       const store = new ObjectStore(e.s3);
       const html = (await isStoredSweep(store, runId))
-        ? await buildSweepReport(store, await store.getJson<SweepSpec>(sweepKey(runId)), await sweepState(e, runId))
+        ? await buildSweepReport(store, await loadSweepSpec(store, runId), await sweepState(e, runId))
         : await buildReport(store, await loadRunSpec(store, runId), {
             trajectorySteps: opts.trajectorySteps,
             state: await runState(e, runId),

@@ -24,12 +24,13 @@ import {
   sweepProgressQuery,
   TASK_QUEUES,
 } from '../contract';
+import { pointText } from '../report/sweep_data';
 import { readLatestComplete } from '../storage/checkpoint';
 import { sweepKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
-import { describeRun } from './operate';
-import { formatSweepTable, pointText, sweepRows } from './sweep_status';
+import { loadSweepSpec } from './known_run';
+import { formatSweepTable, sweepRows } from './sweep_status';
 import { connectClient, refuseExistingRun, type TrainOptions, uiLink, withWorkers } from './train';
 
 /** Seconds between two looks at a sweep's progress while following it. */
@@ -82,18 +83,25 @@ async function startSweep(client: Client, input: SweepInput, reuse: 'REJECT_DUPL
 
 /**
  * Continues a sweep. A running one just gets workers; a closed one (failed, terminated, or stopped) is
- * started again from sweeps/<id>/sweep.json: children that completed all their steps are kept, the others
- * continue from their latest complete checkpoint (or start over without one); a child still running
- * without its sweep is terminated first, as a sweep cannot adopt it.
+ * started again from sweeps/<id>/sweep.json: children that completed (all their steps, or ended by an early
+ * stop or collapse_guard) are kept, the others continue from their latest complete checkpoint (or start over
+ * without one); a child still running without its sweep is terminated first, as a sweep cannot adopt it.
  * @throws BadInputError (exit 2) when every child already completed
  */
 export async function resumeSweep(sweepId: string, opts: TrainOptions): Promise<SweepResult> {
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
   const store = new ObjectStore(e.s3);
-  const spec = await store.getJson<SweepSpec>(sweepKey(sweepId));
+  const spec = await loadSweepSpec(store, sweepId);
   const handle = client.workflow.getHandle(sweepId);
-  const status = (await describeRun(handle, sweepId)).status.name;
+  // A sweep whose history Temporal no longer keeps is closed; its sweep.json says what to continue.
+  const status = await handle.describe().then(
+    (d) => d.status.name,
+    (err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return 'NOT FOUND';
+      throw err;
+    },
+  );
   if (status !== 'RUNNING') {
     const finished: SweepChildOutcome[] = [];
     const children: SweepChild[] = [];
@@ -141,7 +149,10 @@ async function completedChild(
   }
   if (status !== 'COMPLETED') return null;
   const result: StarpoRunResult = await handle.result();
-  return result.stoppedBy && result.steps < child.run.config.max_steps ? null : { runId: id, state: 'completed', result };
+  // A run stopped by a request (`stop`, the sweep's stop) continues; one that an early stop or collapse_guard
+  // ended has its outcome, as the sweep recorded it.
+  const requested = result.stoppedBy !== null && /^stop(: | requested$)/.test(result.stoppedBy);
+  return requested && result.steps < child.run.config.max_steps ? null : { runId: id, state: 'completed', result };
 }
 
 /** Prints each child's state changes until the sweep closes, then the table of children; returns the result. */

@@ -14,17 +14,12 @@ import {
   sweepStopUpdate,
   sweepUnpauseUpdate,
 } from '../contract';
-import { sweepKey } from '../storage/keys';
+import { pointText } from '../report/sweep_data';
 import type { ObjectStore } from '../storage/object_store';
 import { formatNumber } from '../workflows/format';
 import { BadInputError, NoControlWorkerError } from './exit_codes';
+import { isStoredSweep, loadSweepSpec } from './known_run';
 import { alignedRows, describeRun } from './operate';
-
-/** "lr=1e-4 kl=0" for a grid point; "-" for a sweep without a grid. */
-export function pointText(point: Record<string, string> | undefined): string {
-  const parts = Object.entries(point ?? {}).map(([k, v]) => `${k.split('.').at(-1)}=${v}`);
-  return parts.length > 0 ? parts.join(' ') : '-';
-}
 
 /** One child of a sweep as Temporal sees it. */
 export interface SweepRow {
@@ -76,12 +71,15 @@ export function formatSweepTable(spec: SweepSpec, rows: SweepRow[]): string[] {
   return alignedRows(table);
 }
 
-/** Whether a workflow id names a sweep (the CLI's run commands route sweeps here). */
-export async function isSweep(client: Client, id: string): Promise<boolean> {
+/**
+ * Whether an id names a sweep (the CLI's run commands route sweeps here): its workflow's type, or, when Temporal
+ * no longer keeps the workflow, a sweeps/<id>/sweep.json in the store.
+ */
+export async function isSweep(client: Client, store: ObjectStore, id: string): Promise<boolean> {
   try {
     return (await client.workflow.getHandle(id).describe()).type === SWEEP_WORKFLOW_TYPE;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
+    if (err instanceof WorkflowNotFoundError) return isStoredSweep(store, id);
     throw err;
   }
 }
@@ -90,7 +88,7 @@ export async function isSweep(client: Client, id: string): Promise<boolean> {
 export async function sweepStatus(client: Client, store: ObjectStore, sweepId: string): Promise<string[]> {
   const handle = client.workflow.getHandle(sweepId);
   const status = (await describeRun(handle, sweepId)).status.name;
-  const spec = await store.getJson<SweepSpec>(sweepKey(sweepId));
+  const spec = await loadSweepSpec(store, sweepId);
   const progress: SweepProgress | null = status === 'RUNNING' ? await handle.query(sweepProgressQuery).catch(() => null) : null;
   const flags = progress
     ? [progress.paused ? 'paused' : '', progress.stopRequested ? `stopping (${progress.stopRequested})` : ''].filter(Boolean)

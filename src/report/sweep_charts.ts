@@ -5,7 +5,7 @@
  */
 import type { SweepSpec } from '../contract';
 import type { Chart } from './charts';
-import { type BandPoint, band, curve, type SweepRun } from './sweep_data';
+import { type BandPoint, band, curve, pointText, type SweepRun } from './sweep_data';
 
 /** The metrics compared, in display order: [key, title, unit, y range]. */
 const COMPARED: ReadonlyArray<readonly [string, string, string, Chart['y']]> = [
@@ -20,8 +20,8 @@ const COMPARED: ReadonlyArray<readonly [string, string, string, Chart['y']]> = [
 
 /** "g0 learning_rate=1e-4" for a grid point; "all runs" without a grid. */
 export function pointName(spec: SweepSpec, point: number): string {
-  const entries = Object.entries(spec.points[point] ?? {});
-  return entries.length === 0 ? 'all runs' : `g${point} ${entries.map(([k, v]) => `${k.split('.').at(-1)}=${v}`).join(' ')}`;
+  const text = pointText(spec.points[point]);
+  return text === '-' ? 'all runs' : `g${point} ${text}`;
 }
 
 /** The bands of one metric, per grid point with at least one value. */
@@ -49,7 +49,7 @@ export function sweepCharts(spec: SweepSpec, runs: readonly SweepRun[]): Chart[]
       return [
         {
           id: `${key}@${x}`,
-          title: `${title}, by ${x === 'step' ? 'step' : 'wall minutes'} (mean over seeds; band: lowest to highest seed)`,
+          title: `${title}, by ${x === 'step' ? 'step' : 'wall minutes'} (mean over the seeds that reached each point; band: lowest to highest)`,
           unit,
           y,
           series: bands.map((b) => ({ name: b.name, points: b.band.map((p) => ({ step: p.x, value: p.mean })) })),

@@ -7,6 +7,12 @@ import type { StepMetrics, SweepSpec } from '../contract';
 import type { ObjectStore } from '../storage/object_store';
 import { loadMetrics } from './run_data';
 
+/** "learning_rate=1e-4 kl_loss_coef=0" for a grid point (each key's last part); "-" for a sweep without a grid. */
+export function pointText(point: Record<string, string> | undefined): string {
+  const parts = Object.entries(point ?? {}).map(([k, v]) => `${k.split('.').at(-1)}=${v}`);
+  return parts.length > 0 ? parts.join(' ') : '-';
+}
+
 /** One run of the sweep with its stored metrics (none yet for a run that has not started). */
 export interface SweepRun {
   runId: string;

@@ -12,6 +12,18 @@ import { currentDetails } from './format';
 /** Longest reason `stop` accepts (it ends up in the result and the UI). */
 const MAX_REASON = 200;
 
+/** The validator of a `stop` update's reason (a run's and a sweep's). @throws Error saying what is allowed */
+export function checkStopReason(reason?: string): void {
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_REASON)) {
+    throw new Error(`a stop reason is a string of at most ${MAX_REASON} characters`);
+  }
+}
+
+/** The `stoppedBy` text of a stop request: "stop: <reason>", or "stop requested" without one. */
+export function stopText(reason?: string): string {
+  return reason ? `stop: ${String(reason).slice(0, MAX_REASON)}` : 'stop requested';
+}
+
 /** The pause/stop state of one workflow run and its handlers. */
 export class RunControl {
   /** True while a step runs (from the end of the pause wait to the step's checkpoint and metrics). */
@@ -35,18 +47,16 @@ export class RunControl {
     };
     setHandler(pauseUpdate, () => this.setPaused(true), { validator: open });
     setHandler(unpauseUpdate, () => this.setPaused(false), { validator: open });
-    setHandler(stopUpdate, (reason?: string) => this.stop(reason ? `stop: ${reason}` : 'stop requested'), {
+    setHandler(stopUpdate, (reason?: string) => this.stop(stopText(reason)), {
       validator: (reason?: string) => {
         open();
-        if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_REASON)) {
-          throw new Error(`a stop reason is a string of at most ${MAX_REASON} characters`);
-        }
+        checkStopReason(reason);
       },
     });
     // The same requests from a sweep (a parent cannot send updates); late ones are dropped, as the run is ending anyway.
     setHandler(pauseSignal, () => void (this.closing || this.setPaused(true)));
     setHandler(unpauseSignal, () => void (this.closing || this.setPaused(false)));
-    setHandler(stopSignal, (reason: string) => void (this.closing || this.stop(`stop: ${String(reason).slice(0, MAX_REASON)}`)));
+    setHandler(stopSignal, (reason?: string) => void (this.closing || this.stop(stopText(reason))));
   }
 
   /** Why the run stops after the step in flight, or null. */

@@ -19,7 +19,10 @@ export function freshEarlyStop(): EarlyStopState {
   return { emptyFilter: 0, varianceBaseline: [], varianceWindow: [], lowSuccess: {} };
 }
 
-/** One step's verdict: the new counts, the metric to mark (RAGEN's early_stopped/* name) and why, when a stop fires. */
+/**
+ * One step's verdict: the new counts, the metric to mark and why, when a stop fires (early_stopped/<stop>:
+ * RAGEN's names for its two stops; empty_filter is starpo's name for the filter's).
+ */
 export interface EarlyStopVerdict {
   state: EarlyStopState;
   fired: { metric: string; reason: string } | null;
@@ -48,7 +51,8 @@ export function checkEarlyStop(config: RunConfig, metrics: Record<string, number
 
   const rv = early.reward_variance_collapse;
   const std = metrics['rollout/in_group_std'];
-  if (std !== undefined) {
+  // As RAGEN, only steps that trained count: a step whose filter kept nothing has no update to judge.
+  if (std !== undefined && metrics['rollout/filter_kept_count'] !== 0) {
     if (state.varianceBaseline.length < rv.baseline_steps) state.varianceBaseline.push(std);
     else state.varianceWindow = [...state.varianceWindow, std].slice(-rv.window);
     const base = state.varianceBaseline.reduce((a, b) => a + b, 0) / Math.max(1, state.varianceBaseline.length);

@@ -7,8 +7,10 @@
  */
 import {
   ApplicationFailure,
+  allHandlersFinished,
   type ChildWorkflowHandle,
   condition,
+  isCancellation,
   setCurrentDetails,
   setHandler,
   startChild,
@@ -31,14 +33,12 @@ import {
   unpauseSignal,
 } from '../contract/sweep';
 import { SEARCH_ATTRIBUTE_KEYS, type StarpoRunResult, TASK_QUEUES, WORKFLOW_TYPE } from '../contract/workflow';
+import { checkStopReason, stopText } from './control';
 import { activityProxies } from './proxies';
 import { runDetails, runSummary } from './run_text';
 
 /** starpoTraining as the sweep starts it: a new or restarted run. */
 type TrainingWorkflow = (input: RunSpec) => Promise<StarpoRunResult>;
-
-/** Longest reason `stop` accepts (as for a run). */
-const MAX_REASON = 200;
 
 /** The sweep loop; see the file comment. */
 export async function starpoSweep(input: SweepInput): Promise<SweepResult> {
@@ -61,6 +61,7 @@ export async function starpoSweep(input: SweepInput): Promise<SweepResult> {
   };
   await Promise.all(Array.from({ length: Math.max(1, input.parallel) }, lane));
   sweep.closing = true;
+  await condition(allHandlersFinished); // a pause or stop still signalling its children answers before the sweep ends
   return {
     sweepId: input.sweepId,
     children: input.children.flatMap((c) => sweep.outcomes.get(c.run.runId) ?? []),
@@ -75,6 +76,8 @@ class SweepState {
   private readonly running = new Map<string, ChildWorkflowHandle<TrainingWorkflow>>();
   /** Set once the last child ended: requests are rejected. */
   closing = false;
+  /** The reason a stopped sweep gives its children (the first stop's, else "sweep <id> stopped"). */
+  private childStopReason: string | null = null;
 
   constructor(private readonly input: SweepInput) {
     for (const o of input.finished ?? []) this.outcomes.set(o.runId, o);
@@ -103,15 +106,13 @@ class SweepState {
     setHandler(
       sweepStopUpdate,
       (reason?: string) => {
-        const why = reason ? `stop: ${reason}` : 'stop requested';
-        return this.control(stopSignal, () => (this.progress.stopRequested ??= why), reason || `sweep ${input.sweepId} stopped`);
+        this.childStopReason ??= reason || `sweep ${input.sweepId} stopped`;
+        return this.control(stopSignal, () => (this.progress.stopRequested ??= stopText(reason)), this.childStopReason);
       },
       {
         validator: (reason?: string) => {
           open();
-          if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_REASON)) {
-            throw new Error(`a stop reason is a string of at most ${MAX_REASON} characters`);
-          }
+          checkStopReason(reason);
         },
       },
     );
@@ -141,10 +142,12 @@ class SweepState {
         staticDetails: runDetails(child.run),
       });
       this.running.set(id, handle);
-      // A pause requested while the child was starting did not reach it.
-      if (this.progress.paused) await handle.signal(pauseSignal).catch(() => undefined);
+      // A pause or stop requested while the child was starting did not reach it.
+      if (this.childStopReason !== null) await handle.signal(stopSignal, this.childStopReason).catch(() => undefined);
+      else if (this.progress.paused) await handle.signal(pauseSignal).catch(() => undefined);
       outcome = { runId: id, state: 'completed', result: await handle.result() };
     } catch (err) {
+      if (isCancellation(err)) throw err; // the sweep itself is cancelled: not a failed child
       const cause = (err as { cause?: Error }).cause;
       outcome = { runId: id, state: 'failed', failure: cause?.message ?? (err as Error).message };
     } finally {

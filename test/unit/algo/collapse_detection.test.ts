@@ -29,7 +29,7 @@ function alone(model: Qwen2, x: number[], z: number[]): number {
   });
 }
 
-test('cross log-probs: every (reasoning, prompt) pair as scored alone, whatever the padding and micro-batch', () => {
+test('cross log-probs: every (reasoning, prompt) pair as scored alone, whatever the padding and micro-batch', async () => {
   const model = Qwen2.random(tinyPreset(101), 3);
   const prompts = [
     [5, 6, 7, 8],
@@ -37,7 +37,11 @@ test('cross log-probs: every (reasoning, prompt) pair as scored alone, whatever 
   ];
   const reasoning = [[11, 12, 13], [14], [15, 16, 17, 18, 19]];
   for (const micro of [1, 2, 8]) {
-    const out = crossLogProbs(model, prompts, reasoning, micro, 0);
+    let beats = 0;
+    const out = await crossLogProbs(model, prompts, reasoning, micro, 0, async () => {
+      beats++;
+    });
+    assert.equal(beats, prompts.length * Math.ceil(reasoning.length / micro), 'a heartbeat after every micro-batch');
     reasoning.forEach((z, i) =>
       prompts.forEach((x, j) => {
         const want = alone(model, x, z);
@@ -55,7 +59,7 @@ const traj = (x: number[], z: number[]): Pick<Trajectory, 'inputIds' | 'response
   responseMask: [...x.map(() => 0), ...z.map(() => 1), 0, 1, 1],
 });
 
-test('diagnostics: the counts, RAGEN-2 metrics under collapse_first_turn_sample/, and num_samples drawn with the seed and step', () => {
+test('diagnostics: the counts, RAGEN-2 metrics under collapse_first_turn_sample/, and num_samples drawn with the seed and step', async () => {
   const model = Qwen2.random(tinyPreset(101), 4);
   const batch = [
     traj([1, 2, 3], [20, 21]),
@@ -64,7 +68,7 @@ test('diagnostics: the counts, RAGEN-2 metrics under collapse_first_turn_sample/
     traj([4, 5], [20]),
     { inputIds: [6, 7], responseMask: [0, 0] },
   ] as Trajectory[];
-  const all = collapseDiagnostics(model, batch, config('collapse_detection.num_samples=null'), 0, 0);
+  const all = await collapseDiagnostics(model, batch, config('collapse_detection.num_samples=null'), 0, 0);
   assert.equal(all['collapse/first_turn_num_total'], 5);
   assert.equal(all['collapse/first_turn_num_valid'], 4);
   assert.equal(all['collapse/first_turn_valid_rate'], 0.8);
@@ -72,11 +76,11 @@ test('diagnostics: the counts, RAGEN-2 metrics under collapse_first_turn_sample/
   assert.equal(all['collapse_first_turn_sample/retrieval_chance_level'], 0.5);
   for (const k of ['mi_estimate', 'mi_seq_estimate', 'retrieval_accuracy', 'conditional_entropy_est', 'mi_zscore'])
     assert.ok(Number.isFinite(all[`collapse_first_turn_sample/${k}`]), k);
-  const a = collapseDiagnostics(model, batch, config('collapse_detection.num_samples=2'), 7, 0);
-  const b = collapseDiagnostics(model, batch, config('collapse_detection.num_samples=2'), 7, 0);
+  const a = await collapseDiagnostics(model, batch, config('collapse_detection.num_samples=2'), 7, 0);
+  const b = await collapseDiagnostics(model, batch, config('collapse_detection.num_samples=2'), 7, 0);
   const strip = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('timing_s/')));
   assert.deepEqual(strip(a), strip(b), 'the same pairs for the same seed and step');
-  const one = collapseDiagnostics(model, batch.slice(0, 2), config(), 0, 0);
+  const one = await collapseDiagnostics(model, batch.slice(0, 2), config(), 0, 0);
   assert.equal(one['collapse/first_turn_num_valid'], 2);
   assert.equal(one['collapse_first_turn_sample/mi_estimate'], undefined, 'one distinct prompt: no MI');
   model.dispose();

@@ -43,6 +43,12 @@ test('reward_variance_collapse: a full window of in-group std below fraction x t
   assert.equal(out.at, 4);
   assert.equal(out.fired?.metric, 'early_stopped/reward_variance_collapse');
   assert.deepEqual(out.state.varianceWindow, [0.01, 0.02, 0.049]);
+  const skipped = { 'rollout/in_group_std': 0, 'rollout/filter_kept_count': 0 };
+  assert.equal(
+    feed(cfg, [std(0.4), skipped, std(0.6), std(0.01), skipped, std(0.02), std(0.049)]).at,
+    6,
+    'steps that kept nothing count in neither',
+  );
   const off = config('early_stop.reward_variance_collapse.baseline_steps=2', 'early_stop.reward_variance_collapse.window=3');
   assert.equal(feed(off, [std(0.4), std(0.6), std(0), std(0), std(0)]).at, -1, 'off by default');
 });
