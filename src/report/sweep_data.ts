@@ -105,7 +105,8 @@ export interface FinalRow {
   /** Steps with metrics (the final validation's step not counted). */
   steps: number;
   maxSteps: number;
-  minutes: number;
+  /** Wall minutes so far (null before the run stored a step). */
+  minutes: number | null;
   /** First and last validation success (val/env/success), and the best. */
   firstVal: number | null;
   lastVal: number | null;
@@ -123,7 +124,7 @@ export function finalRows(runs: readonly SweepRun[]): FinalRow[] {
       seed: r.seed,
       steps: r.metrics.filter((m) => m.metrics['time/step'] !== undefined).length,
       maxSteps: r.maxSteps,
-      minutes: seconds / 60,
+      minutes: r.metrics.length > 0 ? seconds / 60 : null,
       firstVal: val[0]?.value ?? null,
       lastVal: val.at(-1)?.value ?? null,
       bestVal: val.length > 0 ? Math.max(...val.map((p) => p.value)) : null,

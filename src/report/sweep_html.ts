@@ -83,7 +83,7 @@ function seeds(c: SweepReportContent): string {
         pointName(c.spec, r.point),
         String(r.seed),
         `${r.steps}/${r.maxSteps}`,
-        r.minutes.toFixed(1),
+        r.minutes === null ? '-' : r.minutes.toFixed(1),
         fmt(r.firstVal),
         fmt(r.lastVal),
         r.firstVal !== null && r.lastVal !== null ? fmt(r.lastVal - r.firstVal) : '-',

@@ -52,7 +52,11 @@ test('final rows: first, last and best validation, steps trained and wall minute
   const [row] = finalRows([{ runId: 'r', point: 0, seed: 7, maxSteps: 3, metrics: runMetrics([0.5, 0.9, 0.7], [0, 0]) }]);
   assert.deepEqual(row, { runId: 'r', point: 0, seed: 7, steps: 3, maxSteps: 3, minutes: 5, firstVal: 0.5, lastVal: 0.9, bestVal: 0.9 });
   const [empty] = finalRows([{ runId: 'n', point: 0, seed: 8, maxSteps: 3, metrics: [] }]);
-  assert.deepEqual([empty.steps, empty.firstVal, empty.lastVal, empty.bestVal], [0, null, null, null]);
+  assert.deepEqual(
+    [empty.steps, empty.minutes, empty.firstVal, empty.lastVal, empty.bestVal],
+    [0, null, null, null, null],
+    'not started: no figures',
+  );
 });
 
 test('differing keys: only what the grid and the seeds change', () => {
