@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { reportProgress, startWatchdog } from '../src/activities/watchdog';
 import { AdamW } from '../src/algo/adamw';
 import { klControllerFromConfig } from '../src/algo/kl';
-import { sftTrain } from '../src/algo/sft';
+import { sftTrain, warmupSchedule } from '../src/algo/sft';
 import { ppoUpdate } from '../src/algo/update';
 import { initBackend } from '../src/model/backend';
 import { tinyPreset } from '../src/model/config';
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
       steps: w.train_steps,
       batchSize: w.batch_size,
       microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
-      lr: w.learning_rate,
+      lr: warmupSchedule(w),
       maxGradNorm: config.max_grad_norm,
       seed: config.seed,
       padId: tokenizer.padId,

@@ -9,7 +9,7 @@
  */
 
 import { AdamW } from '../src/algo/adamw';
-import { sftTrain } from '../src/algo/sft';
+import { sftTrain, warmupSchedule } from '../src/algo/sft';
 import type { GeneratingArgs, RunConfig } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { tinyPreset } from '../src/model/config';
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     steps: w.train_steps,
     batchSize: w.batch_size,
     microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
-    lr: w.learning_rate,
+    lr: warmupSchedule(w),
     maxGradNorm: config.max_grad_norm,
     seed: config.seed,
     padId: tokenizer.padId,

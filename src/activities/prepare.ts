@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { log } from '@temporalio/activity';
 import { AdamW } from '../algo/adamw';
-import { sftTrain } from '../algo/sft';
+import { sftTrain, warmupSchedule } from '../algo/sft';
 import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, StepMetrics, Trajectory, WriteMetricsInput } from '../contract';
 import { ConfigError, EnvFailureError } from '../contract';
 import { TINY_PRESET, tinyPreset } from '../model/config';
@@ -81,7 +81,7 @@ async function sftWarmup(
       steps: w.train_steps,
       batchSize: w.batch_size,
       microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
-      lr: w.learning_rate,
+      lr: warmupSchedule(w),
       maxGradNorm: config.max_grad_norm,
       seed: config.seed,
       padId: tokenizer.padId,

@@ -1,13 +1,13 @@
 /**
  * Supervised fine-tuning on demonstration trajectories: token-mean negative log-likelihood of the
- * response tokens (the same mask the RL loss uses). Used by the format warm-up.
+ * response tokens (the same mask the RL loss uses). Used by the warm-up (format and solver demonstrations).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { Trajectory } from '../contract';
+import type { RunConfig, Trajectory } from '../contract';
 import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import { Rng } from '../util/rng';
-import type { AdamW } from './adamw';
+import { type AdamW, type LrSchedule, lrAt } from './adamw';
 import { lengthBucketedMicroBatches, packBatch } from './batch';
 import { optimizerStep } from './grad_step';
 
@@ -22,7 +22,7 @@ export interface SftOptions {
   batchSize: number;
   /** Trajectories per micro-batch (memory bound). */
   microBatchSize: number;
-  lr: number;
+  lr: LrSchedule;
   maxGradNorm: number;
   seed: number;
   padId: number;
@@ -59,10 +59,15 @@ export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; loss
       batch.attentionMask.dispose();
       return tf.div(nll, micro.length) as tf.Scalar;
     });
-    const res = await optimizerStep({ vars, optimizer: o.optimizer, lossFns, lr: o.lr, maxGradNorm: o.maxGradNorm });
+    const res = await optimizerStep({ vars, optimizer: o.optimizer, lossFns, lr: lrAt(o.lr, step), maxGradNorm: o.maxGradNorm });
     losses.push(res.loss);
     if (o.afterStep) await o.afterStep(step, res.loss);
   }
   const tail = losses.slice(-10);
   return { finalLoss: tail.reduce((a, b) => a + b, 0) / tail.length, losses };
+}
+
+/** The warm-up's learning-rate schedule: warmup.learning_rate under warmup.lr_scheduler_type over its train_steps. */
+export function warmupSchedule(w: RunConfig['warmup']): LrSchedule {
+  return { base: w.learning_rate, type: w.lr_scheduler_type, warmupSteps: 0, totalSteps: w.train_steps };
 }

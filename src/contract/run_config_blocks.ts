@@ -225,6 +225,7 @@ export const warmupSchema = z
     train_steps: positiveInt.default(200),
     batch_size: positiveInt.default(16),
     learning_rate: z.number().positive().default(1e-3),
+    lr_scheduler_type: z.enum(['constant', 'linear', 'cosine']).default('constant'),
   })
   .strict();
 
