@@ -47,8 +47,8 @@ export interface CurvePoint {
 /**
  * One run's curve of `key`. Validation at step s runs before step s's rollouts, so it is placed at the
  * minutes the run had spent before step s; a train metric of step s at the end of step s. The warm-up's
- * seconds count from the start (warmup/seconds, recorded when the run trained its warm-up; a reused one
- * cost this run nothing).
+ * seconds count from the start (warmup/seconds: a reused warm-up reports what training it cost, so grid points
+ * that share one compare alike).
  */
 export function curve(metrics: readonly StepMetrics[], key: string): CurvePoint[] {
   const sorted = [...metrics].sort((a, b) => a.step - b.step);

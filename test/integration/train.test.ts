@@ -13,9 +13,10 @@ import { refuseExistingRun } from '../../src/cli/train';
 import type { RunSpec, StarpoRunResult, StepCompute, StepMetrics } from '../../src/contract';
 import { progressQuery, TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import { defaultBackend, hostBackends, requestedBackend } from '../../src/model/backend_choice';
+import { readCheckpoint } from '../../src/storage/checkpoint';
 import { CorruptObjectError } from '../../src/storage/errors';
 import { checkpointPrefix, latestKey, metricsKey, rolloutKey } from '../../src/storage/keys';
-import { disposeCheckpoint, loadCheckpoint } from '../../src/storage/policy_checkpoint';
+import { disposeCheckpoint, loadCheckpoint, trainerStateOf } from '../../src/storage/policy_checkpoint';
 import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
@@ -133,9 +134,15 @@ test('killing the update worker during an update: the activity is retried and th
   const loaded = await loadCheckpoint(stack.store, result.finalCheckpoint);
   assert.equal(loaded.state.step, 4);
   loaded.model.dispose();
-  // the warm-up made for the first run was reused, not trained again
+  // the warm-up made for the first run was reused, not trained again, and reports what it cost when trained
   const warmups = (await stack.store.list('warmup/')).filter((o) => o.key.endsWith('manifest.json'));
   assert.equal(warmups.length, 1);
+  const trained = trainerStateOf((await readCheckpoint(stack.store, warmups[0].key)).files).metrics;
+  const first = ((await stack.store.getJson(metricsKey(input.runId, 0))) as StepMetrics).metrics;
+  assert.equal(first['warmup/reused'], 1);
+  assert.ok(trained['warmup/seconds'] > 0);
+  assert.equal(first['warmup/seconds'], trained['warmup/seconds']);
+  assert.equal(first['warmup/final_loss'], trained['warmup/final_loss']);
 });
 
 test('a workflow whose id differs from its runId fails at once instead of writing into another run', async () => {
