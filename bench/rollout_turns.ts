@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const { config } = loadConfigFile(process.argv[2] ?? 'configs/frozen_lake.yaml', process.argv.slice(3));
   console.log(`backend ${await initBackend()}`);
   const tokenizer = charTokenizer();
-  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize, config.config_overrides), deriveSeed(config.seed, 'init'));
   const gen = { ...config.actor_infer.generating_args, ...config.val_env_manager.generating_args };
   const specs = planShards(config, 'val', 0)
     .flat()

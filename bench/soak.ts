@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const steps = Number(stepsArg);
   const { config } = loadConfigFile(file, [`max_steps=${steps}`, ...overrides]);
   const tokenizer = charTokenizer();
-  const actor = Qwen2.random(tinyPreset(tokenizer.vocabSize), config.seed);
+  const actor = Qwen2.random(tinyPreset(tokenizer.vocabSize, config.config_overrides), config.seed);
   const optimizer = new AdamW({ weightDecay: config.actor_train.training_args.weight_decay });
   const klController = klControllerFromConfig(config);
   const generating = generatingArgsOf(config, 'train');

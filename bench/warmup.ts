@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   console.log(
     `${config.warmup.type} demonstrations: ${episodes.length} episodes, ${(tokens / episodes.length).toFixed(0)} tokens each, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
   );
-  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init'));
+  const model = Qwen2.random(tinyPreset(tokenizer.vocabSize, config.config_overrides), deriveSeed(config.seed, 'init'));
   const valGen = { ...config.actor_infer.generating_args, ...config.val_env_manager.generating_args };
   t0 = performance.now();
   let evalSeconds = 0;

@@ -19,7 +19,7 @@ import { warmupDemonstrations } from '../rollout/demonstrations';
 import { readCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
-import { saveCheckpoint } from '../storage/policy_checkpoint';
+import { saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
 import { deriveSeed } from '../util/rng';
 import { type ActivityRuntime, heartbeat } from './runtime';
 import { setWatchdogLimit } from './watchdog';
@@ -31,7 +31,7 @@ const WARMUP_VERSION = 1;
  * The settings the warm-up result depends on; their hash names the warm-up folder. `pretrain` is the
  * preset name, or for a folder the sha256 of each of its files (the contents, not the path).
  */
-function warmupIdentity(config: RunConfig, pretrain: string | Record<string, string>) {
+function warmupIdentity(config: RunConfig, pretrain: string | Record<string, unknown>) {
   const tags = [...new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags])].sort();
   return {
     version: WARMUP_VERSION,
@@ -102,11 +102,14 @@ async function sftWarmup(
  * The stored warm-up checkpoint when its manifest exists and every object verifies, else null: a
  * damaged warm-up is made again (deterministic: the same bytes) instead of failing every run using it.
  */
-async function verifiedWarmup(rt: ActivityRuntime, manifestKey: string): Promise<ObjectRef | null> {
+async function verifiedWarmup(
+  rt: ActivityRuntime,
+  manifestKey: string,
+): Promise<{ ref: ObjectRef; metrics: Record<string, number> } | null> {
   try {
     const ref = await rt.existing(manifestKey);
-    if (ref) await readCheckpoint(rt.store, ref);
-    return ref;
+    if (!ref) return null;
+    return { ref, metrics: trainerStateOf((await readCheckpoint(rt.store, ref)).files).metrics };
   } catch (err) {
     if (!isUnusable(err)) throw err;
     log.warn(`the stored warm-up is not usable: ${err.message}; making it again`);
@@ -127,11 +130,16 @@ function fromFolder<T>(dir: string, fn: (dir: string) => T): T {
   }
 }
 
+/** The tiny preset's part of the warm-up identity: its name, with the sizes a run changed (none keeps the old hashes). */
+function tinyIdentity(config: RunConfig): string | Record<string, unknown> {
+  return Object.keys(config.config_overrides).length === 0 ? TINY_PRESET : { preset: TINY_PRESET, ...config.config_overrides };
+}
+
 /** The step-0 policy before the warm-up: the tiny preset's seeded random init, or the HF folder's model. */
 function initialPolicy(config: RunConfig): { model: Qwen2; tokenizer: ChatTokenizer } {
   if (config.pretrain !== TINY_PRESET) return fromFolder(config.pretrain, modelFromFolder);
   const tokenizer = charTokenizer();
-  return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize), deriveSeed(config.seed, 'init')), tokenizer };
+  return { model: Qwen2.random(tinyPreset(tokenizer.vocabSize, config.config_overrides), deriveSeed(config.seed, 'init')), tokenizer };
 }
 
 /**
@@ -176,7 +184,7 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     // The worker's previous activity set its own run's limit; the warm-up computes under this run's.
     setWatchdogLimit(config.watchdog_seconds);
     await storeRunSpec(rt, { runId, configName, config });
-    const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);
+    const pretrain = config.pretrain === TINY_PRESET ? tinyIdentity(config) : fromFolder(config.pretrain, pretrainedIdentity);
     const hash = createHash('sha256')
       .update(JSON.stringify(warmupIdentity(config, pretrain)))
       .digest('hex')
@@ -184,9 +192,11 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     const prefix = warmupPrefix(hash);
     const typeMetric = { [`warmup/type_${config.warmup.type}`]: 1 };
     const existing = await verifiedWarmup(rt, `${prefix}manifest.json`);
+    // A reused warm-up reports what it cost the run that trained it (warmup/seconds, final_loss), so runs
+    // that share it compare alike by wall minutes; warmup/reused = 1 says this run did not spend that time.
     if (existing) {
-      await pointAt(rt, runId, existing);
-      return { checkpoint: existing, metrics: { ...typeMetric, 'warmup/reused': 1 } };
+      await pointAt(rt, runId, existing.ref);
+      return { checkpoint: existing.ref, metrics: { ...existing.metrics, 'warmup/reused': 1 } };
     }
     const { model, tokenizer } = initialPolicy(config);
     try {

@@ -64,7 +64,11 @@ export function uiLink(e: InfraEndpoints, runId: string): string {
 
 /** Parameters of a run's policy: the tiny preset's, or those of the HF folder's config.json. */
 function policyParams(config: RunConfig): number {
-  return countParams(config.pretrain === TINY_PRESET ? tinyPreset(charTokenizer().vocabSize) : readPretrainedConfig(config.pretrain));
+  return countParams(
+    config.pretrain === TINY_PRESET
+      ? tinyPreset(charTokenizer().vocabSize, config.config_overrides)
+      : readPretrainedConfig(config.pretrain),
+  );
 }
 
 /**

@@ -80,6 +80,21 @@ export const runConfigSchema = z
       .string()
       .min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' })
       .default('tiny'),
+    /**
+     * Sizes that replace the tiny preset's (HF run_clm's `config_overrides` for a model trained from scratch,
+     * as a mapping of Qwen2Config keys); only with `pretrain: tiny`, since a folder's weights fix its sizes.
+     */
+    config_overrides: z
+      .object({
+        hidden_size: positiveInt,
+        intermediate_size: positiveInt,
+        num_hidden_layers: positiveInt,
+        num_attention_heads: positiveInt,
+        num_key_value_heads: positiveInt,
+      })
+      .partial()
+      .strict()
+      .default({}),
 
     // Advantages (docs/numerics.md §5): gae needs the critic below; grpo is the reinforce code path.
     adv_estimator: z.enum(ADV_ESTIMATORS).default('gae'),

@@ -206,12 +206,19 @@ export function headDim(cfg: Qwen2Config): number {
 /** The `pretrain` value of the built-in preset (any other value is an HF model folder). */
 export const TINY_PRESET = 'tiny';
 
+/** The sizes a run may change in the tiny preset (`config_overrides`, HF run_clm's name for a model trained from scratch). */
+export type TinySizes = Partial<
+  Pick<Qwen2Config, 'hidden_size' | 'intermediate_size' | 'num_hidden_layers' | 'num_attention_heads' | 'num_key_value_heads'>
+>;
+
 /**
  * The `tiny` CPU preset: 2 layers, hidden 64, 4 heads (head_dim 16), 2 kv heads, intermediate 192, tied
  * embeddings, rope_theta 10000, max_position_embeddings 2048. With the 101-id char tokenizer it has
  * 105,344 parameters (98,816 in the layers + 6,464 embedding + 64 final norm), see `countParams`.
+ * `sizes` replace the preset's; the result is validated (e.g. heads must divide hidden_size).
+ * @throws Error naming the field when the sizes make an invalid config
  */
-export function tinyPreset(vocabSize: number): Qwen2Config {
+export function tinyPreset(vocabSize: number, sizes: TinySizes = {}): Qwen2Config {
   return validateQwen2Config({
     model_type: 'qwen2',
     vocab_size: vocabSize,
@@ -225,6 +232,7 @@ export function tinyPreset(vocabSize: number): Qwen2Config {
     rms_norm_eps: 1e-6,
     tie_word_embeddings: true,
     torch_dtype: 'float32',
+    ...sizes,
   });
 }
 

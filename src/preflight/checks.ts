@@ -104,8 +104,21 @@ function solverProblems(cfg: RunConfig): string[] {
  * HF folder (model/hf/folder.ts: config.json, tokenizer.json, weight shapes, sequence_length).
  */
 function pretrainProblems(cfg: RunConfig): string[] {
-  if (cfg.pretrain !== TINY_PRESET) return pretrainedProblems(cfg.pretrain, cfg.sequence_length).map((p) => `\`pretrain\`: ${p}`);
-  const maxPositions = tinyPreset(charTokenizer().vocabSize).max_position_embeddings;
+  const overrides = Object.keys(cfg.config_overrides);
+  if (cfg.pretrain !== TINY_PRESET) {
+    const problems = pretrainedProblems(cfg.pretrain, cfg.sequence_length).map((p) => `\`pretrain\`: ${p}`);
+    if (overrides.length > 0)
+      problems.push(
+        `\`config_overrides\`: ${overrides.join(', ')} set with \`pretrain: ${cfg.pretrain}\`; allowed only with \`pretrain: tiny\` (a model folder's weights fix its sizes)`,
+      );
+    return problems;
+  }
+  let maxPositions: number;
+  try {
+    maxPositions = tinyPreset(charTokenizer().vocabSize, cfg.config_overrides).max_position_embeddings;
+  } catch (err) {
+    return [`\`config_overrides\`: ${JSON.stringify(cfg.config_overrides)} makes no valid tiny model: ${(err as Error).message}`];
+  }
   if (cfg.sequence_length <= maxPositions) return [];
   return [
     `\`sequence_length\`: ${cfg.sequence_length} is more than the tiny model's max_position_embeddings (${maxPositions}); allowed: <= ${maxPositions}`,

@@ -3,7 +3,7 @@
  * a run mixing FrozenLake and SimpleSokoban trains 2 steps and its validation reports each tag on
  * new states at every evaluation; a run with a `chaos` tag whose env throws survives (the failure is
  * in the metrics and the worker log, the group replaced), and one where every env throws fails with
- * a clear reason; a `warmup: solver` run reports its warm start.
+ * a clear reason; a `warmup: solver` run reports its warm start, on a tiny model resized by `config_overrides`.
  */
 
 import assert from 'node:assert/strict';
@@ -14,6 +14,7 @@ import { runInputFromFile } from '../../src/cli/run_input';
 import type { StarpoRunResult, Trajectory } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
 import { planShards } from '../../src/rollout/plan';
+import { readCheckpoint } from '../../src/storage/checkpoint';
 import { metricsKey, rolloutKey } from '../../src/storage/keys';
 import { useTrainingStack } from '../helpers/stack';
 
@@ -136,9 +137,17 @@ test('when every group of a step fails, the run fails at once with a clear reaso
   );
 });
 
-test('warmup: solver SFTs on BFS demonstrations and reports warmup/type_solver', async () => {
-  const { result, steps } = await train('test/fixtures/tiny_frozen_lake.yaml', 'solver', ['warmup.type=solver', 'eval_steps=0']);
+test('warmup: solver SFTs on BFS demonstrations and reports warmup/type_solver; config_overrides size the tiny model', async () => {
+  const { result, steps } = await train('test/fixtures/tiny_frozen_lake.yaml', 'solver', [
+    'warmup.type=solver',
+    'eval_steps=0',
+    'config_overrides.hidden_size=32',
+    'config_overrides.num_hidden_layers=1',
+  ]);
   assert.equal(result.steps, 2);
+  const final = await readCheckpoint(stack.store, result.finalCheckpoint);
+  const shape = JSON.parse(new TextDecoder().decode(final.files['config.json']));
+  assert.deepEqual([shape.hidden_size, shape.num_hidden_layers, shape.intermediate_size], [32, 1, 192]);
   assert.equal(steps[0]['warmup/type_solver'], 1);
   assert.equal(steps[0]['warmup/episode_success'], 1, 'every solver demonstration reaches the goal');
   assert.equal(steps[1]['warmup/type_solver'], undefined, 'reported once, with the first step');
