@@ -31,11 +31,12 @@ const WARMUP_VERSION = 1;
  * The settings the warm-up result depends on; their hash names the warm-up folder. `pretrain` is the
  * preset name, or for a folder the sha256 of each of its files (the contents, not the path).
  */
-function warmupIdentity(config: RunConfig, pretrain: string | Record<string, unknown>) {
+function warmupIdentity(config: RunConfig, pretrain: string | Record<string, string>) {
   const tags = [...new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags])].sort();
   return {
     version: WARMUP_VERSION,
     pretrain,
+    config_overrides: config.config_overrides,
     seed: config.seed,
     warmup: config.warmup,
     sequence_length: config.sequence_length,
@@ -130,11 +131,6 @@ function fromFolder<T>(dir: string, fn: (dir: string) => T): T {
   }
 }
 
-/** The tiny preset's part of the warm-up identity: its name, with the sizes a run changed (none keeps the old hashes). */
-function tinyIdentity(config: RunConfig): string | Record<string, unknown> {
-  return Object.keys(config.config_overrides).length === 0 ? TINY_PRESET : { preset: TINY_PRESET, ...config.config_overrides };
-}
-
 /** The step-0 policy before the warm-up: the tiny preset's seeded random init, or the HF folder's model. */
 function initialPolicy(config: RunConfig): { model: Qwen2; tokenizer: ChatTokenizer } {
   if (config.pretrain !== TINY_PRESET) return fromFolder(config.pretrain, modelFromFolder);
@@ -184,7 +180,7 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     // The worker's previous activity set its own run's limit; the warm-up computes under this run's.
     setWatchdogLimit(config.watchdog_seconds);
     await storeRunSpec(rt, { runId, configName, config });
-    const pretrain = config.pretrain === TINY_PRESET ? tinyIdentity(config) : fromFolder(config.pretrain, pretrainedIdentity);
+    const pretrain = config.pretrain === TINY_PRESET ? TINY_PRESET : fromFolder(config.pretrain, pretrainedIdentity);
     const hash = createHash('sha256')
       .update(JSON.stringify(warmupIdentity(config, pretrain)))
       .digest('hex')
