@@ -159,7 +159,7 @@ test("gradient_accumulation_steps defaults to 1 as in ROLL's TrainingArguments; 
   assert.deepEqual(minibatch('configs/sokoban_solver.yaml'), [8, 8]);
   assert.deepEqual(minibatch('configs/mixed_frozen_lake_sokoban.yaml'), [8, 8]);
   assert.deepEqual(minibatch('configs/starpo_s_frozen_lake.yaml'), [8, 2]);
-  assert.deepEqual(minibatch('configs/bandit.yaml'), [32, 4]);
+  assert.deepEqual(minibatch('configs/bandit.yaml'), [32, 8]);
   assert.deepEqual(minibatch('configs/examples/agent_val_frozen_lake.yaml'), [8, 4]);
 });
 
