@@ -214,7 +214,8 @@ export const rewardNormalizationSchema = z
  * The supervised warm-up that teaches a random-init model the answer format:
  * `format` = episodes whose actions are uniformly random valid actions (no skill); `solver` = episodes
  * whose actions come from each env's BFS solver (Env.solve), a solver_fraction of them, the rest random
- * valid actions (RAGEN's "SFT on solver trajectories"); `none` = start from the random init. Not a
+ * valid actions (RAGEN's "SFT on solver trajectories"), each turn of a solver episode a random valid action
+ * with probability solver_noise (DART); `none` = start from the random init. Not a
  * ROLL key; ROLL starts from an instruct model instead.
  */
 export const warmupSchema = z
@@ -222,6 +223,7 @@ export const warmupSchema = z
     type: z.enum(['format', 'solver', 'none']).default('format'),
     num_episodes: positiveInt.default(256),
     solver_fraction: z.number().gte(0).lte(1).default(1),
+    solver_noise: z.number().gte(0).lt(1).default(0),
     train_steps: positiveInt.default(200),
     batch_size: positiveInt.default(16),
     learning_rate: z.number().positive().default(1e-3),

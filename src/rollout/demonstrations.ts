@@ -45,9 +45,14 @@ export function randomActionPolicy(tokenizer: ChatTokenizer): Policy {
  * The solver policy: the first action of the env's shortest plan (Env.solve, BFS) from its current
  * state, re-planned every turn. A row whose env has no solve() or no plan from its state (e.g. slippery
  * FrozenLake) gets a random valid action (from its stream), so every row still answers validly.
+ * With `noise` > 0, each turn plays a random valid action with that probability instead (DART's
+ * noise injection): the demonstrations then also visit states off the shortest path, such as after a
+ * move into a wall, and show the way back from them, which a model playing greedily needs.
  */
-export function solverPolicy(tokenizer: ChatTokenizer): Policy {
-  return answeringPolicy(tokenizer, (env, rng) => env.solve?.()?.[0] ?? randomAction(env, rng));
+export function solverPolicy(tokenizer: ChatTokenizer, noise = 0): Policy {
+  return answeringPolicy(tokenizer, (env, rng) =>
+    noise > 0 && rng.next() < noise ? randomAction(env, rng) : (env.solve?.()?.[0] ?? randomAction(env, rng)),
+  );
 }
 
 /**
@@ -84,7 +89,7 @@ async function play(config: RunConfig, tokenizer: ChatTokenizer, groups: Rollout
 /**
  * Warm-up demonstrations: warmup.num_episodes one-member groups over the train tags (in the
  * proportions of num_groups_partition), episode i with seed deriveSeed(seed, "warmup", i) and env id
- * i. With warmup.type solver, the solverEpisodes(...) of them play solverPolicy, the rest
+ * i. With warmup.type solver, the solverEpisodes(...) of them play solverPolicy (with warmup.solver_noise), the rest
  * randomActionPolicy; otherwise all play randomActionPolicy. Episodes in episode order; an episode
  * whose env fails is replaced as in the rollout pool (and dropped after its last try).
  */
@@ -101,7 +106,7 @@ export async function warmupDemonstrations(config: RunConfig, tokenizer: ChatTok
     config,
     tokenizer,
     groups.filter((g) => solver.has(g.groupId)),
-    solverPolicy(tokenizer),
+    solverPolicy(tokenizer, w.solver_noise),
   );
   const byRandom = await play(
     config,

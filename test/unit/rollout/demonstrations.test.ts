@@ -58,6 +58,29 @@ test('the solver policy wins every FrozenLake episode along a shortest path', as
   }
 });
 
+test('solver noise: each turn a random valid action with that probability, else the plan from where the episode is', async () => {
+  const noisy = await runEpisodes(specs('Lake', 64), { ...opts, customEnvs: { Lake: lakeEntry() }, policy: solverPolicy(tokenizer, 0.3) });
+  let offPlan = 0;
+  let turns = 0;
+  for (const t of noisy) {
+    const env = createEnv('frozen_lake', LAKE);
+    env.reset(t.seed);
+    for (const u of t.turns) {
+      turns++;
+      if (u.action !== env.solve!()![0]) offPlan++;
+      env.step(`<answer>${u.action}</answer>`);
+    }
+  }
+  // A random action is off the plan 3 times in 4: about 0.3 * 3/4 of the turns.
+  assert.ok(offPlan > 0.1 * turns && offPlan < 0.4 * turns, `${offPlan} of ${turns} turns off the plan`);
+  assert.ok(
+    noisy.some((t) => !t.success),
+    'a random move can end in a hole',
+  );
+  const again = await runEpisodes(specs('Lake', 64), { ...opts, customEnvs: { Lake: lakeEntry() }, policy: solverPolicy(tokenizer, 0.3) });
+  assert.deepEqual(again, noisy, "the noise comes from each row's seeded stream");
+});
+
 test('for a think-pattern tag the solver answers <think></think><answer>..</answer>', async () => {
   const Think = lakeEntry({ action_pattern: '<think>(.*?)</think>\\s*<answer>(.*?)</answer>' });
   const trajs = await runEpisodes(specs('Think', 8), { ...opts, customEnvs: { Think }, policy: solverPolicy(tokenizer) });
