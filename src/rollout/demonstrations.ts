@@ -14,17 +14,23 @@ import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
 // for a think-pattern tag), then the model's first stop token (<|im_end|> for Qwen2.5 instruct and the
 // tiny preset). Log-probs are reported as 0 (the episodes are demonstrations, not samples).
 
+/** An action a scripted policy plays, and whether the demonstration teaches it (false for a noise move). */
+interface Move {
+  action: string;
+  learned: boolean;
+}
+
 /** A policy that answers each row with `choose(env, rng)`, formatted for the row's pattern. */
-function answeringPolicy(tokenizer: ChatTokenizer, choose: (env: RowEnv, rng: Rng) => string): Policy {
+function answeringPolicy(tokenizer: ChatTokenizer, choose: (env: RowEnv, rng: Rng) => Move): Policy {
   const stop = tokenizer.decode(tokenizer.eosIds.slice(0, 1), false);
   return {
     async generate(request: PolicyRequest): Promise<PolicyResponse> {
-      const tokens = request.envs.map((env, i) => {
-        const answer = `<answer>${choose(env, request.rngs[i])}</answer>`;
-        const text = `${env.enableThink ? '<think></think>' : ''}${answer}${stop}`;
+      const moves = request.envs.map((env, i) => choose(env, request.rngs[i]));
+      const tokens = moves.map(({ action }, i) => {
+        const text = `${request.envs[i].enableThink ? '<think></think>' : ''}<answer>${action}</answer>${stop}`;
         return tokenizer.encode(text).slice(0, request.maxNewTokens[i]);
       });
-      return { tokens, logprobs: tokens.map((t) => t.map(() => 0)) };
+      return { tokens, logprobs: tokens.map((t) => t.map(() => 0)), learned: moves.map((m) => m.learned) };
     },
   };
 }
@@ -38,7 +44,7 @@ const randomAction = (env: RowEnv, rng: Rng) =>
 
 /** The random-valid-action policy: a uniformly random valid action from each row's seeded stream (format only). */
 export function randomActionPolicy(tokenizer: ChatTokenizer): Policy {
-  return answeringPolicy(tokenizer, randomAction);
+  return answeringPolicy(tokenizer, (env, rng) => ({ action: randomAction(env, rng), learned: true }));
 }
 
 /**
@@ -46,12 +52,14 @@ export function randomActionPolicy(tokenizer: ChatTokenizer): Policy {
  * state, re-planned every turn. A row whose env has no solve() or no plan from its state (e.g. slippery
  * FrozenLake) gets a random valid action (from its stream), so every row still answers validly.
  * With `noise` > 0, each turn plays a random valid action with that probability instead (DART's
- * noise injection): the demonstrations then also visit states off the shortest path, such as after a
- * move into a wall, and show the way back from them, which a model playing greedily needs.
+ * noise injection), not learned from: the demonstrations then also visit states off the shortest
+ * path, such as after a move into a wall, and teach only the way on from them.
  */
 export function solverPolicy(tokenizer: ChatTokenizer, noise = 0): Policy {
   return answeringPolicy(tokenizer, (env, rng) =>
-    noise > 0 && rng.next() < noise ? randomAction(env, rng) : (env.solve?.()?.[0] ?? randomAction(env, rng)),
+    noise > 0 && rng.next() < noise
+      ? { action: randomAction(env, rng), learned: false }
+      : { action: env.solve?.()?.[0] ?? randomAction(env, rng), learned: true },
   );
 }
 

@@ -311,7 +311,7 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
           envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
           rowIds: rows.map((l) => lives.indexOf(l)),
         });
-        rows.forEach((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], turn, opts, stopIds));
+        rows.forEach((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], out.learned?.[i] ?? true, turn, opts, stopIds));
       }
       settleGroups(groups, keepPerGroup, turn);
       if (opts.onTurn && rows.length > 0) await opts.onTurn(turn, rows.length);
@@ -346,13 +346,21 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
 }
 
 /** Appends one sampled reply to an episode and steps its env (docs/numerics.md §4.2-4.5). */
-function stepLive(l: Live, tokens: number[], logprobs: number[], turn: number, opts: ManagerOptions, stopIds: ReadonlySet<number>): void {
+function stepLive(
+  l: Live,
+  tokens: number[],
+  logprobs: number[],
+  learned: boolean,
+  turn: number,
+  opts: ManagerOptions,
+  stopIds: ReadonlySet<number>,
+): void {
   const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
   if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) {
     truncate(l, turn, 'max_length'); // the unfinished turn is dropped
     return;
   }
-  appendTurn(l.packed, l.pending, tokens, logprobs);
+  appendTurn(l.packed, l.pending, tokens, logprobs, learned);
   l.chat.reply(tokens);
   const response = opts.tokenizer.decode(tokens, false);
   const result = guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));

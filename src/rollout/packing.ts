@@ -16,16 +16,18 @@ export function emptyPacked(): PackedTokens {
 
 /**
  * Appends one turn: its prompt tokens (mask 0, log-prob 0), then the sampled response tokens (mask 1,
- * their sampling log-probs; the stop token included when sampled).
+ * their sampling log-probs; the stop token included when sampled). A reply not to be learned from
+ * (`learned` false: a demonstration's noise move) gets mask 0, like the prompt.
  */
 export function appendTurn(
   packed: PackedTokens,
   prompt: readonly number[],
   response: readonly number[],
   logprobs: readonly number[],
+  learned = true,
 ): void {
   packed.inputIds.push(...prompt, ...response);
-  packed.responseMask.push(...prompt.map(() => 0), ...response.map(() => 1));
+  packed.responseMask.push(...prompt.map(() => 0), ...response.map(() => (learned ? 1 : 0)));
   packed.sampleLogprobs.push(...prompt.map(() => 0), ...logprobs);
 }
 

@@ -40,6 +40,11 @@ export interface PolicyRequest {
 export interface PolicyResponse {
   tokens: number[][];
   logprobs: number[][];
+  /**
+   * Per row, whether the reply is one to learn from (default: all are). A scripted policy's noise moves
+   * are not: they are packed as context, with response mask 0, so the loss skips them.
+   */
+  learned?: boolean[];
 }
 
 /** A batched policy. May be async so long generations can yield to heartbeats. */

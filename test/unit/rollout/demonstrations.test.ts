@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { customEnvSchema } from '../../../src/contract';
+import { customEnvSchema, type Trajectory } from '../../../src/contract';
 import { createEnv } from '../../../src/envs/registry';
 import { charTokenizer } from '../../../src/model/tokenizer';
 import { loadConfigFile } from '../../../src/preflight/load';
@@ -58,27 +58,46 @@ test('the solver policy wins every FrozenLake episode along a shortest path', as
   }
 });
 
-test('solver noise: each turn a random valid action with that probability, else the plan from where the episode is', async () => {
+/** Per turn of a trajectory, whether its response tokens carry response mask 1 (all of them) or 0 (all). */
+function learnedTurns(t: Trajectory): boolean[] {
+  let cursor = 0;
+  return t.turns.map((u) => {
+    const ids = tokenizer.encode(u.response);
+    while (ids.some((id, j) => t.inputIds[cursor + j] !== id)) cursor++;
+    const mask = t.responseMask.slice(cursor, cursor + ids.length);
+    cursor += ids.length;
+    assert.ok(mask.every((m) => m === mask[0]));
+    return mask[0] === 1;
+  });
+}
+
+test('solver noise: a random move with that probability per turn, packed as context; the plan from where the episode is', async () => {
   const noisy = await runEpisodes(specs('Lake', 64), { ...opts, customEnvs: { Lake: lakeEntry() }, policy: solverPolicy(tokenizer, 0.3) });
-  let offPlan = 0;
+  let noise = 0;
   let turns = 0;
   for (const t of noisy) {
     const env = createEnv('frozen_lake', LAKE);
     env.reset(t.seed);
-    for (const u of t.turns) {
+    const learned = learnedTurns(t);
+    t.turns.forEach((u, i) => {
       turns++;
-      if (u.action !== env.solve!()![0]) offPlan++;
+      if (learned[i]) assert.equal(u.action, env.solve!()![0], `seed ${t.seed} turn ${i}: a learned move is the plan's`);
+      else noise++;
       env.step(`<answer>${u.action}</answer>`);
-    }
+    });
   }
-  // A random action is off the plan 3 times in 4: about 0.3 * 3/4 of the turns.
-  assert.ok(offPlan > 0.1 * turns && offPlan < 0.4 * turns, `${offPlan} of ${turns} turns off the plan`);
+  assert.ok(noise > 0.2 * turns && noise < 0.4 * turns, `${noise} of ${turns} turns are noise moves`);
   assert.ok(
     noisy.some((t) => !t.success),
     'a random move can end in a hole',
   );
   const again = await runEpisodes(specs('Lake', 64), { ...opts, customEnvs: { Lake: lakeEntry() }, policy: solverPolicy(tokenizer, 0.3) });
   assert.deepEqual(again, noisy, "the noise comes from each row's seeded stream");
+  const clean = await runEpisodes(specs('Lake', 8), { ...opts, customEnvs: { Lake: lakeEntry() }, policy: solverPolicy(tokenizer) });
+  assert.ok(
+    clean.every((t) => learnedTurns(t).every(Boolean)),
+    'without noise every move is learned',
+  );
 });
 
 test('for a think-pattern tag the solver answers <think></think><answer>..</answer>', async () => {
