@@ -55,6 +55,16 @@ export function getNumber(
   return v as number;
 }
 
+/** A list of exactly `dflt.length` finite numbers. Throws Error naming key and value. */
+export function getNumbers(where: string, raw: Record<string, unknown>, key: string, dflt: readonly number[]): number[] {
+  const v = raw[key];
+  if (v === undefined) return [...dflt];
+  if (!Array.isArray(v) || v.length !== dflt.length || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) {
+    throw new Error(`${where}: ${key} must be a list of ${dflt.length} finite numbers, got ${JSON.stringify(v)}`);
+  }
+  return v as number[];
+}
+
 /** An integer in [lo, hi]. Throws Error naming key and value. */
 export function getInt(where: string, raw: Record<string, unknown>, key: string, dflt: number, lo: number, hi: number): number {
   const v = raw[key];

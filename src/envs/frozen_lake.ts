@@ -4,13 +4,24 @@
  * and a BFS solver for tests and solver demonstrations.
  */
 import { Rng } from '../util/rng';
-import { checkKeys, checkRegex, checkTextRenderMode, getBool, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
+import {
+  checkKeys,
+  checkRegex,
+  checkTextRenderMode,
+  getBool,
+  getInstruction,
+  getInt,
+  getNumber,
+  getNumbers,
+  type RawEnvConfig,
+} from './config';
 import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
- * format_penalty 0 (configs set it, e.g. -0.01), env_instruction: the compact default when
+ * format_penalty 0 (configs set it, e.g. -0.01), reward_schedule [1, 0, 0] (gymnasium's: the reward for a
+ * move that ends on the goal, in a hole, on frozen ice), env_instruction: the compact default when
  * absent or null ("" = no instruction),
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
  * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
@@ -24,6 +35,7 @@ export interface FrozenLakeConfig {
   is_slippery: boolean;
   success_rate: number;
   format_penalty: number;
+  reward_schedule: [goal: number, hole: number, frozen: number];
   env_instruction: string | null;
   max_steps: number | null;
 }
@@ -35,6 +47,7 @@ export const FROZEN_LAKE_KEYS = [
   'is_slippery',
   'success_rate',
   'format_penalty',
+  'reward_schedule',
   'env_instruction',
   'max_steps',
   'action_pattern',
@@ -56,6 +69,7 @@ export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
     is_slippery: getBool(where, r, 'is_slippery', true),
     success_rate: getNumber(where, r, 'success_rate', 1 / 3, 0, 1),
     format_penalty: getNumber(where, r, 'format_penalty', 0),
+    reward_schedule: getNumbers(where, r, 'reward_schedule', [1, 0, 0]) as FrozenLakeConfig['reward_schedule'],
     env_instruction: getInstruction(where, r),
     max_steps: maxSteps === -1 ? null : maxSteps,
   };
@@ -212,8 +226,9 @@ export function renderLake(map: LakeMap, player: Pos): string {
  * FrozenLake env. Map: generateMap(size, p, Rng('frozen_lake/map', seed)). Slippery: the intended
  * move with probability success_rate, each perpendicular move with (1 - success_rate)/2 (gymnasium
  * order [a-1, a, a+1] mod 4, one Rng.next() per valid step), drawn from Rng('frozen_lake/slip', seed,
- * envId) (or Rng('frozen_lake/slip', seed) without envId; see EnvOptions). Reward 1 on reaching G,
- * else 0; terminated on G or H. Invalid answer: state unchanged, reward format_penalty, no draw.
+ * envId) (or Rng('frozen_lake/slip', seed) without envId; see EnvOptions). A valid move earns
+ * reward_schedule's entry for the cell it ends on (G, H, else frozen; 1 / 0 / 0 by default, as in gymnasium);
+ * terminated on G or H. Invalid answer: state unchanged, reward format_penalty, no draw.
  * action_is_effective = the player's cell changed (a move into the border is valid but not effective).
  * With max_steps set, the step that reaches it ends the episode (terminated true, info.truncated true);
  * ROLL's env only flags truncation there and leaves the cap to the rollout manager, which our configs
@@ -280,7 +295,7 @@ export class FrozenLakeEnv implements Env {
       const success = cell === 'G';
       result = {
         observation: this.render(),
-        reward: success ? 1 : 0,
+        reward: this.config.reward_schedule[success ? 0 : cell === 'H' ? 1 : 2],
         terminated: success || cell === 'H',
         info: { success, action_is_valid: true, action_is_effective: moved, format_penalty: 0 },
       };

@@ -65,6 +65,25 @@ test('falling in a hole: X, reward 0, terminated, not success', () => {
   });
 });
 
+test("reward_schedule: gymnasium's goal / hole / frozen rewards per move; a bad value is named", () => {
+  // Map of seed 0: '___G\n_O__\n_PO_\nOO__'. Left, Up, Up, Up (the top wall), then Right x3 to G.
+  const env = new FrozenLakeEnv({ is_slippery: false, format_penalty: -0.5, reward_schedule: [2, -1, -0.01] });
+  env.reset(0);
+  const rewards = ['nothing', 'Left', 'Up', 'Up', 'Up', 'Right', 'Right', 'Right'].map(
+    (a) => env.step(a === 'nothing' ? 'no tags here' : ans(a)).reward,
+  );
+  assert.deepEqual(rewards, [-0.5, -0.01, -0.01, -0.01, -0.01, -0.01, -0.01, 2]); // the wall bump lands on ice too
+  env.reset(0);
+  const hole = env.step(ans('Down'));
+  assert.equal(hole.reward, -1);
+  assert.equal(hole.info.success, false);
+  assert.throws(
+    () => new FrozenLakeEnv({ reward_schedule: [1, 0] }),
+    /env_config of frozen_lake: reward_schedule must be a list of 3 finite numbers, got \[1,0\]/,
+  );
+  assert.throws(() => new FrozenLakeEnv({ reward_schedule: 1 }), /reward_schedule must be a list of 3 finite numbers, got 1/);
+});
+
 test('slippery golden trajectory (seed 123, envId 0) is deterministic', () => {
   const run = (): string[] => {
     const env = new FrozenLakeEnv({ is_slippery: true }, { envId: 0 });
