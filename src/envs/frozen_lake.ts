@@ -13,15 +13,18 @@ import {
   getInt,
   getNumber,
   getNumbers,
+  getString,
   type RawEnvConfig,
 } from './config';
 import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
+import { LAKE_OBSERVATION_FORMATS, type LakeObservationFormat, renderLakeCoords, renderLakeGridCoords } from './frozen_lake_coords';
 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
  * format_penalty 0 (configs set it, e.g. -0.01), reward_schedule [1, 0, 0] (gymnasium's: the reward for a
- * move that ends on the goal, in a hole, on frozen ice), env_instruction: the compact default when
+ * move that ends on the goal, in a hole, on frozen ice), observation_format "grid" (RAGEN's key: "grid",
+ * "coord" or "grid_coord", see frozen_lake_coords.ts), env_instruction: the compact default when
  * absent or null ("" = no instruction),
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
  * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
@@ -36,6 +39,7 @@ export interface FrozenLakeConfig {
   success_rate: number;
   format_penalty: number;
   reward_schedule: [goal: number, hole: number, frozen: number];
+  observation_format: LakeObservationFormat;
   env_instruction: string | null;
   max_steps: number | null;
 }
@@ -48,6 +52,7 @@ export const FROZEN_LAKE_KEYS = [
   'success_rate',
   'format_penalty',
   'reward_schedule',
+  'observation_format',
   'env_instruction',
   'max_steps',
   'action_pattern',
@@ -70,6 +75,14 @@ export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
     success_rate: getNumber(where, r, 'success_rate', 1 / 3, 0, 1),
     format_penalty: getNumber(where, r, 'format_penalty', 0),
     reward_schedule: getNumbers(where, r, 'reward_schedule', [1, 0, 0]) as FrozenLakeConfig['reward_schedule'],
+    observation_format: getString(
+      where,
+      r,
+      'observation_format',
+      'grid',
+      new RegExp(`^(${LAKE_OBSERVATION_FORMATS.join('|')})$`),
+      `one of ${LAKE_OBSERVATION_FORMATS.map((f) => `"${f}"`).join(', ')}`,
+    ) as LakeObservationFormat,
     env_instruction: getInstruction(where, r),
     max_steps: maxSteps === -1 ? null : maxSteps,
   };
@@ -310,7 +323,10 @@ export class FrozenLakeEnv implements Env {
 
   render(): string {
     if (this.map === null) throw new Error('frozen_lake.render: call reset(seed) first');
-    return renderLake(this.map, this.player);
+    const format = this.config.observation_format;
+    if (format === 'grid') return renderLake(this.map, this.player);
+    const coords = renderLakeCoords(this.map, this.player);
+    return format === 'coord' ? coords : renderLakeGridCoords(coords, renderLake(this.map, this.player));
   }
 
   /**
