@@ -18,13 +18,14 @@ import {
 } from './config';
 import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
 import { LAKE_OBSERVATION_FORMATS, type LakeObservationFormat, renderLakeCoords, renderLakeGridCoords } from './frozen_lake_coords';
+import { renderLakeNeighbors } from './frozen_lake_neighbors';
 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
  * format_penalty 0 (configs set it, e.g. -0.01), reward_schedule [1, 0, 0] (gymnasium's: the reward for a
  * move that ends on the goal, in a hole, on frozen ice), observation_format "grid" (RAGEN's key: "grid",
- * "coord" or "grid_coord", see frozen_lake_coords.ts), env_instruction: the compact default when
+ * "coord" or "grid_coord", see frozen_lake_coords.ts; or starpo's "grid_neighbors", frozen_lake_neighbors.ts), env_instruction: the compact default when
  * absent or null ("" = no instruction),
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
  * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
@@ -325,6 +326,7 @@ export class FrozenLakeEnv implements Env {
     if (this.map === null) throw new Error('frozen_lake.render: call reset(seed) first');
     const format = this.config.observation_format;
     if (format === 'grid') return renderLake(this.map, this.player);
+    if (format === 'grid_neighbors') return renderLakeNeighbors(renderLake(this.map, this.player));
     const coords = renderLakeCoords(this.map, this.player);
     return format === 'coord' ? coords : renderLakeGridCoords(coords, renderLake(this.map, this.player));
   }

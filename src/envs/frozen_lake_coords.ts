@@ -11,8 +11,11 @@ interface Cell {
   col: number;
 }
 
-/** The `observation_format` values, as in RAGEN: the grid (ROLL's render), coordinates, or both. */
-export const LAKE_OBSERVATION_FORMATS = ['grid', 'coord', 'grid_coord'] as const;
+/**
+ * The `observation_format` values: as in RAGEN, the grid (ROLL's render), coordinates, or both; and
+ * starpo's grid_neighbors (frozen_lake_neighbors.ts).
+ */
+export const LAKE_OBSERVATION_FORMATS = ['grid', 'coord', 'grid_coord', 'grid_neighbors'] as const;
 /** One of LAKE_OBSERVATION_FORMATS. */
 export type LakeObservationFormat = (typeof LAKE_OBSERVATION_FORMATS)[number];
 

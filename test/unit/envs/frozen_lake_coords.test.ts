@@ -43,6 +43,6 @@ test('observation_format grid_coord: the coordinates, then the grid; grid stays 
 test('observation_format: a bad value is named with what is allowed', () => {
   assert.throws(
     () => new FrozenLakeEnv({ observation_format: 'image' }),
-    /env_config of frozen_lake: observation_format must be one of "grid", "coord", "grid_coord", got "image"/,
+    /env_config of frozen_lake: observation_format must be one of "grid", "coord", "grid_coord", "grid_neighbors", got "image"/,
   );
 });
