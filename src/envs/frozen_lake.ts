@@ -18,14 +18,13 @@ import {
 } from './config';
 import { checkSeed, type Env, type EnvOptions, invalidAnswer, parseAction, type StepResult } from './env';
 import { LAKE_OBSERVATION_FORMATS, type LakeObservationFormat, renderLakeCoords, renderLakeGridCoords } from './frozen_lake_coords';
-import { renderLakeNeighbors } from './frozen_lake_neighbors';
 
 /**
  * Validated FrozenLake env_config. Defaults: size 4, p 0.8 (probability a cell is FROZEN),
  * is_slippery true (gymnasium/ROLL default; our configs set it explicitly), success_rate 1/3,
  * format_penalty 0 (configs set it, e.g. -0.01), reward_schedule [1, 0, 0] (gymnasium's: the reward for a
  * move that ends on the goal, in a hole, on frozen ice), observation_format "grid" (RAGEN's key: "grid",
- * "coord" or "grid_coord", see frozen_lake_coords.ts; or starpo's "grid_neighbors", frozen_lake_neighbors.ts), env_instruction: the compact default when
+ * "coord" or "grid_coord", see frozen_lake_coords.ts; or starpo's "grid_neighbors", renderLakeNeighbors), env_instruction: the compact default when
  * absent or null ("" = no instruction),
  * max_steps null (no env-side cap; the rollout manager applies custom_envs.<tag>.max_steps).
  * Also accepted, as in ROLL's env_config (roll/pipeline/agentic/env/frozen_lake/env.py), but not kept:
@@ -219,21 +218,37 @@ export const LAKE_SYMBOLS: ReadonlyArray<readonly [string, string]> = [
   ['√', 'player on the goal'],
 ];
 
+/** The LAKE_SYMBOLS symbol of a map cell (gymnasium char), with or without the player on it. */
+function cellSymbol(cell: string, here: boolean): string {
+  if (cell === 'H') return here ? 'X' : 'O';
+  if (cell === 'G') return here ? '√' : 'G';
+  return here ? 'P' : '_';
+}
+
 /** Renders a map with the player: rows joined by "\n", one LAKE_SYMBOLS symbol per cell. */
 export function renderLake(map: LakeMap, player: Pos): string {
   const rows: string[] = [];
   for (let r = 0; r < map.size; r++) {
     let line = '';
-    for (let c = 0; c < map.size; c++) {
-      const cell = map.desc[r][c];
-      const here = r === player.row && c === player.col;
-      if (cell === 'H') line += here ? 'X' : 'O';
-      else if (cell === 'G') line += here ? '√' : 'G';
-      else line += here ? 'P' : '_';
-    }
+    for (let c = 0; c < map.size; c++) line += cellSymbol(map.desc[r][c], r === player.row && c === player.col);
     rows.push(line);
   }
   return rows.join('\n');
+}
+
+/**
+ * starpo's `grid_neighbors` observation: renderLake, then one line naming the cell on each side of the player
+ * in action order, `#` beyond the edge ("Left:_ Down:O Right:_ Up:#"). A small decoder with rotary positions
+ * reads the goal's direction off the grid well but hardly whether the next cell is a hole; the line spells
+ * that out, and the game is unchanged.
+ */
+export function renderLakeNeighbors(map: LakeMap, player: Pos): string {
+  const sides = LAKE_ACTIONS.map((name, a) => {
+    const next = moveFrom(player, a, map.size);
+    const beyond = next.row === player.row && next.col === player.col;
+    return `${name}:${beyond ? '#' : cellSymbol(map.desc[next.row][next.col], false)}`;
+  });
+  return `${renderLake(map, player)}\n${sides.join(' ')}`;
 }
 
 /**
@@ -326,7 +341,7 @@ export class FrozenLakeEnv implements Env {
     if (this.map === null) throw new Error('frozen_lake.render: call reset(seed) first');
     const format = this.config.observation_format;
     if (format === 'grid') return renderLake(this.map, this.player);
-    if (format === 'grid_neighbors') return renderLakeNeighbors(renderLake(this.map, this.player));
+    if (format === 'grid_neighbors') return renderLakeNeighbors(this.map, this.player);
     const coords = renderLakeCoords(this.map, this.player);
     return format === 'coord' ? coords : renderLakeGridCoords(coords, renderLake(this.map, this.player));
   }

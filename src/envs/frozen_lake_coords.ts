@@ -13,7 +13,7 @@ interface Cell {
 
 /**
  * The `observation_format` values: as in RAGEN, the grid (ROLL's render), coordinates, or both; and
- * starpo's grid_neighbors (frozen_lake_neighbors.ts).
+ * starpo's grid_neighbors (frozen_lake.ts renderLakeNeighbors).
  */
 export const LAKE_OBSERVATION_FORMATS = ['grid', 'coord', 'grid_coord', 'grid_neighbors'] as const;
 /** One of LAKE_OBSERVATION_FORMATS. */

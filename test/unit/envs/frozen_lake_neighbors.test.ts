@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FrozenLakeEnv } from '../../../src/envs/frozen_lake';
-import { renderLakeNeighbors } from '../../../src/envs/frozen_lake_neighbors';
+import { FrozenLakeEnv, renderLakeNeighbors } from '../../../src/envs/frozen_lake';
 
 const ans = (a: string): string => `<answer>${a}</answer><|im_end|>`;
 
@@ -21,8 +20,10 @@ test('observation_format grid_neighbors: the grid, then the cell on each side of
 });
 
 test('renderLakeNeighbors: the player in a hole or on the goal is found too', () => {
-  assert.equal(renderLakeNeighbors('___G\n_O__\n__O_\nOX__'), '___G\n_O__\n__O_\nOX__\nLeft:O Down:# Right:_ Up:_');
-  assert.equal(renderLakeNeighbors('_O\n_√'), '_O\n_√\nLeft:_ Down:# Right:# Up:O');
+  const lake = { size: 4, desc: ['FFFG', 'FHFF', 'FFHF', 'HHFF'], start: { row: 2, col: 1 }, goal: { row: 0, col: 3 } };
+  assert.equal(renderLakeNeighbors(lake, { row: 3, col: 1 }), '___G\n_O__\n__O_\nOX__\nLeft:O Down:# Right:_ Up:_');
+  const small = { size: 2, desc: ['FH', 'SG'], start: { row: 1, col: 0 }, goal: { row: 1, col: 1 } };
+  assert.equal(renderLakeNeighbors(small, { row: 1, col: 1 }), '_O\n_√\nLeft:_ Down:# Right:# Up:O');
 });
 
 test('observation_format grid_neighbors is an allowed value', () => {
