@@ -40,10 +40,12 @@ export function checkInputFile(option: string, path: string, allowed: string, ma
 }
 
 /**
- * The absolute path of an output file (`-o FILE`), checked before any work, without writing anything.
+ * The absolute path of an output file (`-o FILE`), checked before any work: the file is written through a
+ * temp file in its folder (writeFileAtomically), so the nearest existing folder must take a new file. That
+ * is tried, not asked (access() says yes for /proc and read-only mounts), and the probe is removed at once.
  * @param option the option's name for messages, e.g. `-o`
  * @throws BadInputError (exit 2) naming the option and value when the path is a folder, a parent on the
- *   way to it is a file, or the file or its nearest existing folder cannot be written
+ *   way to it is a file, or its nearest existing folder does not take a new file
  */
 export function checkOutputFile(option: string, path: string): string {
   const file = resolve(path);
@@ -53,13 +55,19 @@ export function checkOutputFile(option: string, path: string): string {
   let parent = dirname(file);
   while (!existsSync(parent)) parent = dirname(parent);
   if (!statSync(parent).isDirectory()) throw new BadInputError(`${option} ${shown}: ${parent} is a file, not a folder; ${allowed}`);
-  const target = existsSync(file) ? file : parent;
+  const probe = tempPath(join(parent, basename(file)));
   try {
-    accessSync(target, constants.W_OK);
+    writeFileSync(probe, '', { flag: 'wx' });
   } catch (err) {
-    throw new BadInputError(`${option} ${shown}: ${target} cannot be written (${reason(err)}); ${allowed}`);
+    throw new BadInputError(`${option} ${shown}: ${parent} cannot be written (${reason(err)}); ${allowed}`);
   }
+  rmSync(probe, { force: true });
   return file;
+}
+
+/** A fresh hidden name beside `file`, for a temp file that is renamed over it or removed. */
+function tempPath(file: string): string {
+  return join(dirname(file), `.${basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
 }
 
 /**
@@ -68,7 +76,7 @@ export function checkOutputFile(option: string, path: string): string {
  */
 export function writeFileAtomically(file: string, data: string | Uint8Array): void {
   mkdirSync(dirname(file), { recursive: true });
-  const tmp = join(dirname(file), `.${basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = tempPath(file);
   try {
     writeFileSync(tmp, data);
     renameSync(tmp, file);

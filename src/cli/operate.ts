@@ -182,8 +182,24 @@ export interface RunRow {
 }
 
 /**
+ * When each run began: the earliest start over all executions of its workflow id (the first of a
+ * continueAsNew chain, or the execution a resume followed), one visibility query for all of them. Ids
+ * outside the run-id characters are left to the caller (no quoting inside the query).
+ */
+async function firstStarts(client: Client, ids: string[]): Promise<Map<string, Date>> {
+  const starts = new Map<string, Date>();
+  const quoted = ids.filter((id) => /^[A-Za-z0-9._-]+$/.test(id)).map((id) => `'${id}'`);
+  if (quoted.length === 0) return starts;
+  for await (const w of client.workflow.list({ query: `WorkflowId IN (${quoted.join(', ')})` })) {
+    const known = starts.get(w.workflowId);
+    if (!known || w.startTime < known) starts.set(w.workflowId, w.startTime);
+  }
+  return starts;
+}
+
+/**
  * The newest execution of each run (workflow type starpoTraining; runs closed by continueAsNew are
- * left out), newest first.
+ * left out), newest first; `started` is when the run began (firstStarts).
  * @param query a Temporal list filter ANDed to that, e.g. `StarpoConfig = "frozen_lake"`
  */
 export async function listRuns(client: Client, opts: { query?: string; limit: number }): Promise<RunRow[]> {
@@ -207,7 +223,11 @@ export async function listRuns(client: Client, opts: { query?: string; limit: nu
     });
     if (rows.length >= opts.limit) break;
   }
-  return rows;
+  const starts = await firstStarts(
+    client,
+    rows.map((r) => r.runId),
+  );
+  return rows.map((r) => ({ ...r, started: starts.get(r.runId)?.toISOString() ?? r.started }));
 }
 
 /** `starpo list` as an aligned table. */

@@ -49,6 +49,18 @@ export function fromNote(origin: Origin | undefined, source: string): string {
   return origin.file === source ? '' : ` (from ${origin.file})`;
 }
 
+/**
+ * Problems written as "`a.b.c`: what is wrong" (the cross-key rules), each with the origin of the key it
+ * names first and that origin noted after the key, as describeIssues does for single keys.
+ */
+export function locatedProblems(texts: readonly string[], source: string, originOf?: OriginOf): Problem[] {
+  return texts.map((text) => {
+    const key = /^`([^`]+)`/.exec(text)?.[1];
+    const origin = key && originOf ? originOf(key.split('.')) : undefined;
+    return { text: key ? `\`${key}\`${fromNote(origin, source)}${text.slice(key.length + 2)}` : text, origin };
+  });
+}
+
 /** A ConfigError for `problems` of the config loaded from `source`; its source is the command line when only overrides caused them. */
 export function problemsError(source: string, problems: readonly Problem[]): ConfigError {
   const onlyOverrides = problems.length > 0 && problems.every((p) => p.origin !== undefined && 'override' in p.origin);

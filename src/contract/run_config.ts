@@ -53,6 +53,12 @@ const TOP_IGNORED_KEYS = [
 
 const probability = z.number().gt(0).lte(1);
 
+/**
+ * Trajectories per step. The cap is far above any ROLL or RAGEN config; without it a mistyped value
+ * (1e9) would plan hundreds of millions of groups before the config check could answer.
+ */
+const batchSize = positiveInt.max(65536);
+
 /** Default of watchdog_seconds: far above the seconds between two heartbeats of any activity of the CPU quickstart. */
 export const WATCHDOG_DEFAULT_SECONDS = 300;
 
@@ -67,8 +73,8 @@ export const runConfigSchema = z
     max_ckpt_to_keep: nonNegativeInt.default(0), // 0 = keep all
     eval_steps: nonNegativeInt.default(10), // validation at step 0 and every eval_steps (0 disables)
     logging_steps: positiveInt.default(1),
-    rollout_batch_size: positiveInt.default(128), // trajectories per step; a multiple of train group_size
-    val_batch_size: positiveInt.default(128),
+    rollout_batch_size: batchSize.default(128), // trajectories per step; a multiple of train group_size
+    val_batch_size: batchSize.default(128),
     sequence_length: positiveInt.default(2048), // max tokens of one whole multi-turn trajectory (§4)
     /**
      * The initial policy (ROLL's `pretrain`): the built-in preset `tiny` (random init, char tokenizer) or

@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { composeFile, type Layer } from '../config/hydra';
 import { resolveInterpolations } from '../config/interpolate';
 import { describeIssues, show } from '../config/issues';
-import { type OriginOf, originFinder, problemsError } from '../config/origins';
+import { locatedProblems, type OriginOf, originFinder, problemsError } from '../config/origins';
 import { applyOverrides, COMMAND_LINE, parseOverrides } from '../config/overrides';
 import { ignoredKeysIn } from '../config/schema_walk';
 import { displayPath, isMapping, type Mapping } from '../config/tree';
@@ -53,10 +53,10 @@ export function validateConfig(raw: unknown, source = 'config', originOf?: Origi
   const parsed = runConfigSchema.safeParse(raw);
   if (!parsed.success) throw problemsError(source, describeIssues(parsed.error, raw, source, originOf));
   const problems = crossKeyProblems(parsed.data);
-  if (problems.length > 0) throw new ConfigError(source, problems);
+  if (problems.length > 0) throw problemsError(source, locatedProblems(problems, source, originOf));
   // Renders prompts with the run's tokenizer, so only once the envs, tags and pretrain are known good.
   const firstTurn = firstTurnProblems(parsed.data);
-  if (firstTurn.length > 0) throw new ConfigError(source, firstTurn);
+  if (firstTurn.length > 0) throw problemsError(source, locatedProblems(firstTurn, source, originOf));
   // As ROLL's RewardNormalizationConfig.__post_init__: the types in effect are part of the config.
   const normalization = parsed.data.reward_normalization;
   return { ...parsed.data, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } };

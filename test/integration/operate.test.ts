@@ -209,6 +209,15 @@ test('300 steps continue as new every 100 with small histories; a pause at the b
   console.log(`workflow input bytes per run: ${inputBytes.join(', ')}`);
   for (const n of inputBytes.slice(1)) assert.ok(n < 1000, `a continued run's input holds no config (${n} bytes)`);
 
+  const listed = await starpo('list', '--json', '--query', `WorkflowId = '${input.runId}'`);
+  assert.equal(listed.code, 0, listed.stderr);
+  const firstStart = (await client.workflow.getHandle(input.runId, handle.firstExecutionRunId).describe()).startTime;
+  assert.deepEqual(
+    JSON.parse(listed.stdout).map((r: { runId: string; started: string }) => [r.runId, r.started]),
+    [[input.runId, firstStart.toISOString()]],
+    'list: one row, started when the chain began, not when its last execution did',
+  );
+
   const last = await handle.describe();
   assert.equal(last.typedSearchAttributes.get(SEARCH_ATTRIBUTE_KEYS.step), 300);
   assert.equal(last.typedSearchAttributes.get(SEARCH_ATTRIBUTE_KEYS.config), 'tiny_frozen_lake');

@@ -12,7 +12,7 @@ import { checkOutputFile, writeFileAtomically } from '../../../src/cli/file_args
 import { runStateText } from '../../../src/cli/report';
 import type { Progress } from '../../../src/contract';
 
-test('report -o: a folder or a path under a file is bad input naming the option; missing folders are created, no temp file stays', () => {
+test('report -o: a folder, a path under a file or a folder that takes no file is bad input naming the option; missing folders are created, no temp file stays', () => {
   const dir = mkdtempSync(join(tmpdir(), 'starpo-out-'));
   assert.throws(() => checkOutputFile('-o', dir), {
     name: 'BadInputError',
@@ -22,6 +22,11 @@ test('report -o: a folder or a path under a file is bad input naming the option;
   assert.throws(() => checkOutputFile('-o', join(dir, 'plain', 'sub', 'r.html')), {
     name: 'BadInputError',
     message: new RegExp(`^-o ${dir}/plain/sub/r\\.html: ${dir}/plain is a file, not a folder`),
+  });
+
+  assert.throws(() => checkOutputFile('-o', '/proc/nope.html'), {
+    name: 'BadInputError',
+    message: /^-o \/proc\/nope\.html: \/proc cannot be written \(no such file\)/,
   });
 
   const file = checkOutputFile('-o', join(dir, 'new', 'deeper', 'r.html'));

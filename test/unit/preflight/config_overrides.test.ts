@@ -31,7 +31,7 @@ test('sizes that make no valid model are refused, naming config_overrides and th
   assert.equal(err.problems.length, 1, err.message);
   assert.match(
     err.problems[0],
-    /^`config_overrides`: \{"num_attention_heads":3\} makes no valid tiny model: .*hidden_size = 64 .*divisible/,
+    /^`config_overrides` \(from `config_overrides\.num_attention_heads=3` on the command line\): \{"num_attention_heads":3\} makes no valid tiny model: .*hidden_size = 64 .*divisible/,
   );
 });
 
@@ -49,7 +49,10 @@ test('with a model folder, config_overrides is refused: the weights fix the size
     );
     assert.ok(
       err.problems.some(
-        (p) => p.startsWith('`config_overrides`: hidden_size set with `pretrain: ') && p.includes('allowed only with `pretrain: tiny`'),
+        (p) =>
+          p.startsWith(
+            '`config_overrides` (from `config_overrides.hidden_size=128` on the command line): hidden_size set with `pretrain: ',
+          ) && p.includes('allowed only with `pretrain: tiny`'),
       ),
       err.message,
     );

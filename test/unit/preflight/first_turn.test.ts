@@ -12,7 +12,7 @@ import { configErrorOf } from '../../helpers/config_error';
 import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
 
 const NEEDS =
-  /^`sequence_length`: (\d+) leaves no room for the first turn of tag (\w+) \(([\w ]+)\): its prompt is (\d+) tokens and a reply may take (\d+); allowed: >= (\d+)/;
+  /^`sequence_length`(?: \(from `[^`]+` on the command line\))?: (\d+) leaves no room for the first turn of tag (\w+) \(([\w ]+)\): its prompt is (\d+) tokens and a reply may take (\d+); allowed: >= (\d+)/;
 
 test('a sequence_length too short for the first turn is refused at load, naming the value, the tag and the tokens needed', () => {
   const err = configErrorOf(() => loadConfigFile('configs/frozen_lake.yaml', ['sequence_length=100']));

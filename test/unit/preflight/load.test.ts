@@ -58,6 +58,34 @@ test('rollout_batch_size must be a multiple of group_size', () => {
   );
 });
 
+test('a batch size past the cap is refused before any group is planned', () => {
+  const raw = base();
+  raw.rollout_batch_size = 1e9;
+  raw.val_batch_size = 2 ** 17;
+  const problems = problemsOf(raw).join('\n');
+  assert.match(problems, /`rollout_batch_size`: .*<=65536 \(got 1000000000\)/);
+  assert.match(problems, /`val_batch_size`: .*<=65536 \(got 131072\)/);
+});
+
+test('a cross-key problem names the command-line argument that set its key', () => {
+  const blame = (overrides: string[]) => {
+    try {
+      loadConfigFile('configs/frozen_lake.yaml', overrides);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      return err.message;
+    }
+    assert.fail('expected a ConfigError');
+  };
+  const batch = blame(['rollout_batch_size=60']);
+  assert.match(batch, /^configs\/frozen_lake\.yaml: invalid config/, 'the minibatch rule also involves keys of the file');
+  assert.match(batch, /`rollout_batch_size` \(from `rollout_batch_size=60` on the command line\): 60 is not a multiple/);
+  assert.match(
+    blame(['sequence_length=10']),
+    /^command line: invalid config\n {2}- `sequence_length` \(from `sequence_length=10` on the command line\): 10 leaves no room/,
+  );
+});
+
 test('partition, tags and env_type are checked', () => {
   const raw = base();
   raw.train_env_manager.num_groups_partition = [7];

@@ -138,7 +138,7 @@ test('warmup solver demonstrations: every solver episode succeeds; the others ar
 test('warmup.type solver with an env that has no solve() is a config error naming the tag', () => {
   assert.throws(
     () => loadConfigFile('configs/bandit.yaml', ['warmup.type=solver']),
-    /`warmup\.type`: solver needs a solver for every train tag, but tag "Bandit" \(env_type bandit\) has no solve\(\)/,
+    /`warmup\.type` \(from `warmup\.type=solver` on the command line\): solver needs a solver for every train tag, but tag "Bandit" \(env_type bandit\) has no solve\(\)/,
   );
   assert.equal(loadConfigFile('test/fixtures/tiny_frozen_lake.yaml', ['warmup.type=solver']).config.warmup.solver_fraction, 1);
 });

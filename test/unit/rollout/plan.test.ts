@@ -77,7 +77,10 @@ test('val_env_manager.fixed_states: the same states and sampling streams at ever
 });
 
 test('fixed_states is for validation only', () => {
-  assert.throws(() => fixture('++train_env_manager.fixed_states=true'), /train_env_manager\.fixed_states`: true is for validation only/);
+  assert.throws(
+    () => fixture('++train_env_manager.fixed_states=true'),
+    /`train_env_manager\.fixed_states` \(from `\+\+train_env_manager\.fixed_states=true` on the command line\): true is for validation only/,
+  );
 });
 
 test('replacementGroup: same tag, id and episode; seed and stream derived from the failed group', () => {
