@@ -64,7 +64,8 @@ export function malformedCases(dir: string): MalformedCase[] {
     {
       name: 'sequence_length too short for the first turn',
       args: ['config', 'check', QUICKSTART, 'sequence_length=100'],
-      names: /`sequence_length` \(from `sequence_length=100` on the command line\): 100 leaves no room for the first turn of tag FrozenLake .*allowed: >= \d+/,
+      names:
+        /`sequence_length` \(from `sequence_length=100` on the command line\): 100 leaves no room for the first turn of tag FrozenLake .*allowed: >= \d+/,
     },
     {
       name: 'run-json -o <a folder>',
