@@ -13,6 +13,7 @@ import {
 } from '@temporalio/client';
 import {
   type ControlReply,
+  isKeyName,
   type Progress,
   pauseUpdate,
   progressQuery,
@@ -184,11 +185,11 @@ export interface RunRow {
 /**
  * When each run began: the earliest start over all executions of its workflow id (the first of a
  * continueAsNew chain, or the execution a resume followed), one visibility query for all of them. Ids
- * outside the run-id characters are left to the caller (no quoting inside the query).
+ * outside the run-id rule (isKeyName) are left to the caller, so nothing inside the query needs quoting.
  */
 async function firstStarts(client: Client, ids: string[]): Promise<Map<string, Date>> {
   const starts = new Map<string, Date>();
-  const quoted = ids.filter((id) => /^[A-Za-z0-9._-]+$/.test(id)).map((id) => `'${id}'`);
+  const quoted = ids.filter(isKeyName).map((id) => `'${id}'`);
   if (quoted.length === 0) return starts;
   for await (const w of client.workflow.list({ query: `WorkflowId IN (${quoted.join(', ')})` })) {
     const known = starts.get(w.workflowId);
