@@ -114,7 +114,8 @@ export async function infraDown(opts: InfraOptions = {}): Promise<void> {
       entries.map(async ({ name, holder, grace }) => {
         if (!holder?.process) return;
         const how = await stopProcess(holder.process, grace);
-        log(`${name} (pid ${holder.process.pid}): ${how}`);
+        const said = how === 'killed' ? `stopped (SIGKILL after ${grace} s of SIGTERM)` : how;
+        log(`${name} (pid ${holder.process.pid}): ${said}`);
         holder.process = null;
         if (holder === state.s3 && state.s3.kind === 'seaweedfs') removeWeedSockets(state.s3.ports);
       }),

@@ -86,10 +86,11 @@ async function startSweep(client: Client, input: SweepInput, reuse: 'REJECT_DUPL
  * started again from sweeps/<id>/sweep.json: children that completed (all their steps, or ended by an early
  * stop or collapse_guard) are kept, the others continue from their latest complete checkpoint (or start over
  * without one); a child still running without its sweep is terminated first, as a sweep cannot adopt it.
+ * The servers must be up (`starpo resume` starts them).
  * @throws BadInputError (exit 2) when every child already completed
  */
 export async function resumeSweep(sweepId: string, opts: TrainOptions): Promise<SweepResult> {
-  const e = await resolveEndpoints({ start: true, log: opts.log });
+  const e = await resolveEndpoints({ start: false });
   const client = await connectClient(e);
   const store = new ObjectStore(e.s3);
   const spec = await loadSweepSpec(store, sweepId);

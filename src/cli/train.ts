@@ -251,12 +251,13 @@ export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
 /**
  * Continues a run. A running workflow just gets workers again; a closed one (failed, terminated,
  * cancelled, timed out, or completed early by `stop` / collapse_guard) is started anew with the same
- * workflow id from runs/<runId>/latest.json.
+ * workflow id from runs/<runId>/latest.json. The servers must be up (`starpo resume` starts them).
  * @throws WorkflowNotFoundError (exit 2) for an unknown run id; BadInputError (exit 2) when the run
  *   completed all its steps; Error when it has no complete checkpoint
  */
 export async function resume(runId: string, opts: TrainOptions): Promise<void> {
-  const e = await resolveEndpoints({ start: true, log: opts.log });
+  // The caller has started the servers: it had to, to learn whether the id is a run or a sweep.
+  const e = await resolveEndpoints({ start: false });
   const client = await connectClient(e);
   const handle = client.workflow.getHandle(runId);
   const status = (await describeRun(handle, runId)).status.name;

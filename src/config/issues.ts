@@ -50,6 +50,25 @@ function unknownKeys(issue: Extract<z.core.$ZodIssue, { code: 'unrecognized_keys
 }
 
 /**
+ * A key missing inside a named entry (`custom_envs.<tag>.env_type`) whose entry name is close to one that
+ * exists: a misspelled tag in an override makes a new, incomplete entry. Names that entry and its origin.
+ */
+function misspelledEntry(path: readonly string[], raw: unknown, source: string, originOf?: OriginOf): Problem | undefined {
+  for (let i = path.length - 1; i > 0; i--) {
+    if (!(schemaAt(path.slice(0, i)) instanceof z.ZodRecord)) continue;
+    const entries = valueAt(raw, path.slice(0, i));
+    const names = entries && typeof entries === 'object' ? Object.keys(entries).filter((k) => k !== path[i]) : [];
+    const near = nearestKey(path[i] as string, names);
+    if (!near) return undefined;
+    const origin = originOf?.(path.slice(0, i + 1));
+    const entry = path.slice(0, i + 1).join('.');
+    const text = `\`${entry}\`${fromNote(origin, source)} is a new entry: did you mean \`${[...path.slice(0, i), near].join('.')}\`?`;
+    return { text, origin };
+  }
+  return undefined;
+}
+
+/**
  * Turns the zod issues of validating `raw` against runConfigSchema into problem lines.
  * @param source the loaded file (display path): origins other than it are named
  * @param originOf where each value came from (origins.ts); without it no origin is named
@@ -61,7 +80,9 @@ export function describeIssues(error: z.ZodError, raw: unknown, source: string, 
     const where = path.join('.') || '(top level)';
     const value = valueAt(raw, path);
     if (issue.code === 'invalid_type' && value === undefined) {
-      return [{ text: `\`${where}\` is required (${requiredShape(path, issue.expected)})` }];
+      const text = `\`${where}\` is required (${requiredShape(path, issue.expected)})`;
+      const entry = misspelledEntry(path, raw, source, originOf);
+      return [entry ? { text: `${text}; ${entry.text}`, origin: entry.origin } : { text }];
     }
     const origin = originOf?.(path);
     return [{ text: `\`${where}\`${fromNote(origin, source)}: ${issue.message} (got ${show(value)})`, origin }];

@@ -37,6 +37,21 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A bad `custom_envs.<tag>.env_config` (thrown by the envs' config parsers): the message names the key, the
+ * value and what is allowed; `key` is the env_config key it is about, so preflight can name the file or
+ * command-line argument that set it.
+ */
+export class EnvConfigError extends Error {
+  override name = 'EnvConfigError';
+  constructor(
+    readonly key: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A broken env (ENV_FAILURE); the message names the tag, the env and the first failure. */
 export class EnvFailureError extends Error {
   override name = ENV_FAILURE;

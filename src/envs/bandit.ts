@@ -4,6 +4,7 @@
  * dragon = high risk; RAGEN's train and held-out name pairs by config); the arm order in the
  * observation is shuffled at each reset.
  */
+import { EnvConfigError } from '../contract';
 import { Rng } from '../util/rng';
 import {
   checkKeys,
@@ -101,10 +102,17 @@ const ARM_NAME_WHAT = 'a word of letters, digits, _ or - starting with a letter'
 /** Checks the i-th pair of an arm_pairs list: two words that differ case-insensitively. */
 function checkPair(where: string, pair: unknown, i: number): readonly [string, string] {
   const ok = Array.isArray(pair) && pair.length === 2 && pair.every((name) => typeof name === 'string' && ARM_NAME.test(name));
-  if (!ok) throw new Error(`${where}: arm_pairs[${i}] must be two names, each ${ARM_NAME_WHAT}, got ${JSON.stringify(pair)}`);
+  if (!ok)
+    throw new EnvConfigError(
+      'arm_pairs',
+      `${where}: arm_pairs[${i}] must be two names, each ${ARM_NAME_WHAT}, got ${JSON.stringify(pair)}`,
+    );
   const [lo, hi] = pair as [string, string];
   if (lo.toLowerCase() === hi.toLowerCase()) {
-    throw new Error(`${where}: the names of arm_pairs[${i}] must differ (case-insensitively), got "${lo}" and "${hi}"`);
+    throw new EnvConfigError(
+      'arm_pairs',
+      `${where}: the names of arm_pairs[${i}] must differ (case-insensitively), got "${lo}" and "${hi}"`,
+    );
   }
   return [lo, hi];
 }
@@ -115,23 +123,27 @@ function parseArmPairs(where: string, r: Record<string, unknown>): ReadonlyArray
     const lo = getString(where, r, 'lo_arm_name', 'phoenix', ARM_NAME, ARM_NAME_WHAT);
     const hi = getString(where, r, 'hi_arm_name', 'dragon', ARM_NAME, ARM_NAME_WHAT);
     if (lo.toLowerCase() === hi.toLowerCase()) {
-      throw new Error(`${where}: hi_arm_name must differ (case-insensitively) from lo_arm_name, got "${lo}" and "${hi}"`);
+      throw new EnvConfigError(
+        'hi_arm_name',
+        `${where}: hi_arm_name must differ (case-insensitively) from lo_arm_name, got "${lo}" and "${hi}"`,
+      );
     }
     return [[lo, hi]];
   }
   if (r.lo_arm_name !== undefined || r.hi_arm_name !== undefined) {
-    throw new Error(`${where}: give arm_pairs or lo_arm_name/hi_arm_name, not both`);
+    throw new EnvConfigError('arm_pairs', `${where}: give arm_pairs or lo_arm_name/hi_arm_name, not both`);
   }
   if (v === 'train' || v === 'test') return BANDIT_ARM_PAIRS[v];
   if (!Array.isArray(v) || v.length === 0) {
-    throw new Error(
+    throw new EnvConfigError(
+      'arm_pairs',
       `${where}: arm_pairs must be "train", "test" or a non-empty list of [low-risk name, high-risk name] pairs, got ${JSON.stringify(v)}`,
     );
   }
   return v.map((pair: unknown, i) => checkPair(where, pair, i));
 }
 
-/** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
+/** Validates a raw env_config. Throws EnvConfigError naming the key, the value and what is allowed. */
 export function parseBanditConfig(raw: RawEnvConfig): BanditConfig {
   const where = 'env_config of bandit';
   const r = checkKeys(where, raw, BANDIT_KEYS);
@@ -139,7 +151,8 @@ export function parseBanditConfig(raw: RawEnvConfig): BanditConfig {
   checkTextRenderMode(where, r);
   getInt(where, r, 'action_space_start', 1, 0, 1_000_000);
   if (r.hi_arm_score !== undefined && r.hi_arm_hiscore !== undefined) {
-    throw new Error(
+    throw new EnvConfigError(
+      'hi_arm_score',
       `${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${String(r.hi_arm_score)} and ${String(r.hi_arm_hiscore)}`,
     );
   }

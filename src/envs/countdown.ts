@@ -26,7 +26,7 @@ export interface CountdownConfig {
 /** Allowed env_config keys of countdown. */
 export const COUNTDOWN_KEYS = ['num_count', 'max_number', 'format_score', 'format_penalty', 'env_instruction', 'action_pattern'] as const;
 
-/** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
+/** Validates a raw env_config. Throws EnvConfigError naming the key, the value and what is allowed. */
 export function parseCountdownConfig(raw: RawEnvConfig): CountdownConfig {
   const where = 'env_config of countdown';
   const r = checkKeys(where, raw, COUNTDOWN_KEYS);

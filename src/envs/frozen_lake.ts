@@ -60,7 +60,7 @@ export const FROZEN_LAKE_KEYS = [
   'map_seed',
 ] as const;
 
-/** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
+/** Validates a raw env_config. Throws EnvConfigError naming the key, the value and what is allowed. */
 export function parseFrozenLakeConfig(raw: RawEnvConfig): FrozenLakeConfig {
   const where = 'env_config of frozen_lake';
   const r = checkKeys(where, raw, FROZEN_LAKE_KEYS);

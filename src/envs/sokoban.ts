@@ -3,6 +3,7 @@
  * SokobanEnv, RAGEN ragen/env/sokoban). A seeded room per reset and its BFS `solve()` (sokoban_room.ts),
  * gym-sokoban rewards, text render with a configurable symbol vocabulary.
  */
+import { EnvConfigError } from '../contract';
 import { checkKeys, checkRegex, checkTextRenderMode, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
 import { checkSeed, type Env, type EnvOptions, parseAction, type StepResult } from './env';
 import { cellDeltas, roomForSeed, SOKOBAN_ACTIONS, type SokobanState, solveSokoban, TARGET, tryMove, WALL } from './sokoban_room';
@@ -67,7 +68,7 @@ const show = (v: unknown): string => JSON.stringify(v) ?? String(v);
 function getMap(where: string, raw: Record<string, unknown>, key: string, what: string): Record<string, unknown> | undefined {
   const v = raw[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'object' || Array.isArray(v)) throw new Error(`${where}: ${key} must be ${what}, got ${show(v)}`);
+  if (typeof v !== 'object' || Array.isArray(v)) throw new EnvConfigError(key, `${where}: ${key} must be ${what}, got ${show(v)}`);
   return v as Record<string, unknown>;
 }
 
@@ -78,17 +79,23 @@ function parseDims(where: string, r: Record<string, unknown>): [number, number] 
   if (r.dim_room !== undefined) {
     const v = r.dim_room;
     if (!Array.isArray(v) || v.length !== 2) {
-      throw new Error(`${where}: dim_room must be [rows, cols], two integers in [3, 64], got ${show(v)}`);
+      throw new EnvConfigError('dim_room', `${where}: dim_room must be [rows, cols], two integers in [3, 64], got ${show(v)}`);
     }
     dims = [side('dim_room[0]', v[0]), side('dim_room[1]', v[1])];
   }
   if (r.dim_x === undefined && r.dim_y === undefined) return dims ?? [6, 6];
   if (r.dim_x === undefined || r.dim_y === undefined) {
-    throw new Error(`${where}: give dim_x (rows) and dim_y (cols) together, got dim_x ${show(r.dim_x)} and dim_y ${show(r.dim_y)}`);
+    throw new EnvConfigError(
+      'dim_x',
+      `${where}: give dim_x (rows) and dim_y (cols) together, got dim_x ${show(r.dim_x)} and dim_y ${show(r.dim_y)}`,
+    );
   }
   const xy: [number, number] = [side('dim_x', r.dim_x), side('dim_y', r.dim_y)];
   if (dims !== undefined && (dims[0] !== xy[0] || dims[1] !== xy[1])) {
-    throw new Error(`${where}: dim_x/dim_y ${show(xy)} disagree with dim_room ${show(dims)}; give one form or equal values`);
+    throw new EnvConfigError(
+      'dim_x',
+      `${where}: dim_x/dim_y ${show(xy)} disagree with dim_room ${show(dims)}; give one form or equal values`,
+    );
   }
   return xy;
 }
@@ -100,11 +107,12 @@ function parseLookup(where: string, r: Record<string, unknown>): readonly string
   if (m === undefined) return DEFAULT_GRID_LOOKUP;
   const codes = ['0', '1', '2', '3', '4', '5', '6'];
   const bad = Object.keys(m).find((k) => !codes.includes(k)) ?? codes.find((k) => !(k in m));
-  if (bad !== undefined) throw new Error(`${where}: grid_lookup must be ${what}; key ${bad} is ${bad in m ? 'not a code' : 'missing'}`);
+  if (bad !== undefined)
+    throw new EnvConfigError('grid_lookup', `${where}: grid_lookup must be ${what}; key ${bad} is ${bad in m ? 'not a code' : 'missing'}`);
   const symbols = codes.map((k) => m[k]);
   symbols.forEach((s, i) => {
     if (typeof s !== 'string' || [...s].length !== 1 || s === '\n' || symbols.indexOf(s) !== i) {
-      throw new Error(`${where}: grid_lookup must be ${what}; code ${i} has ${show(s)}`);
+      throw new EnvConfigError('grid_lookup', `${where}: grid_lookup must be ${what}; code ${i} has ${show(s)}`);
     }
   });
   return symbols as string[];
@@ -119,17 +127,17 @@ function parseVocab(where: string, r: Record<string, unknown>, lookup: readonly 
   const missing = lookup.find((s) => !(s in m));
   if (extra !== undefined || missing !== undefined) {
     const problem = extra !== undefined ? `${show(extra)} is not a grid_lookup symbol` : `${show(missing)} is missing`;
-    throw new Error(`${where}: grid_vocab must be ${what}; ${problem}`);
+    throw new EnvConfigError('grid_vocab', `${where}: grid_vocab must be ${what}; ${problem}`);
   }
   return Object.entries(m).map(([s, meaning]) => {
     if (typeof meaning !== 'string' || meaning.length === 0) {
-      throw new Error(`${where}: grid_vocab must be ${what}; ${show(s)} has ${show(meaning)}`);
+      throw new EnvConfigError('grid_vocab', `${where}: grid_vocab must be ${what}; ${show(s)} has ${show(meaning)}`);
     }
     return [s, meaning];
   });
 }
 
-/** Validates a raw env_config. Throws Error naming the key, the value and what is allowed. */
+/** Validates a raw env_config. Throws EnvConfigError naming the key, the value and what is allowed. */
 export function parseSokobanConfig(raw: RawEnvConfig): SokobanConfig {
   const where = 'env_config of sokoban';
   const r = checkKeys(where, raw, SOKOBAN_KEYS);
@@ -138,7 +146,8 @@ export function parseSokobanConfig(raw: RawEnvConfig): SokobanConfig {
   const dim_room = parseDims(where, r);
   const maxBoxes = (dim_room[0] - 2) * (dim_room[1] - 2) - 2;
   if (maxBoxes < 1) {
-    throw new Error(
+    throw new EnvConfigError(
+      'dim_room',
       `${where}: dim_room ${show(dim_room)} has ${maxBoxes + 2} interior cells; a room needs at least 3 (player, box, one more)`,
     );
   }

@@ -6,7 +6,7 @@
  */
 
 import { show } from '../config/issues';
-import type { EnvManagerConfig, RunConfig } from '../contract';
+import { EnvConfigError, type EnvManagerConfig, type RunConfig } from '../contract';
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/hf/folder';
@@ -76,7 +76,9 @@ function envProblems(cfg: RunConfig): string[] {
     try {
       validateEnvConfig(env.env_type, env.env_config);
     } catch (err) {
-      problems.push(`\`custom_envs.${tag}.env_config\`: ${(err as Error).message}`);
+      // Named down to the env_config key, so the problem line names the argument or file that set it.
+      const key = err instanceof EnvConfigError && err.key !== undefined ? `.${err.key}` : '';
+      problems.push(`\`custom_envs.${tag}.env_config${key}\`: ${(err as Error).message}`);
     }
   }
   return problems;

@@ -160,6 +160,12 @@ test('train, status, stop and report through TLS, mTLS and an API key; no secret
   const elsewhere = await starpo(['status', runId], local);
   assert.equal(elsewhere.code, 2);
   assert.match(elsewhere.stderr, /unknown run id/);
+  // resume finds the servers up once, then names the unknown id (it used to report the servers twice).
+  const resumed = await starpo(['resume', 'no-such-run', '--no-workers'], local);
+  assert.equal(resumed.code, 2, resumed.stderr);
+  assert.match(resumed.stderr, /unknown run id "no-such-run"/);
+  const told = `${resumed.stdout}${resumed.stderr}`.match(/already running/g) ?? [];
+  assert.equal(told.length, 2, `one line per server: ${resumed.stdout}${resumed.stderr}`);
 
   // Errors: a wrong API key (refused by the proxy), a session token the S3 server does not know, an unknown run.
   const refusedBefore = grpc.stats.refused;

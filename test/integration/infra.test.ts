@@ -73,7 +73,10 @@ test('infra up/status/up/down is idempotent and serves Temporal with the search 
   const st = readState(stateDir);
   const records = [st.temporal?.process, st.s3?.process].filter((r): r is NonNullable<typeof r> => !!r);
   assert.equal(records.length, 2);
-  await infraDown({ stateDir });
+  const downLines: string[] = [];
+  await infraDown({ stateDir, log: (l) => downLines.push(l) });
+  assert.equal(downLines.length, 2, downLines.join('\n'));
+  for (const line of downLines) assert.match(line, /\(pid \d+\): stopped( \(SIGKILL after \d+ s of SIGTERM\))?$/);
   const s3 = await infraStatus({ stateDir });
   assert.equal(s3.running, false);
   assert.equal(s3.processes.length, 0);

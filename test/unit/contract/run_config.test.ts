@@ -114,7 +114,7 @@ test('async_generation_ratio: whole steps (0 synchronous, 1, 2, ... ahead); a fr
 test('env_config is validated by the env parser at load time', () => {
   const raw = minimal();
   raw.custom_envs.FrozenLake.env_config.sise = 4;
-  assert.match(problemsOf(raw), /`custom_envs\.FrozenLake\.env_config`: .*unknown key "sise" \(did you mean "size"\?\)/);
+  assert.match(problemsOf(raw), /`custom_envs\.FrozenLake\.env_config\.sise`: .*unknown key "sise" \(did you mean "size"\?\)/);
 });
 
 test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for custom_envs)', () => {

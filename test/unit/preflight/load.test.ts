@@ -67,22 +67,41 @@ test('a batch size past the cap is refused before any group is planned', () => {
   assert.match(problems, /`val_batch_size`: .*<=65536 \(got 131072\)/);
 });
 
+/** The ConfigError message of loading configs/frozen_lake.yaml with these overrides. */
+function blame(overrides: string[]): string {
+  try {
+    loadConfigFile('configs/frozen_lake.yaml', overrides);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return err.message;
+  }
+  assert.fail('expected a ConfigError');
+}
+
 test('a cross-key problem names the command-line argument that set its key', () => {
-  const blame = (overrides: string[]) => {
-    try {
-      loadConfigFile('configs/frozen_lake.yaml', overrides);
-    } catch (err) {
-      assert.ok(err instanceof ConfigError);
-      return err.message;
-    }
-    assert.fail('expected a ConfigError');
-  };
   const batch = blame(['rollout_batch_size=60']);
   assert.match(batch, /^configs\/frozen_lake\.yaml: invalid config/, 'the minibatch rule also involves keys of the file');
   assert.match(batch, /`rollout_batch_size` \(from `rollout_batch_size=60` on the command line\): 60 is not a multiple/);
   assert.match(
     blame(['sequence_length=10']),
     /^command line: invalid config\n {2}- `sequence_length` \(from `sequence_length=10` on the command line\): 10 leaves no room/,
+  );
+});
+
+test('a misspelled env tag in an override is named with the tag it is close to', () => {
+  const message = blame(['custom_envs.FrozenLak.env_config.size=4']);
+  assert.match(message, /^command line: invalid config/);
+  assert.match(
+    message,
+    /`custom_envs\.FrozenLak\.env_type` is required \(a string\); `custom_envs\.FrozenLak` \(from `custom_envs\.FrozenLak\.env_config\.size=4` on the command line\) is a new entry: did you mean `custom_envs\.FrozenLake`\?/,
+  );
+});
+
+test('an env_config problem names the env_config key and the argument that set it', () => {
+  const message = blame(['custom_envs.FrozenLake.env_config.observation_format=bogus']);
+  assert.match(
+    message,
+    /^command line: invalid config\n {2}- `custom_envs\.FrozenLake\.env_config\.observation_format` \(from `custom_envs\.FrozenLake\.env_config\.observation_format=bogus` on the command line\): env_config of frozen_lake: observation_format must be one of "grid", /,
   );
 });
 
