@@ -1,13 +1,13 @@
 /**
  * Hydra command-line overrides (Hydra docs, "Override grammar"), applied after the defaults merge
  * and before interpolation: `a.b.c=value` sets a key (creating missing mappings; the schema then
- * reports unknown keys), `+a.b=value` adds a key that must not exist yet, `++a.b=value` adds or
+ * reports unknown keys; a mapping value merges into the mapping already there, as in Hydra), `+a.b=value` adds a key that must not exist yet, `++a.b=value` adds or
  * overrides. The value is parsed as YAML (`7`, `true`, `null`, `[a, b]`, `{k: 1}`, `${other.key}`);
  * an empty value is the empty string, as in Hydra.
  */
 import { ConfigError } from '../contract';
 import { clip } from './show';
-import { isMapping, type Mapping } from './tree';
+import { deepMerge, isMapping, type Mapping } from './tree';
 import { parseConfigYaml, YamlInputError } from './yaml_text';
 
 /** The source named by errors that only command-line overrides caused. */
@@ -76,7 +76,9 @@ function applyOne(root: Mapping, o: Override): Mapping {
       `\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`,
     ]);
   }
-  node[last] = o.value;
+  // Hydra applies an override with OmegaConf.update(..., merge=True): a mapping merges into the mapping there.
+  const there = node[last];
+  node[last] = isMapping(o.value) && isMapping(there) ? deepMerge(there, o.value) : o.value;
   return out;
 }
 

@@ -40,7 +40,7 @@ export class ConfigError extends Error {
 /**
  * A bad `custom_envs.<tag>.env_config` (thrown by the envs' config parsers): the message names the key, the
  * value and what is allowed; `key` is the env_config key it is about, so preflight can name the file or
- * command-line argument that set it.
+ * command-line argument that set it (undefined when two keys conflict: the message names both).
  */
 export class EnvConfigError extends Error {
   override name = 'EnvConfigError';

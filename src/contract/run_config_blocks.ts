@@ -126,6 +126,26 @@ export const envManagerSchema = z
   })
   .strict();
 
+/** The {field} placeholders agent_template may use (ROLL formats it with these names; rollout/chat.ts fills them). */
+export const AGENT_TEMPLATE_FIELDS = ['turn_idx', 'observation', 'actions_left', 'max_response_length', 'suffix'] as const;
+
+/** agent_template: ROLL's str.format fails on any other placeholder, so a misspelled one is refused here. */
+const agentTemplate = z
+  .string()
+  .default('Turn {turn_idx}:\n{observation}\n')
+  .superRefine((text, ctx) => {
+    const fields: readonly string[] = AGENT_TEMPLATE_FIELDS;
+    for (const [, name] of text.matchAll(/\{(\w+)\}/g)) {
+      if (fields.includes(name)) continue;
+      const near = nearestKey(name, fields);
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown placeholder {${name}}${near ? `; did you mean {${near}}?` : ''} (allowed: ${fields.map((f) => `{${f}}`).join(', ')})`,
+      });
+      return;
+    }
+  });
+
 /**
  * One custom_envs.<tag> entry; docs/configs.md and §4. env_config is checked by the env's own parser.
  * Ignored ROLL keys: env_manager_cls and agent_runner_cls (one trajectory env manager and runner),
@@ -140,7 +160,7 @@ export const customEnvSchema = z
     max_steps: positiveInt.default(10),
     max_tokens_per_step: positiveInt.default(64),
     agent_system_template: z.string().default('You are a helpful assistant.'),
-    agent_template: z.string().default('Turn {turn_idx}:\n{observation}\n'),
+    agent_template: agentTemplate,
     env_config: z.record(z.string(), z.unknown()).default({}),
     episode_timeout_seconds: z.number().positive().default(60),
     ...ignoredShape([

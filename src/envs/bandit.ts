@@ -124,14 +124,14 @@ function parseArmPairs(where: string, r: Record<string, unknown>): ReadonlyArray
     const hi = getString(where, r, 'hi_arm_name', 'dragon', ARM_NAME, ARM_NAME_WHAT);
     if (lo.toLowerCase() === hi.toLowerCase()) {
       throw new EnvConfigError(
-        'hi_arm_name',
+        undefined,
         `${where}: hi_arm_name must differ (case-insensitively) from lo_arm_name, got "${lo}" and "${hi}"`,
       );
     }
     return [[lo, hi]];
   }
   if (r.lo_arm_name !== undefined || r.hi_arm_name !== undefined) {
-    throw new EnvConfigError('arm_pairs', `${where}: give arm_pairs or lo_arm_name/hi_arm_name, not both`);
+    throw new EnvConfigError(undefined, `${where}: give arm_pairs or lo_arm_name/hi_arm_name, not both`);
   }
   if (v === 'train' || v === 'test') return BANDIT_ARM_PAIRS[v];
   if (!Array.isArray(v) || v.length === 0) {
@@ -152,7 +152,7 @@ export function parseBanditConfig(raw: RawEnvConfig): BanditConfig {
   getInt(where, r, 'action_space_start', 1, 0, 1_000_000);
   if (r.hi_arm_score !== undefined && r.hi_arm_hiscore !== undefined) {
     throw new EnvConfigError(
-      'hi_arm_score',
+      undefined,
       `${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${String(r.hi_arm_score)} and ${String(r.hi_arm_hiscore)}`,
     );
   }

@@ -86,14 +86,14 @@ function parseDims(where: string, r: Record<string, unknown>): [number, number] 
   if (r.dim_x === undefined && r.dim_y === undefined) return dims ?? [6, 6];
   if (r.dim_x === undefined || r.dim_y === undefined) {
     throw new EnvConfigError(
-      'dim_x',
+      undefined,
       `${where}: give dim_x (rows) and dim_y (cols) together, got dim_x ${show(r.dim_x)} and dim_y ${show(r.dim_y)}`,
     );
   }
   const xy: [number, number] = [side('dim_x', r.dim_x), side('dim_y', r.dim_y)];
   if (dims !== undefined && (dims[0] !== xy[0] || dims[1] !== xy[1])) {
     throw new EnvConfigError(
-      'dim_x',
+      undefined,
       `${where}: dim_x/dim_y ${show(xy)} disagree with dim_room ${show(dims)}; give one form or equal values`,
     );
   }

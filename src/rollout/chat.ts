@@ -41,7 +41,7 @@ export interface TemplateFields {
 }
 
 /**
- * Fills {field} placeholders; unknown placeholders stay as written.
+ * Fills {field} placeholders (config validation refuses any other: AGENT_TEMPLATE_FIELDS).
  * Source: ROLL agent_template formatting (str.format with these field names).
  */
 export function fillTemplate(template: string, fields: TemplateFields): string {

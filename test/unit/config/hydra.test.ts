@@ -189,6 +189,13 @@ test('overrides: dotted paths, YAML values, + and ++ like Hydra', () => {
   assert.deepEqual(tree, { a: { b: 1 }, seed: 42, tags: ['X'] }, 'the input is not modified');
 });
 
+test('overrides: a mapping value merges into the mapping there (Hydra: OmegaConf.update with merge=True)', () => {
+  const tree = { env: { size: 4, is_slippery: false, inner: { p: 0.8, q: 1 } }, tags: ['X'] };
+  const out = override(tree, ['env={size: 5, inner: {p: 0.9}}', 'tags={a: 1}', 'fresh={k: 1}']);
+  assert.deepEqual(out, { env: { size: 5, is_slippery: false, inner: { p: 0.9, q: 1 } }, tags: { a: 1 }, fresh: { k: 1 } });
+  assert.deepEqual(tree.env, { size: 4, is_slippery: false, inner: { p: 0.8, q: 1 } }, 'the input is not modified');
+});
+
 test('overrides: bad arguments are ConfigErrors naming the argument', () => {
   assert.match(
     configErrorOf(() => override({ seed: 1 }, ['seed'])),

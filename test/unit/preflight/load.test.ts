@@ -67,16 +67,18 @@ test('a batch size past the cap is refused before any group is planned', () => {
   assert.match(problems, /`val_batch_size`: .*<=65536 \(got 131072\)/);
 });
 
-/** The ConfigError message of loading configs/frozen_lake.yaml with these overrides. */
-function blame(overrides: string[]): string {
+/** The ConfigError message of loading a config file with these overrides. */
+function loadErrorOf(file: string, overrides: string[]): string {
   try {
-    loadConfigFile('configs/frozen_lake.yaml', overrides);
+    loadConfigFile(file, overrides);
   } catch (err) {
     assert.ok(err instanceof ConfigError);
     return err.message;
   }
   assert.fail('expected a ConfigError');
 }
+
+const blame = (overrides: string[]) => loadErrorOf('configs/frozen_lake.yaml', overrides);
 
 test('a cross-key problem names the command-line argument that set its key', () => {
   const batch = blame(['rollout_batch_size=60']);
@@ -103,6 +105,14 @@ test('an env_config problem names the env_config key and the argument that set i
     message,
     /^command line: invalid config\n {2}- `custom_envs\.FrozenLake\.env_config\.observation_format` \(from `custom_envs\.FrozenLake\.env_config\.observation_format=bogus` on the command line\): env_config of frozen_lake: observation_format must be one of "grid", /,
   );
+  const template = blame(["custom_envs.FrozenLake.agent_template='{observatoin}'"]);
+  assert.match(
+    template,
+    /`custom_envs\.FrozenLake\.agent_template` \(from .* on the command line\): unknown placeholder \{observatoin\}; did you mean \{observation\}\? \(allowed: \{turn_idx\}, \{observation\}/,
+  );
+  // Two keys in conflict: the problem names the env_config block, not one of them (the message names both).
+  const conflict = loadErrorOf('configs/bandit.yaml', ['custom_envs.Bandit.env_config.lo_arm_name=dragon']);
+  assert.match(conflict, /- `custom_envs\.Bandit\.env_config`: env_config of bandit: hi_arm_name must differ .* from lo_arm_name/);
 });
 
 test('partition, tags and env_type are checked', () => {

@@ -116,13 +116,14 @@ test('group_size_redundancy: shards hold max_env_num_per_worker / (group_size + 
 });
 
 test("validation samples with its own generating_args merged over actor_infer's", () => {
+  // The override merges into the fixture's val block (as in Hydra), which keeps its do_sample: false.
   const config = fixture('++val_env_manager.generating_args={temperature: 0.2, top_p: 0.9}');
   assert.deepEqual(generatingArgsOf(config, 'val'), {
     max_new_tokens: 24,
     temperature: 0.2,
     top_p: 0.9,
     top_k: 0,
-    do_sample: true,
+    do_sample: false,
     num_beams: 1,
     num_return_sequences: 1,
   });
