@@ -6,10 +6,19 @@ import { basename, extname } from 'node:path';
 import { ConfigError, InvalidKeyPartError, type RunSpec, validateRunId } from '../contract';
 import { type LoadedConfig, loadConfigFile } from '../preflight/load';
 
-/** A run id from the config name and the UTC time, e.g. frozen_lake-20261129-201500. */
+/**
+ * A run id from the config name and the UTC time, e.g. frozen_lake-20261129-201500. A file name the run-id
+ * rule refuses is made to fit (other characters become `_`, at most 64 of them), so any config file can run
+ * without --run-id.
+ */
 export function newRunId(configName: string, now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${configName}-${stamp}`;
+  const name = configName
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 64);
+  return `${name || 'run'}-${stamp}`;
 }
 
 /**

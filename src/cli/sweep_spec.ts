@@ -5,6 +5,7 @@
  * `starpo train` makes of the same config).
  */
 import { InvalidArgumentError } from 'commander';
+import { COMMAND_LINE } from '../config/overrides';
 import { ConfigError, InvalidKeyPartError, type SweepChild, type SweepSpec, sweepChildId, validateRunId } from '../contract';
 import { loadConfigFile } from '../preflight/load';
 import { newRunId, runInputFromFile } from './run_input';
@@ -30,7 +31,10 @@ export function gridArgument(value: string, previous: GridAxis[] = []): GridAxis
   }
   if (key.replace(/^\+{1,2}/, '') === 'seed') throw new InvalidArgumentError('the seed is not a grid axis; use --seeds N');
   if (previous.some((a) => a.key === key)) throw new InvalidArgumentError(`grid key ${JSON.stringify(key)} is given twice`);
-  return [...previous, { key, values: values.map((v) => v.trim()) }];
+  const trimmed = values.map((v) => v.trim());
+  const twice = trimmed.find((v, i) => trimmed.indexOf(v) !== i);
+  if (twice !== undefined) throw new InvalidArgumentError(`grid key ${JSON.stringify(key)} lists ${JSON.stringify(twice)} twice`);
+  return [...previous, { key, values: trimmed }];
 }
 
 /** Every combination of the axes' values (first axis slowest); [{}] without axes. */
@@ -55,6 +59,15 @@ export interface SweepOptions {
  *   when the sweep id (or a child id made from it) breaks the run-id rule
  */
 export function sweepSpecFromFile(path: string, overrides: readonly string[], opts: SweepOptions): SweepSpec {
+  // A grid point's override comes after the command line's, so the same key there would be dropped unseen.
+  const bare = (key: string) => key.replace(/^\+{1,2}/, '');
+  const both = overrides.filter((o) => o.includes('=') && opts.grid.some((a) => bare(a.key) === bare(o.slice(0, o.indexOf('=')))));
+  if (both.length > 0) {
+    throw new ConfigError(
+      COMMAND_LINE,
+      both.map((o) => `\`${o}\`: its key is also a --grid axis, whose values would replace it; give the key one way`),
+    );
+  }
   const { config: base } = loadConfigFile(path, overrides);
   const { input: first } = runInputFromFile(path, undefined, overrides);
   const sweepId = opts.sweepId ?? newRunId(`${first.configName}-sweep`);

@@ -23,6 +23,7 @@ test('--grid parses key=v1,v2 and accumulates axes; bad forms, a repeated key an
   }
   assert.throws(() => gridArgument('eval_steps=3', axes), /grid key "eval_steps" is given twice/);
   assert.throws(() => gridArgument('seed=1,2'), /use --seeds N/);
+  assert.throws(() => gridArgument('max_steps=5, 5'), /grid key "max_steps" lists "5" twice/);
 });
 
 test('grid points are every combination, the first axis slowest; no axes is one empty point', () => {
@@ -66,6 +67,16 @@ test('a grid value the config refuses names the grid point, the key and the valu
     () => sweepSpecFromFile(CONFIG, [], { seeds: 1, grid, parallel: 1, sweepId: 'sw' }),
     (e: Error) =>
       e instanceof ConfigError && /at grid point eval_steps=-4 seed=7/.test(e.message) && /eval_steps/.test(e.problems.join('\n')),
+  );
+});
+
+test('a command-line override of a --grid key is refused, naming the argument', () => {
+  assert.throws(
+    () => sweepSpecFromFile(CONFIG, ['max_steps=9', `++${LR}=1e-3`], { seeds: 1, grid: gridArgument(`${LR}=1e-4,3e-4`), parallel: 1 }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      e.problems.length === 1 &&
+      e.problems[0] === `\`++${LR}=1e-3\`: its key is also a --grid axis, whose values would replace it; give the key one way`,
   );
 });
 
