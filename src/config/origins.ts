@@ -6,6 +6,7 @@
 import { ConfigError } from '../contract';
 import type { Layer } from './hydra';
 import { COMMAND_LINE, type Override } from './overrides';
+import { clip } from './show';
 import { type Mapping, valueAt } from './tree';
 
 /** A config file (display path) or a command-line override argument. */
@@ -45,7 +46,7 @@ export function originFinder(layers: readonly Layer[], composed: Mapping, overri
 /** ` (from …)` for a problem line; empty when the value comes from `source` itself or from nowhere. */
 export function fromNote(origin: Origin | undefined, source: string): string {
   if (origin === undefined) return '';
-  if ('override' in origin) return ` (from \`${origin.override}\` on the ${COMMAND_LINE})`;
+  if ('override' in origin) return ` (from \`${clip(origin.override)}\` on the ${COMMAND_LINE})`;
   return origin.file === source ? '' : ` (from ${origin.file})`;
 }
 

@@ -49,8 +49,8 @@ export function getNumber(
   if (v === undefined) return dflt;
   const ok = typeof v === 'number' && Number.isFinite(v) && (openLo ? v > lo : v >= lo) && v <= hi;
   if (!ok) {
-    const range = `${openLo ? '(' : '['}${lo}, ${hi}]`;
-    throw new EnvConfigError(key, `${where}: ${key} must be a finite number in ${range}, got ${show(v)}`);
+    const range = lo === -Infinity && hi === Infinity ? '' : ` in ${openLo ? '(' : '['}${lo}, ${hi}]`;
+    throw new EnvConfigError(key, `${where}: ${key} must be a finite number${range}, got ${show(v)}`);
   }
   return v as number;
 }

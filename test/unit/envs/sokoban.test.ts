@@ -211,7 +211,7 @@ test('config: defaults, ROLL/RAGEN key forms, errors name key, value and allowed
     [{ num_boxes: 0 }, /num_boxes must be an integer in \[1, 14\], got 0/],
     [{ search_depth: 1 }, /search_depth must be an integer in \[2, 1000\], got 1/],
     [{ max_steps: 0 }, /max_steps must be an integer in \[1, 1000000\], got 0/],
-    [{ format_penalty: 'x' }, /format_penalty must be a finite number in \[-Infinity, Infinity\], got "x"/],
+    [{ format_penalty: 'x' }, /format_penalty must be a finite number, got "x"/],
     [{ render_mode: 'rgb_array' }, /render_mode must be "text", got "rgb_array"/],
     [{ action_pattern: '(' }, /action_pattern must be a regular expression, got "\("/],
     [{ grid_lookup: ['W'] }, /grid_lookup must be a mapping of the codes 0\.\.6 to one distinct character each .*, got \["W"\]/],

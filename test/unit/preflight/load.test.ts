@@ -90,6 +90,12 @@ test('a cross-key problem names the command-line argument that set its key', () 
   );
 });
 
+test('a long override argument is clipped where a problem names it', () => {
+  const message = blame([`seed=${'x'.repeat(5000)}`]);
+  assert.ok(message.length < 600, `${message.length} characters`);
+  assert.match(message, /\(from `seed=x{115}\.\.\. \(5,005 characters\)` on the command line\)/);
+});
+
 test('a misspelled env tag in an override is named with the tag it is close to', () => {
   const message = blame(['custom_envs.FrozenLak.env_config.size=4']);
   assert.match(message, /^command line: invalid config/);
