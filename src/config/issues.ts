@@ -39,7 +39,7 @@ function unknownKeys(issue: Extract<z.core.$ZodIssue, { code: 'unrecognized_keys
   const level = at.length === 0 ? 'at the top level' : `under \`${at.join('.')}\``;
   return issue.keys.map((key, i) => {
     const origin = originOf?.([...at, key]);
-    const agentic = at.length === 0 ? AGENTIC_PATHS[key] : undefined;
+    const agentic = at.length === 0 && Object.hasOwn(AGENTIC_PATHS, key) ? AGENTIC_PATHS[key] : undefined;
     const near = agentic ?? nearestKey(key, known);
     const allowed = i === issue.keys.length - 1 ? ` (allowed ${level}: ${known.join(', ')})` : '';
     return {

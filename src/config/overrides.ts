@@ -33,6 +33,10 @@ function parseOverride(arg: string): Override {
   const m = OVERRIDE.exec(arg);
   if (!m) throw new ConfigError(COMMAND_LINE, [`\`${arg}\`: expected key=value (Hydra override syntax: a.b=1, +a.b=1, ++a.b=1)`]);
   const [, prefix, key, text] = m;
+  // A plain object's prototype slot, not a key: setting it would change what every lookup under it finds.
+  if (key.split('.').includes('__proto__')) {
+    throw new ConfigError(COMMAND_LINE, [`\`${clip(arg)}\`: \`__proto__\` is not a config key`]);
+  }
   let value: unknown = '';
   if (text !== '') {
     try {
@@ -65,19 +69,19 @@ function applyOne(root: Mapping, o: Override): Mapping {
   let node = out;
   for (let i = 0; i < o.path.length - 1; i++) {
     const key = o.path[i];
-    const child = node[key];
+    const child = Object.hasOwn(node, key) ? node[key] : undefined;
     if (child !== undefined && !isMapping(child)) throw notAMapping(o, i, child);
     node = node[key] = { ...(child ?? {}) };
   }
   const last = o.path[o.path.length - 1];
-  if (o.prefix === '+' && node[last] !== undefined) {
+  if (o.prefix === '+' && Object.hasOwn(node, last)) {
     const key = o.path.join('.');
     throw new ConfigError(COMMAND_LINE, [
       `\`${o.arg}\`: \`${key}\` is already set (to ${JSON.stringify(node[last])}); use ${key}=${o.text} or ++${key}=${o.text} to override it`,
     ]);
   }
   // Hydra applies an override with OmegaConf.update(..., merge=True): a mapping merges into the mapping there.
-  const there = node[last];
+  const there = Object.hasOwn(node, last) ? node[last] : undefined;
   node[last] = isMapping(o.value) && isMapping(there) ? deepMerge(there, o.value) : o.value;
   return out;
 }

@@ -16,7 +16,8 @@ export function isMapping(v: unknown): v is Mapping {
 export function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
   let node = root;
   for (const part of path) {
-    if (node === null || typeof node !== 'object') return undefined;
+    // Own keys only: `toString` or `constructor` is not a key of a config.
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, part)) return undefined;
     node = (node as Record<PropertyKey, unknown>)[part];
   }
   return node;

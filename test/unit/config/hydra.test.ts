@@ -217,4 +217,15 @@ test('overrides: bad arguments are ConfigErrors naming the argument', () => {
     configErrorOf(() => override({ a: 1 }, ['~a'])),
     /`~a`: expected key=value/,
   );
+  for (const arg of ['__proto__.x=1', '+__proto__=1', 'a.__proto__.b=1']) {
+    assert.match(
+      configErrorOf(() => override({ a: {} }, [arg])),
+      /`__proto__` is not a config key/,
+      arg,
+    );
+  }
+});
+
+test("overrides: a plain object's inherited names are new keys, not values already there", () => {
+  assert.deepEqual(override({}, ['toString.x=1', '+constructor=2']), { toString: { x: 1 }, constructor: 2 });
 });

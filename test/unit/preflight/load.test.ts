@@ -90,6 +90,12 @@ test('a cross-key problem names the command-line argument that set its key', () 
   );
 });
 
+test('an inherited name as a key is an unknown key, with no built-in offered as the nearest', () => {
+  const message = blame(['constructor=1']);
+  assert.match(message, /unknown key `constructor` \(from `constructor=1` on the command line\) \(allowed at the top level: /);
+  assert.doesNotMatch(message, /did you mean|native code/);
+});
+
 test('a long override argument is clipped where a problem names it', () => {
   const message = blame([`seed=${'x'.repeat(5000)}`]);
   assert.ok(message.length < 600, `${message.length} characters`);
