@@ -5,7 +5,7 @@
  * `starpo train` makes of the same config).
  */
 import { InvalidArgumentError } from 'commander';
-import { COMMAND_LINE } from '../config/overrides';
+import { COMMAND_LINE, parseOverrides } from '../config/overrides';
 import { ConfigError, InvalidKeyPartError, type SweepChild, type SweepSpec, sweepChildId, validateRunId } from '../contract';
 import { loadConfigFile } from '../preflight/load';
 import { newRunId, runInputFromFile } from './run_input';
@@ -60,12 +60,12 @@ export interface SweepOptions {
  */
 export function sweepSpecFromFile(path: string, overrides: readonly string[], opts: SweepOptions): SweepSpec {
   // A grid point's override comes after the command line's, so the same key there would be dropped unseen.
-  const bare = (key: string) => key.replace(/^\+{1,2}/, '');
-  const both = overrides.filter((o) => o.includes('=') && opts.grid.some((a) => bare(a.key) === bare(o.slice(0, o.indexOf('=')))));
+  const gridKeys = new Set(opts.grid.map((a) => a.key.replace(/^\+{1,2}/, '')));
+  const both = parseOverrides(overrides).filter((o) => gridKeys.has(o.path.join('.')));
   if (both.length > 0) {
     throw new ConfigError(
       COMMAND_LINE,
-      both.map((o) => `\`${o}\`: its key is also a --grid axis, whose values would replace it; give the key one way`),
+      both.map((o) => `\`${o.arg}\`: its key is also a --grid axis, whose values would replace it; give the key one way`),
     );
   }
   const { config: base } = loadConfigFile(path, overrides);

@@ -1,9 +1,10 @@
 /**
  * Hydra command-line overrides (Hydra docs, "Override grammar"), applied after the defaults merge
  * and before interpolation: `a.b.c=value` sets a key (creating missing mappings; the schema then
- * reports unknown keys; a mapping value merges into the mapping already there, as in Hydra), `+a.b=value` adds a key that must not exist yet, `++a.b=value` adds or
- * overrides. The value is parsed as YAML (`7`, `true`, `null`, `[a, b]`, `{k: 1}`, `${other.key}`);
- * an empty value is the empty string, as in Hydra.
+ * reports unknown keys; a mapping value merges into the mapping already there, as in Hydra),
+ * `+a.b=value` adds a key that must not exist yet, `++a.b=value` adds or overrides. The value is
+ * parsed as YAML (`7`, `true`, `null`, `[a, b]`, `{k: 1}`, `${other.key}`); an empty value is the
+ * empty string, as in Hydra.
  */
 import { ConfigError } from '../contract';
 import { clip } from './show';

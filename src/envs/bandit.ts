@@ -102,11 +102,12 @@ const ARM_NAME_WHAT = 'a word of letters, digits, _ or - starting with a letter'
 /** Checks the i-th pair of an arm_pairs list: two words that differ case-insensitively. */
 function checkPair(where: string, pair: unknown, i: number): readonly [string, string] {
   const ok = Array.isArray(pair) && pair.length === 2 && pair.every((name) => typeof name === 'string' && ARM_NAME.test(name));
-  if (!ok)
+  if (!ok) {
     throw new EnvConfigError(
       'arm_pairs',
       `${where}: arm_pairs[${i}] must be two names, each ${ARM_NAME_WHAT}, got ${JSON.stringify(pair)}`,
     );
+  }
   const [lo, hi] = pair as [string, string];
   if (lo.toLowerCase() === hi.toLowerCase()) {
     throw new EnvConfigError(

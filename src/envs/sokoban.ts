@@ -107,8 +107,9 @@ function parseLookup(where: string, r: Record<string, unknown>): readonly string
   if (m === undefined) return DEFAULT_GRID_LOOKUP;
   const codes = ['0', '1', '2', '3', '4', '5', '6'];
   const bad = Object.keys(m).find((k) => !codes.includes(k)) ?? codes.find((k) => !(k in m));
-  if (bad !== undefined)
+  if (bad !== undefined) {
     throw new EnvConfigError('grid_lookup', `${where}: grid_lookup must be ${what}; key ${bad} is ${bad in m ? 'not a code' : 'missing'}`);
+  }
   const symbols = codes.map((k) => m[k]);
   symbols.forEach((s, i) => {
     if (typeof s !== 'string' || [...s].length !== 1 || s === '\n' || symbols.indexOf(s) !== i) {
