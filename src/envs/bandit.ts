@@ -4,6 +4,7 @@
  * dragon = high risk; RAGEN's train and held-out name pairs by config); the arm order in the
  * observation is shuffled at each reset.
  */
+import { show } from '../config/show';
 import { EnvConfigError } from '../contract';
 import { Rng } from '../util/rng';
 import {
@@ -103,10 +104,7 @@ const ARM_NAME_WHAT = 'a word of letters, digits, _ or - starting with a letter'
 function checkPair(where: string, pair: unknown, i: number): readonly [string, string] {
   const ok = Array.isArray(pair) && pair.length === 2 && pair.every((name) => typeof name === 'string' && ARM_NAME.test(name));
   if (!ok) {
-    throw new EnvConfigError(
-      'arm_pairs',
-      `${where}: arm_pairs[${i}] must be two names, each ${ARM_NAME_WHAT}, got ${JSON.stringify(pair)}`,
-    );
+    throw new EnvConfigError('arm_pairs', `${where}: arm_pairs[${i}] must be two names, each ${ARM_NAME_WHAT}, got ${show(pair)}`);
   }
   const [lo, hi] = pair as [string, string];
   if (lo.toLowerCase() === hi.toLowerCase()) {
@@ -138,7 +136,7 @@ function parseArmPairs(where: string, r: Record<string, unknown>): ReadonlyArray
   if (!Array.isArray(v) || v.length === 0) {
     throw new EnvConfigError(
       'arm_pairs',
-      `${where}: arm_pairs must be "train", "test" or a non-empty list of [low-risk name, high-risk name] pairs, got ${JSON.stringify(v)}`,
+      `${where}: arm_pairs must be "train", "test" or a non-empty list of [low-risk name, high-risk name] pairs, got ${show(v)}`,
     );
   }
   return v.map((pair: unknown, i) => checkPair(where, pair, i));
@@ -154,7 +152,7 @@ export function parseBanditConfig(raw: RawEnvConfig): BanditConfig {
   if (r.hi_arm_score !== undefined && r.hi_arm_hiscore !== undefined) {
     throw new EnvConfigError(
       undefined,
-      `${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${String(r.hi_arm_score)} and ${String(r.hi_arm_hiscore)}`,
+      `${where}: give one of hi_arm_score and hi_arm_hiscore (ROLL's name), got ${show(r.hi_arm_score)} and ${show(r.hi_arm_hiscore)}`,
     );
   }
   const hiScoreKey = r.hi_arm_hiscore === undefined ? 'hi_arm_score' : 'hi_arm_hiscore';

@@ -3,6 +3,7 @@
  * value and what is allowed. Used by each env's config parser.
  */
 
+import { show } from '../config/show';
 import { EnvConfigError, nearestKey } from '../contract';
 
 /** A raw env_config object as read from YAML (may be undefined = all defaults). */
@@ -12,10 +13,6 @@ export type RawEnvConfig = Record<string, unknown> | undefined;
 function hint(key: string, allowed: readonly string[]): string {
   const near = nearestKey(key, allowed);
   return near ? ` (did you mean "${near}"?)` : '';
-}
-
-function show(v: unknown): string {
-  return typeof v === 'string' ? JSON.stringify(v) : String(v);
 }
 
 /**
@@ -60,7 +57,7 @@ export function getNumbers(where: string, raw: Record<string, unknown>, key: str
   const v = raw[key];
   if (v === undefined) return [...dflt];
   if (!Array.isArray(v) || v.length !== dflt.length || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) {
-    throw new EnvConfigError(key, `${where}: ${key} must be a list of ${dflt.length} finite numbers, got ${JSON.stringify(v)}`);
+    throw new EnvConfigError(key, `${where}: ${key} must be a list of ${dflt.length} finite numbers, got ${show(v)}`);
   }
   return v as number[];
 }

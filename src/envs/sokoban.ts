@@ -3,6 +3,7 @@
  * SokobanEnv, RAGEN ragen/env/sokoban). A seeded room per reset and its BFS `solve()` (sokoban_room.ts),
  * gym-sokoban rewards, text render with a configurable symbol vocabulary.
  */
+import { show } from '../config/show';
 import { EnvConfigError } from '../contract';
 import { checkKeys, checkRegex, checkTextRenderMode, getInstruction, getInt, getNumber, type RawEnvConfig } from './config';
 import { checkSeed, type Env, type EnvOptions, parseAction, type StepResult } from './env';
@@ -61,8 +62,6 @@ export const SOKOBAN_KEYS = [
   'grid_vocab',
   'render_mode',
 ] as const;
-
-const show = (v: unknown): string => JSON.stringify(v) ?? String(v);
 
 /** A plain mapping, or throws naming the key. */
 function getMap(where: string, raw: Record<string, unknown>, key: string, what: string): Record<string, unknown> | undefined {

@@ -90,6 +90,10 @@ test('registry: env types and error messages name key, value and what is allowed
   assert.throws(() => createEnv('frozen_lake', { p: 1.5 }), /p must be a finite number in \(0, 1\], got 1\.5/);
   assert.throws(() => createEnv('frozen_lake', { size: 4.5 }), /size must be an integer in \[2, 64\], got 4\.5/);
   assert.throws(() => createEnv('frozen_lake', { is_slippery: 'no' }), /is_slippery must be true or false, got "no"/);
+  // Values are echoed as written: a list stays a list, YAML's .nan and .inf keep their spelling.
+  assert.throws(() => createEnv('frozen_lake', { size: [4] }), /size must be an integer in \[2, 64\], got \[4\]$/);
+  assert.throws(() => createEnv('frozen_lake', { size: Number.NaN }), /size must be an integer in \[2, 64\], got \.nan$/);
+  assert.throws(() => createEnv('frozen_lake', { p: -Infinity }), /p must be a finite number in \(0, 1\], got -\.inf$/);
   assert.throws(() => createEnv('frozen_lake', { success_rate: -1 }), /success_rate/);
   assert.throws(() => createEnv('bandit', { hi_arm_name: 'Phoenix' }), /hi_arm_name must differ/);
   assert.throws(() => createEnv('bandit', { lo_arm_name: 'two words' }), /lo_arm_name must be a word/);

@@ -204,7 +204,7 @@ test('config: defaults, ROLL/RAGEN key forms, errors name key, value and allowed
     [{ num_box: 2 }, /unknown key "num_box" \(did you mean "num_boxes"\?\); allowed keys: dim_x, dim_y, dim_room, /],
     [{ dim_room: [6, 2] }, /dim_room\[1\] must be an integer in \[3, 64\], got 2/],
     [{ dim_room: 6 }, /dim_room must be \[rows, cols\], two integers in \[3, 64\], got 6/],
-    [{ dim_x: 6 }, /give dim_x \(rows\) and dim_y \(cols\) together, got dim_x 6 and dim_y undefined/],
+    [{ dim_x: 6 }, /give dim_x \(rows\) and dim_y \(cols\) together, got dim_x 6 and dim_y \(missing\)/],
     [{ dim_x: 6, dim_y: 8, dim_room: [6, 6] }, /dim_x\/dim_y \[6,8\] disagree with dim_room \[6,6\]/],
     [{ dim_room: [3, 4] }, /dim_room \[3,4\] has 2 interior cells; a room needs at least 3/],
     [{ num_boxes: 15 }, /num_boxes must be an integer in \[1, 14\], got 15/],
