@@ -116,6 +116,22 @@ function unknownTagProblems(doc: Document, lines: LineCounter): string[] {
   return problems;
 }
 
+/**
+ * One line per `__proto__` key: YAML reads it as an own key, but merging the config would set an
+ * object's prototype with it instead of a value, so it would vanish without a word.
+ */
+function prototypeKeyProblems(doc: Document, lines: LineCounter): string[] {
+  const problems: string[] = [];
+  visit(doc, {
+    Pair(_key, pair, path) {
+      if (!isScalar(pair.key) || pair.key.value !== '__proto__') return;
+      const line = lines.linePos(pair.key.range?.[0] ?? 0).line;
+      problems.push(`${where([...path, pair], line)}: \`__proto__\` is not a config key`);
+    },
+  });
+  return problems;
+}
+
 /** The deepest key under `node` whose own conversion already exceeds the alias limit. */
 function aliasBombPath(doc: Document, node: Node, path: string[]): string[] {
   if (!isCollection(node)) return path;
@@ -135,7 +151,7 @@ function aliasBombPath(doc: Document, node: Node, path: string[]): string[] {
 
 /**
  * Parses one YAML document of config text (core schema).
- * @throws YamlInputError for invalid YAML, unknown tags (naming each key), or aliases past MAX_ALIAS_COUNT (naming the key)
+ * @throws YamlInputError for invalid YAML, unknown tags or `__proto__` keys (naming each key), or aliases past MAX_ALIAS_COUNT (naming the key)
  */
 export function parseConfigYaml(text: string): unknown {
   const lines = new LineCounter();
@@ -144,8 +160,8 @@ export function parseConfigYaml(text: string): unknown {
     const e = doc.errors[0];
     throw new YamlInputError([`not valid YAML: ${clip(e.message, 200)} (line ${lines.linePos(e.pos[0]).line})`]);
   }
-  const tags = unknownTagProblems(doc, lines);
-  if (tags.length > 0) throw new YamlInputError(tags);
+  const problems = [...unknownTagProblems(doc, lines), ...prototypeKeyProblems(doc, lines)];
+  if (problems.length > 0) throw new YamlInputError(problems);
   try {
     return doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (err) {

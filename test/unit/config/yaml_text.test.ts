@@ -59,6 +59,14 @@ test('an unknown YAML tag is refused with its key; core-schema tags are read', (
   assert.deepEqual(parseConfigYaml('a: !!str 7\nb: !!float 1.5\nc: [!!int "3"]\n'), { a: '7', b: 1.5, c: [3] });
 });
 
+test('a __proto__ key is refused with its path and line, at any depth, not dropped', () => {
+  assert.deepEqual(
+    problemsOf(() => parseConfigYaml('seed: 1\n__proto__:\n  max_steps: 3\nwarmup:\n  __proto__: 1\n')),
+    ['`__proto__` (line 2): `__proto__` is not a config key', '`warmup.__proto__` (line 5): `__proto__` is not a config key'],
+  );
+  assert.deepEqual(parseConfigYaml('proto: 1\n'), { proto: 1 });
+});
+
 test('aliases that expand past MAX_ALIAS_COUNT are refused naming the key; ordinary anchors are read', () => {
   const lines = ['a: &a [x, x, x, x, x, x, x, x, x]'];
   for (let i = 1; i < 9; i++)
