@@ -9,7 +9,8 @@ import { backendArgument } from './backend';
 
 export const log = (line: string) => console.log(line);
 
-export const OVERRIDES_HELP = 'Hydra-style overrides applied before interpolation: a.b=value, +a.b=value (new key), ++a.b=value';
+export const OVERRIDES_HELP =
+  'Hydra-style overrides applied before interpolation: a.b=value, +a.b=value (new key), ++a.b=value, ~a.b (delete: the default applies)';
 
 /**
  * `--backend`: the tfjs backend of the rollout and update workers this command starts. It is passed on as

@@ -2,19 +2,23 @@
  * Hydra command-line overrides (Hydra docs, "Override grammar"), applied after the defaults merge
  * and before interpolation: `a.b.c=value` sets a key (creating missing mappings; the schema then
  * reports unknown keys; a mapping value merges into the mapping already there, as in Hydra),
- * `+a.b=value` adds a key that must not exist yet, `++a.b=value` adds or overrides. The value is
+ * `+a.b=value` adds a key that must not exist yet, `++a.b=value` adds or overrides, `~a.b` deletes a
+ * key (so its default applies) and `~a.b=value` deletes it only if it holds that value. The value is
  * parsed as YAML (`7`, `true`, `null`, `[a, b]`, `{k: 1}`, `${other.key}`); an empty value is the
  * empty string, as in Hydra.
  */
 import { ConfigError } from '../contract';
 import { clip } from './show';
-import { deepMerge, isMapping, type Mapping } from './tree';
+import { deepMerge, isMapping, type Mapping, valueAt } from './tree';
 import { parseConfigYaml, YamlInputError } from './yaml_text';
 
 /** The source named by errors that only command-line overrides caused. */
 export const COMMAND_LINE = 'command line';
 
-const OVERRIDE = /^(\+\+|\+)?([A-Za-z_][\w-]*(?:\.[A-Za-z_0-9][\w-]*)*)=(.*)$/s;
+const KEY = '([A-Za-z_][\\w-]*(?:\\.[A-Za-z_0-9][\\w-]*)*)';
+const OVERRIDE = new RegExp(`^(\\+\\+|\\+)?${KEY}=(.*)$`, 's');
+/** Hydra's delete: `~key`, or `~key=value` (delete only if it holds that value). */
+const DELETE = new RegExp(`^(~)${KEY}(?:=(.*))?$`, 's');
 /** A value that is exactly one `${path}` interpolation (the path in group 1). */
 const ONE_REFERENCE = /^\$\{([^${}:]+)\}$/;
 
@@ -22,24 +26,25 @@ const ONE_REFERENCE = /^\$\{([^${}:]+)\}$/;
 export interface Override {
   /** The argument as given. */
   arg: string;
-  /** '' sets a key, `+` adds one that must not exist yet, `++` adds or sets. */
-  prefix: '' | '+' | '++';
+  /** '' sets a key, `+` adds one that must not exist yet, `++` adds or sets, `~` deletes. */
+  prefix: '' | '+' | '++' | '~';
   path: string[];
-  /** The value as written (YAML). */
+  /** The value as written (YAML); for `~key` without one, empty. */
   text: string;
+  /** The parsed value; for `~key` without one, undefined (delete whatever is there). */
   value: unknown;
 }
 
 function parseOverride(arg: string): Override {
-  const m = OVERRIDE.exec(arg);
-  if (!m) throw new ConfigError(COMMAND_LINE, [`\`${arg}\`: expected key=value (Hydra override syntax: a.b=1, +a.b=1, ++a.b=1)`]);
+  const m = OVERRIDE.exec(arg) ?? DELETE.exec(arg);
+  if (!m) throw new ConfigError(COMMAND_LINE, [`\`${arg}\`: expected key=value (Hydra override syntax: a.b=1, +a.b=1, ++a.b=1, ~a.b)`]);
   const [, prefix, key, text] = m;
   // A plain object's prototype slot, not a key: setting it would change what every lookup under it finds.
   if (key.split('.').includes('__proto__')) {
     throw new ConfigError(COMMAND_LINE, [`\`${clip(arg)}\`: \`__proto__\` is not a config key`]);
   }
-  let value: unknown = '';
-  if (text !== '') {
+  let value: unknown = text === undefined ? undefined : '';
+  if (text) {
     try {
       value = parseConfigYaml(text);
     } catch (err) {
@@ -50,7 +55,7 @@ function parseOverride(arg: string): Override {
       throw new ConfigError(COMMAND_LINE, [`\`${clip(arg)}\`: the value${verb} ${problem}`]);
     }
   }
-  return { arg, prefix: (prefix ?? '') as Override['prefix'], path: key.split('.'), text, value };
+  return { arg, prefix: (prefix ?? '') as Override['prefix'], path: key.split('.'), text: text ?? '', value };
 }
 
 /** Why `o` cannot set a key under `at`, which holds the non-mapping `child`; an interpolation names the path to override instead. */
@@ -64,8 +69,26 @@ function notAMapping(o: Override, at: number, child: unknown): ConfigError {
   return new ConfigError(COMMAND_LINE, [`\`${o.arg}\`: ${problem}`]);
 }
 
+/** `root` without the key `o` deletes, as Hydra does: the key must be set, and hold `o.value` if one is given. */
+function deleteOne(root: Mapping, o: Override): Mapping {
+  const key = o.path.join('.');
+  const there = valueAt(root, o.path);
+  if (there === undefined) throw new ConfigError(COMMAND_LINE, [`\`${clip(o.arg)}\`: \`${key}\` is not set; nothing to delete`]);
+  if (o.value !== undefined && JSON.stringify(there) !== JSON.stringify(o.value)) {
+    throw new ConfigError(COMMAND_LINE, [
+      `\`${clip(o.arg)}\`: \`${key}\` is ${clip(JSON.stringify(there))}, not ${clip(JSON.stringify(o.value))}; nothing deleted (use ~${key} to delete any value)`,
+    ]);
+  }
+  const out: Mapping = { ...root };
+  let node = out;
+  for (const k of o.path.slice(0, -1)) node = node[k] = { ...(node[k] as Mapping) };
+  delete node[o.path[o.path.length - 1]];
+  return out;
+}
+
 /** `root` with one override applied; mappings along the path are copied, never modified. */
 function applyOne(root: Mapping, o: Override): Mapping {
+  if (o.prefix === '~') return deleteOne(root, o);
   const out: Mapping = { ...root };
   let node = out;
   for (let i = 0; i < o.path.length - 1; i++) {

@@ -20,7 +20,7 @@ function managerProblems(cfg: RunConfig, name: ManagerName, batchKey: 'rollout_b
   const batch = cfg[batchKey];
   if (m.tags.length !== m.num_groups_partition.length) {
     problems.push(
-      `\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} must have one entry per tag (${m.tags.length} tags: ${m.tags.join(', ')})`,
+      `\`${name}.num_groups_partition\`: ${show(m.num_groups_partition)} must have one entry per tag (${m.tags.length} ${m.tags.length === 1 ? 'tag' : 'tags'}: ${m.tags.join(', ')})`,
     );
   }
   const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);

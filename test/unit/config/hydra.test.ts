@@ -196,10 +196,30 @@ test('overrides: a mapping value merges into the mapping there (Hydra: OmegaConf
   assert.deepEqual(tree.env, { size: 4, is_slippery: false, inner: { p: 0.8, q: 1 } }, 'the input is not modified');
 });
 
+test('overrides: ~key deletes a key (its default then applies), ~key=value only when it holds that value, like Hydra', () => {
+  const tree = { a: { b: 1, c: [1, 2] }, seed: 42, n: null };
+  assert.deepEqual(override(tree, ['~a.b', '~seed=42', '~n']), { a: { c: [1, 2] } });
+  assert.deepEqual(override(tree, ['~a.c=[1, 2]', 'seed=7', '~seed']), { a: { b: 1 }, n: null });
+  assert.deepEqual(override(tree, ['~a', '+a.x=1']), { seed: 42, n: null, a: { x: 1 } }, 'a deleted key can be added again');
+  assert.deepEqual(tree, { a: { b: 1, c: [1, 2] }, seed: 42, n: null }, 'the input is not modified');
+  assert.match(
+    configErrorOf(() => override(tree, ['~a.x'])),
+    /- `~a\.x`: `a\.x` is not set; nothing to delete$/,
+  );
+  assert.match(
+    configErrorOf(() => override(tree, ['~seed', '~seed'])),
+    /`~seed`: `seed` is not set; nothing to delete/,
+  );
+  assert.match(
+    configErrorOf(() => override(tree, ['~seed=7'])),
+    /- `~seed=7`: `seed` is 42, not 7; nothing deleted \(use ~seed to delete any value\)$/,
+  );
+});
+
 test('overrides: bad arguments are ConfigErrors naming the argument', () => {
   assert.match(
     configErrorOf(() => override({ seed: 1 }, ['seed'])),
-    /`seed`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1\)/,
+    /`seed`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1, ~a\.b\)/,
   );
   assert.match(
     configErrorOf(() => override({ seed: 1 }, ['+seed=2'])),
@@ -214,8 +234,8 @@ test('overrides: bad arguments are ConfigErrors naming the argument', () => {
     /`a=\[1`: the value is not valid YAML/,
   );
   assert.match(
-    configErrorOf(() => override({ a: 1 }, ['~a'])),
-    /`~a`: expected key=value/,
+    configErrorOf(() => override({ a: 1 }, ['-a'])),
+    /`-a`: expected key=value \(Hydra override syntax: a\.b=1, \+a\.b=1, \+\+a\.b=1, ~a\.b\)/,
   );
   for (const arg of ['__proto__.x=1', '+__proto__=1', 'a.__proto__.b=1']) {
     assert.match(
