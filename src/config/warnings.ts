@@ -59,7 +59,22 @@ function unusedKeyWarnings(cfg: RunConfig): string[] {
   return out;
 }
 
+/**
+ * A positive `format_penalty` (env_config; negative in ROLL's traj_envs.yaml) rewards an answer that
+ * does not parse, so the policy can learn to stop answering. Training tags only: validation is not learnt from.
+ */
+function formatPenaltyWarnings(cfg: RunConfig): string[] {
+  return [...new Set(cfg.train_env_manager.tags)].flatMap((tag) => {
+    const penalty = cfg.custom_envs[tag]?.env_config.format_penalty;
+    if (typeof penalty !== 'number' || penalty <= 0) return [];
+    return [
+      `\`custom_envs.${tag}.env_config.format_penalty\` (${penalty}) is positive: an answer that does not parse earns a reward, ` +
+        "so the policy can learn to stop answering; a penalty is 0 or negative (ROLL's traj_envs.yaml: -0.15 Sokoban, -0.01 FrozenLake)",
+    ];
+  });
+}
+
 /** One line per setting that loads but keeps the run from learning, or that is ignored (empty when none). */
 export function configWarnings(cfg: RunConfig): string[] {
-  return [...singletonGroupWarning(cfg), ...unusedKeyWarnings(cfg)];
+  return [...singletonGroupWarning(cfg), ...formatPenaltyWarnings(cfg), ...unusedKeyWarnings(cfg)];
 }

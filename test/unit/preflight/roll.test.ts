@@ -210,6 +210,22 @@ test('config check prints the warning as one line and exits 0', () => {
   );
 });
 
+test('a positive format_penalty of a training tag is a warning; zero, negative or a validation-only tag is not', () => {
+  const check = (overrides: string[]) => loadConfigFile('configs/bandit.yaml', ['exp_name=starpo', ...overrides]).warnings;
+  assert.deepEqual(check(['custom_envs.Bandit.env_config.format_penalty=0.5']), [
+    '`custom_envs.Bandit.env_config.format_penalty` (0.5) is positive: an answer that does not parse earns a reward, ' +
+      "so the policy can learn to stop answering; a penalty is 0 or negative (ROLL's traj_envs.yaml: -0.15 Sokoban, -0.01 FrozenLake)",
+  ]);
+  assert.deepEqual(check(['custom_envs.Bandit.env_config.format_penalty=0']), []);
+  assert.deepEqual(check(['custom_envs.Bandit.env_config.format_penalty=-0.1']), []);
+  const valOnly = loadConfigFile('configs/frozen_lake.yaml', [
+    'exp_name=starpo',
+    'custom_envs.Probe={env_type: frozen_lake, env_config: {format_penalty: 1}}',
+    'val_env_manager.tags=[Probe]',
+  ]);
+  assert.deepEqual(valOnly.warnings, []);
+});
+
 test('exp_name and logging_steps are reported as ignored when they ask for something starpo does not do', () => {
   const check = (overrides: string[]) => loadConfigFile('configs/bandit.yaml', overrides).warnings;
   assert.deepEqual(check(['exp_name=starpo']), []);
