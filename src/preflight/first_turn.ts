@@ -9,8 +9,11 @@ import type { RunConfig } from '../contract';
 import { TINY_PRESET } from '../model/config';
 import { readPretrainedTokenizer } from '../model/hf/folder';
 import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
-import { firstPromptTokens, firstTurnProblem, replyBudget } from '../rollout/first_turn';
+import { firstPromptTokens, firstTurnProblem, replyBudget, shortestAnswer } from '../rollout/first_turn';
 import { generatingArgsOf, planShards } from '../rollout/plan';
+
+const tokenizerOf = (cfg: RunConfig): ChatTokenizer =>
+  cfg.pretrain === TINY_PRESET ? charTokenizer() : readPretrainedTokenizer(cfg.pretrain);
 
 /** Reset states measured per tag and split: enough for envs whose observation size varies, quick for config check. */
 const SEEDS_PER_TAG = 16;
@@ -44,7 +47,7 @@ function longestFirstPrompts(cfg: RunConfig, split: 'train' | 'val', tokenizer: 
  * and pretrain valid).
  */
 export function firstTurnProblems(cfg: RunConfig): string[] {
-  const tokenizer = cfg.pretrain === TINY_PRESET ? charTokenizer() : readPretrainedTokenizer(cfg.pretrain);
+  const tokenizer = tokenizerOf(cfg);
   const worst = new Map<string, { prompt: number; reply: number; managers: string[] }>();
   for (const split of ['train', 'val'] as const) {
     const maxNewTokens = generatingArgsOf(cfg, split).max_new_tokens;
@@ -59,5 +62,44 @@ export function firstTurnProblems(cfg: RunConfig): string[] {
   return [...worst].map(
     ([tag, w]) =>
       `\`sequence_length\`: ${firstTurnProblem(cfg.sequence_length, `${tag} (${w.managers.join(' and ')})`, w.prompt, w.reply)}`,
+  );
+}
+
+/** The key that sets a tag's reply budget in a split (replyBudget: the smaller of the two). */
+function budgetKey(cfg: RunConfig, split: 'train' | 'val', tag: string): string {
+  if (cfg.custom_envs[tag].max_tokens_per_step <= generatingArgsOf(cfg, split).max_new_tokens)
+    return `custom_envs.${tag}.max_tokens_per_step`;
+  const manager = `${split}_env_manager` as const;
+  return cfg[manager].generating_args?.max_new_tokens !== undefined
+    ? `${manager}.generating_args.max_new_tokens`
+    : 'actor_infer.generating_args.max_new_tokens';
+}
+
+/**
+ * One warning per reply budget that cannot hold its tag's shortest valid answer: every reply is cut off
+ * before `</answer>` and parses as invalid, so nothing is learnt (ROLL runs such a config too). Call it on
+ * a config without problems.
+ */
+export function replyBudgetWarnings(cfg: RunConfig): string[] {
+  const tokenizer = tokenizerOf(cfg);
+  const short = new Map<
+    string,
+    { key: string; budget: number; tag: string; answer: { text: string; tokens: number }; managers: string[] }
+  >();
+  for (const split of ['train', 'val'] as const) {
+    const manager = split === 'train' ? cfg.train_env_manager : cfg.val_env_manager;
+    for (const tag of new Set(manager.tags)) {
+      const budget = replyBudget(cfg.custom_envs[tag], generatingArgsOf(cfg, split).max_new_tokens);
+      const answer = shortestAnswer(tokenizer, cfg.custom_envs[tag]);
+      if (!answer || budget >= answer.tokens) continue;
+      const key = budgetKey(cfg, split, tag);
+      const seen = short.get(`${key} ${tag}`);
+      short.set(`${key} ${tag}`, { key, budget, tag, answer, managers: [...(seen?.managers ?? []), `${split}_env_manager`] });
+    }
+  }
+  return [...short.values()].map(
+    (w) =>
+      `\`${w.key}\` (${w.budget}) cannot hold a valid answer of tag ${w.tag} (${w.managers.join(' and ')}): the shortest, ` +
+      `${w.answer.text}, is ${w.answer.tokens} tokens, so every reply is cut off and parses as invalid; allowed: >= ${w.answer.tokens}`,
   );
 }

@@ -16,7 +16,7 @@ import { configWarnings } from '../config/warnings';
 import { ConfigError, nearestKey, type RunConfig, resolveNormTypes, runConfigSchema } from '../contract';
 import { TINY_PRESET } from '../model/config';
 import { crossKeyProblems } from './checks';
-import { firstTurnProblems } from './first_turn';
+import { firstTurnProblems, replyBudgetWarnings } from './first_turn';
 
 /** Interpolation variables: top-level keys that are not config keys, grouped by the file defining them. */
 export interface VariableSource {
@@ -126,7 +126,7 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const { raw, variables, unused } = splitVariables(resolved.tree, resolved.referenced, layers, source);
   resolvePretrainPath(raw, originOf);
   const config = validateConfig(raw, source, originOf);
-  return { config, ignored: ignoredKeysIn(raw), variables, unused, warnings: configWarnings(config) };
+  return { config, ignored: ignoredKeysIn(raw), variables, unused, warnings: [...configWarnings(config), ...replyBudgetWarnings(config)] };
 }
 
 /**

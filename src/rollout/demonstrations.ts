@@ -6,6 +6,7 @@
 import type { RolloutGroup, RunConfig, Trajectory } from '../contract';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { deriveSeed, Rng } from '../util/rng';
+import { answerText } from './first_turn';
 import { runGroups } from './manager';
 import { rolloutGroup, tagOfEnvGroup } from './plan';
 import type { Policy, PolicyRequest, PolicyResponse, RowEnv } from './policy';
@@ -27,8 +28,7 @@ function answeringPolicy(tokenizer: ChatTokenizer, choose: (env: RowEnv, rng: Rn
     async generate(request: PolicyRequest): Promise<PolicyResponse> {
       const moves = request.envs.map((env, i) => choose(env, request.rngs[i]));
       const tokens = moves.map(({ action }, i) => {
-        const text = `${request.envs[i].enableThink ? '<think></think>' : ''}<answer>${action}</answer>${stop}`;
-        return tokenizer.encode(text).slice(0, request.maxNewTokens[i]);
+        return tokenizer.encode(`${answerText(action, request.envs[i].enableThink)}${stop}`).slice(0, request.maxNewTokens[i]);
       });
       return { tokens, logprobs: tokens.map((t) => t.map(() => 0)), learned: moves.map((m) => m.learned) };
     },

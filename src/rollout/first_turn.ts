@@ -43,6 +43,22 @@ export function firstTurnProblem(sequenceLength: number, tag: string, prompt: nu
   );
 }
 
+/** A valid answer as the env parses it (envs/env.ts parseAction): the action in answer tags, after an empty think block for a think-pattern tag. */
+export function answerText(action: string, enableThink: boolean): string {
+  return `${enableThink ? '<think></think>' : ''}<answer>${action}</answer>`;
+}
+
+/** The shortest valid answer of a tag (answerText of its shortest action in tokens), or null for free-form answers (no action names). */
+export function shortestAnswer(tokenizer: ChatTokenizer, cfg: CustomEnvConfig): { text: string; tokens: number } | null {
+  const enableThink = usesThinkPattern(cfg.env_config);
+  const env = createEnv(cfg.env_type, cfg.env_config, { envId: 0, enableThink });
+  const answers = env.actionNames.map((action) => {
+    const text = answerText(action, enableThink);
+    return { text, tokens: tokenizer.encode(text).length };
+  });
+  return answers.reduce<{ text: string; tokens: number } | null>((best, a) => (best && best.tokens <= a.tokens ? best : a), null);
+}
+
 /** Tokens of the first prompt of an episode of `cfg` reset with `seed`, rendered as playEpisodes renders it. */
 export function firstPromptTokens(tokenizer: ChatTokenizer, cfg: CustomEnvConfig, seed: number): number {
   const enableThink = usesThinkPattern(cfg.env_config);
