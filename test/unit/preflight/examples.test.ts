@@ -142,6 +142,22 @@ test('StarPO-S and GRPO+KL configs load on top of the quickstart', () => {
   assert.equal(g.warmup.train_steps, 150);
 });
 
+test("frozen_lake_neighbors.yaml is the recipe its sweep ran: the solver config with the sweep's overrides", () => {
+  // The overrides of docs/results.md, "A longer warm start, over 3 seeds".
+  const swept = loadConfigFile('configs/frozen_lake_solver.yaml', [
+    'custom_envs.FrozenLake.env_config.observation_format=grid_neighbors',
+    'sequence_length=1024',
+    'warmup.num_episodes=16384',
+    'warmup.lr_scheduler_type=linear',
+    'warmup.train_steps=1600',
+    'train_env_manager.num_env_groups=16',
+    'train_env_manager.group_size=4',
+    'train_env_manager.num_groups_partition=[16]',
+    'max_steps=300',
+  ]).config;
+  assert.deepEqual(loadConfigFile('configs/frozen_lake_neighbors.yaml').config, swept);
+});
+
 test('every shipped config loads, and every custom_env of traj_envs.yaml resolves to a valid entry', () => {
   const shipped = readdirSync('configs', { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.yaml') && !f.startsWith('config/'))
