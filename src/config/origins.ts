@@ -1,7 +1,8 @@
 /**
  * Where a value of a loaded config came from, so a problem names the file or the command-line argument
  * that set it: an override (the last one whose path covers the value, or that created the mapping the
- * value is in), else the last file of the defaults list that sets it (or its nearest enclosing key).
+ * value is in or deleted a key inside it), else the last file of the defaults list that sets it (or its
+ * nearest enclosing key).
  */
 import { ConfigError } from '../contract';
 import type { Layer } from './hydra';
@@ -33,7 +34,8 @@ export function originFinder(layers: readonly Layer[], composed: Mapping, overri
   return (path) => {
     const override = [...overrides]
       .reverse()
-      .find((o) => startsWith(path, o.path) || (startsWith(o.path, path) && valueAt(composed, path) === undefined));
+      // A deletion inside the value changed it too, as an override that created the value's mapping did.
+      .find((o) => startsWith(path, o.path) || (startsWith(o.path, path) && (o.prefix === '~' || valueAt(composed, path) === undefined)));
     if (override) return { override: override.arg };
     for (let n = path.length; n > 0; n--) {
       const layer = [...layers].reverse().find((l) => valueAt(l.tree, path.slice(0, n)) !== undefined);

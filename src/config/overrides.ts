@@ -58,6 +58,10 @@ function parseOverride(arg: string): Override {
   return { arg, prefix: (prefix ?? '') as Override['prefix'], path: key.split('.'), text: text ?? '', value };
 }
 
+/** The argument `o` would be with another path. */
+const argFor = (o: Override, path: readonly string[]) =>
+  `${o.prefix}${path.join('.')}${o.prefix === '~' && o.value === undefined ? '' : `=${o.text}`}`;
+
 /** Why `o` cannot set a key under `at`, which holds the non-mapping `child`; an interpolation names the path to override instead. */
 function notAMapping(o: Override, at: number, child: unknown): ConfigError {
   const where = o.path.slice(0, at + 1).join('.');
@@ -65,13 +69,18 @@ function notAMapping(o: Override, at: number, child: unknown): ConfigError {
   const problem =
     ref === undefined
       ? `\`${where}\` is ${JSON.stringify(child)}, not a mapping`
-      : `\`${where}\` is the interpolation \`${child as string}\`; override the referenced path instead: ${o.prefix}${[ref, ...o.path.slice(at + 1)].join('.')}=${o.text}`;
+      : `\`${where}\` is the interpolation \`${child as string}\`; override the referenced path instead: ${argFor(o, [ref, ...o.path.slice(at + 1)])}`;
   return new ConfigError(COMMAND_LINE, [`\`${o.arg}\`: ${problem}`]);
 }
 
 /** `root` without the key `o` deletes, as Hydra does: the key must be set, and hold `o.value` if one is given. */
 function deleteOne(root: Mapping, o: Override): Mapping {
   const key = o.path.join('.');
+  // A list element or a key inside an interpolation is not a key of a mapping: refused as setting one is.
+  for (let i = 0; i < o.path.length - 1; i++) {
+    const child = valueAt(root, o.path.slice(0, i + 1));
+    if (child !== undefined && !isMapping(child)) throw notAMapping(o, i, child);
+  }
   const there = valueAt(root, o.path);
   if (there === undefined) throw new ConfigError(COMMAND_LINE, [`\`${clip(o.arg)}\`: \`${key}\` is not set; nothing to delete`]);
   if (o.value !== undefined && JSON.stringify(there) !== JSON.stringify(o.value)) {

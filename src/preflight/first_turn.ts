@@ -9,7 +9,7 @@ import type { RunConfig } from '../contract';
 import { TINY_PRESET } from '../model/config';
 import { readPretrainedTokenizer } from '../model/hf/folder';
 import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
-import { firstPromptTokens, firstTurnProblem, replyBudget, shortestAnswer } from '../rollout/first_turn';
+import { firstPromptTokens, firstTurnProblem, replyBudget, validAnswers } from '../rollout/first_turn';
 import { generatingArgsOf, planShards } from '../rollout/plan';
 
 const tokenizerOf = (cfg: RunConfig): ChatTokenizer =>
@@ -76,30 +76,30 @@ function budgetKey(cfg: RunConfig, split: 'train' | 'val', tag: string): string 
 }
 
 /**
- * One warning per reply budget that cannot hold its tag's shortest valid answer: every reply is cut off
- * before `</answer>` and parses as invalid, so nothing is learnt (ROLL runs such a config too). Call it on
- * a config without problems.
+ * One warning per reply budget that cannot hold every valid answer of its tag: the answers longer than the
+ * budget are always cut off before `</answer>` and parse as invalid, so those actions can never be taken
+ * (none at all when even the shortest does not fit). ROLL runs such a config too. Call it on a config without problems.
  */
 export function replyBudgetWarnings(cfg: RunConfig): string[] {
   const tokenizer = tokenizerOf(cfg);
-  const short = new Map<
-    string,
-    { key: string; budget: number; tag: string; answer: { text: string; tokens: number }; managers: string[] }
-  >();
+  const short = new Map<string, { key: string; budget: number; tag: string; cut: ReturnType<typeof validAnswers>; managers: string[] }>();
   for (const split of ['train', 'val'] as const) {
     const manager = split === 'train' ? cfg.train_env_manager : cfg.val_env_manager;
     for (const tag of new Set(manager.tags)) {
       const budget = replyBudget(cfg.custom_envs[tag], generatingArgsOf(cfg, split).max_new_tokens);
-      const answer = shortestAnswer(tokenizer, cfg.custom_envs[tag]);
-      if (!answer || budget >= answer.tokens) continue;
+      const cut = validAnswers(tokenizer, cfg.custom_envs[tag]).filter((a) => a.tokens > budget);
+      if (cut.length === 0) continue;
       const key = budgetKey(cfg, split, tag);
       const seen = short.get(`${key} ${tag}`);
-      short.set(`${key} ${tag}`, { key, budget, tag, answer, managers: [...(seen?.managers ?? []), `${split}_env_manager`] });
+      short.set(`${key} ${tag}`, { key, budget, tag, cut, managers: [...(seen?.managers ?? []), `${split}_env_manager`] });
     }
   }
-  return [...short.values()].map(
-    (w) =>
-      `\`${w.key}\` (${w.budget}) cannot hold a valid answer of tag ${w.tag} (${w.managers.join(' and ')}): the shortest, ` +
-      `${w.answer.text}, is ${w.answer.tokens} tokens, so every reply is cut off and parses as invalid; allowed: >= ${w.answer.tokens}`,
-  );
+  return [...short.values()].map((w) => {
+    const longest = w.cut.reduce((a, b) => (b.tokens > a.tokens ? b : a));
+    return (
+      `\`${w.key}\` (${w.budget}) cannot hold every valid answer of tag ${w.tag} (${w.managers.join(' and ')}): ` +
+      `${w.cut.map((a) => a.action).join(', ')} never ${w.cut.length === 1 ? 'fits' : 'fit'} (up to ${longest.text}, ${longest.tokens} tokens), so those replies are ` +
+      `cut off and parse as invalid; allowed: >= ${longest.tokens}`
+    );
+  });
 }

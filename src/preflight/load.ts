@@ -66,7 +66,7 @@ export function validateConfig(raw: unknown, source = 'config', originOf?: Origi
 function byFile(keys: readonly string[], layers: readonly Layer[]): VariableSource[] {
   const groups = new Map<string, string[]>();
   for (const key of keys) {
-    const file = layers.find((l) => key in l.tree)?.file ?? COMMAND_LINE;
+    const file = layers.find((l) => Object.hasOwn(l.tree, key))?.file ?? COMMAND_LINE;
     groups.set(file, [...(groups.get(file) ?? []), key]);
   }
   return [...groups].map(([file, keys]) => ({ file, keys }));
@@ -89,10 +89,11 @@ function splitVariables(
   const raw: Mapping = {};
   const variables: string[] = [];
   const unused: string[] = [];
+  const fromDefaultsFile = (key: string) => layers.some((l) => l.file !== source && Object.hasOwn(l.tree, key));
   for (const [key, value] of Object.entries(tree)) {
     if (configKeys.includes(key)) raw[key] = value;
     else if (referenced.has(key)) variables.push(key);
-    else if (layers.some((l) => l.file !== source && key in l.tree) && nearestKey(key, configKeys) === undefined) unused.push(key);
+    else if (fromDefaultsFile(key) && nearestKey(key, configKeys) === undefined) unused.push(key);
     else raw[key] = value;
   }
   return { raw, variables: byFile(variables, layers), unused: byFile(unused, layers) };

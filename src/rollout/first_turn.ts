@@ -48,15 +48,14 @@ export function answerText(action: string, enableThink: boolean): string {
   return `${enableThink ? '<think></think>' : ''}<answer>${action}</answer>`;
 }
 
-/** The shortest valid answer of a tag (answerText of its shortest action in tokens), or null for free-form answers (no action names). */
-export function shortestAnswer(tokenizer: ChatTokenizer, cfg: CustomEnvConfig): { text: string; tokens: number } | null {
+/** Every valid answer of a tag (answerText of each action name) with its tokens; empty for free-form answers (no action names). */
+export function validAnswers(tokenizer: ChatTokenizer, cfg: CustomEnvConfig): { action: string; text: string; tokens: number }[] {
   const enableThink = usesThinkPattern(cfg.env_config);
   const env = createEnv(cfg.env_type, cfg.env_config, { envId: 0, enableThink });
-  const answers = env.actionNames.map((action) => {
+  return env.actionNames.map((action) => {
     const text = answerText(action, enableThink);
-    return { text, tokens: tokenizer.encode(text).length };
+    return { action, text, tokens: tokenizer.encode(text).length };
   });
-  return answers.reduce<{ text: string; tokens: number } | null>((best, a) => (best && best.tokens <= a.tokens ? best : a), null);
 }
 
 /** Tokens of the first prompt of an episode of `cfg` reset with `seed`, rendered as playEpisodes renders it. */

@@ -19,11 +19,11 @@ test('config check prints ok, the ignored keys and the interpolation variables o
 });
 
 test('config print applies defaults, interpolation and overrides', () => {
-  const r = starpo('config', 'print', 'configs/examples/agent_val_frozen_lake.yaml', 'max_tokens_per_step=16', '++seed=7');
+  const r = starpo('config', 'print', 'configs/examples/agent_val_frozen_lake.yaml', 'max_tokens_per_step=32', '++seed=7');
   assert.equal(r.status, 0, r.stderr);
   const printed = parse(r.stdout) as Record<string, any>;
   assert.equal(printed.seed, 7);
-  assert.equal(printed.custom_envs.FrozenLake.max_tokens_per_step, 16);
+  assert.equal(printed.custom_envs.FrozenLake.max_tokens_per_step, 32);
   assert.equal(printed.max_tokens_per_step, undefined, 'interpolation variables are dropped');
   assert.equal(printed.init_kl_coef, 0);
   assert.equal(printed.actor_infer.training_args, undefined, 'blocks a role does not use are not filled in');

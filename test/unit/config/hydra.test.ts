@@ -211,6 +211,15 @@ test('overrides: ~key deletes a key (its default then applies), ~key=value only 
     /`~seed`: `seed` is not set; nothing to delete/,
   );
   assert.match(
+    configErrorOf(() => override({ tags: ['A', 'B'] }, ['~tags.0'])),
+    /- `~tags\.0`: `tags` is \["A","B"\], not a mapping/,
+    'a list element is not a key, as when setting one',
+  );
+  assert.match(
+    configErrorOf(() => override({ envs: { X: '${env.X}' } }, ['~envs.X.size'])),
+    /`envs\.X` is the interpolation `\$\{env\.X\}`; override the referenced path instead: ~env\.X\.size$/,
+  );
+  assert.match(
     configErrorOf(() => override(tree, ['~seed=7'])),
     /- `~seed=7`: `seed` is 42, not 7; nothing deleted \(use ~seed to delete any value\)$/,
   );

@@ -92,7 +92,7 @@ test('a val-only tag is checked too, with the val manager named', () => {
 });
 
 const SHORT_REPLY =
-  /^`([\w.]+)` \((\d+)\) cannot hold a valid answer of tag (\w+) \(([\w ]+)\): the shortest, (.+), is (\d+) tokens, so every reply is cut off and parses as invalid; allowed: >= (\d+)$/;
+  /^`([\w.]+)` \((\d+)\) cannot hold every valid answer of tag (\w+) \(([\w ]+)\): ([\w, ]+) never fits? \(up to (.+), (\d+) tokens\), so those replies are cut off and parse as invalid; allowed: >= (\d+)$/;
 
 /** The reply-budget warnings of configs/frozen_lake.yaml with `overrides`, parsed. */
 const budgetWarnings = (overrides: string[]) =>
@@ -100,43 +100,58 @@ const budgetWarnings = (overrides: string[]) =>
     .warnings.map((w) => SHORT_REPLY.exec(w))
     .filter((m) => m !== null);
 
-test('a reply budget below the shortest valid answer is a warning naming the key that sets it and the managers that use it', () => {
+test('a reply budget that cannot hold every valid answer is a warning naming the key that sets it, the managers and the actions cut off', () => {
   assert.deepEqual(budgetWarnings([]), []);
   const [m] = budgetWarnings(['actor_infer.generating_args.max_new_tokens=5']);
-  const [, key, budget, tag, managers, answer, tokens, allowed] = m ?? assert.fail('no warning');
+  const [, key, budget, tag, managers, cut, longest, tokens, allowed] = m ?? assert.fail('no warning');
   assert.deepEqual(
-    [key, budget, tag, managers, answer],
-    ['actor_infer.generating_args.max_new_tokens', '5', 'FrozenLake', 'train_env_manager and val_env_manager', '<answer>Up</answer>'],
+    [key, budget, tag, managers, cut, longest],
+    [
+      'actor_infer.generating_args.max_new_tokens',
+      '5',
+      'FrozenLake',
+      'train_env_manager and val_env_manager',
+      'Left, Down, Right, Up',
+      '<answer>Right</answer>',
+    ],
   );
-  assert.equal(Number(tokens), charTokenizer().encode(answer).length);
+  assert.equal(Number(tokens), charTokenizer().encode(longest).length);
   assert.equal(allowed, tokens);
   assert.deepEqual(budgetWarnings([`actor_infer.generating_args.max_new_tokens=${allowed}`]), []);
-  const perStep = budgetWarnings(['custom_envs.FrozenLake.max_tokens_per_step=10']).map((w) => w[1]);
-  assert.deepEqual(perStep, ['custom_envs.FrozenLake.max_tokens_per_step']);
+  // Room for Up only: the other three actions can never be taken.
+  const upOnly = charTokenizer().encode('<answer>Up</answer>').length;
+  const perStep = budgetWarnings([`custom_envs.FrozenLake.max_tokens_per_step=${upOnly}`]).map((w) => [w[1], w[5]]);
+  assert.deepEqual(perStep, [['custom_envs.FrozenLake.max_tokens_per_step', 'Left, Down, Right']]);
   const val = budgetWarnings(['val_env_manager.generating_args.max_new_tokens=12']).map((w) => [w[1], w[4]]);
   assert.deepEqual(val, [['val_env_manager.generating_args.max_new_tokens', 'val_env_manager']]);
 });
 
-test('the warning and the rollout agree: one token under the allowed budget, every reply of a valid-answer policy parses as invalid', async () => {
+test('the warning and the rollout agree: one token under the allowed budget the longest answer is cut off, at it every answer parses', async () => {
   const [m] = budgetWarnings(['actor_infer.generating_args.max_new_tokens=5']);
-  const allowed = Number((m ?? assert.fail('no warning'))[7]);
+  const allowed = Number((m ?? assert.fail('no warning'))[8]);
   const { config } = loadConfigFile('configs/frozen_lake.yaml');
   const specs = planShards(config, 'train', 0)
     .flat()
     .map((g, envId) => ({ tag: g.tag, groupId: envId, envId, seed: g.seed, trajGroupId: g.trajGroupId, rngParts: [...g.stream, envId] }));
   const tokenizer = charTokenizer();
-  const play = (maxNewTokens: number) =>
-    runEpisodes(specs, {
-      tokenizer,
-      policy: randomActionPolicy(tokenizer),
-      customEnvs: config.custom_envs,
-      maxNewTokens,
-      sequenceLength: config.sequence_length,
-      split: 'train' as const,
-      step: 0,
-    });
-  const turns = (await play(allowed - 1)).flatMap((t) => t.turns);
-  assert.ok(turns.length > 0 && turns.every((t) => !t.actionIsValid), 'every reply cut off');
-  const fits = (await play(allowed)).flatMap((t) => t.turns).filter((t) => t.action === 'Up');
-  assert.ok(fits.length > 0 && fits.every((t) => t.actionIsValid), 'the shortest answer fits the allowed budget');
+  const play = async (maxNewTokens: number) =>
+    (
+      await runEpisodes(specs, {
+        tokenizer,
+        policy: randomActionPolicy(tokenizer),
+        customEnvs: config.custom_envs,
+        maxNewTokens,
+        sequenceLength: config.sequence_length,
+        split: 'train' as const,
+        step: 0,
+      })
+    ).flatMap((t) => t.turns);
+  const under = await play(allowed - 1);
+  assert.ok(
+    under.some((t) => t.response.includes('<answer>Righ') && !t.actionIsValid),
+    'Right is cut off',
+  );
+  assert.ok(under.every((t) => !t.response.includes('<answer>Righ') || !t.actionIsValid));
+  const at = await play(allowed);
+  assert.ok(at.length > 0 && at.every((t) => t.actionIsValid), 'every answer fits the allowed budget');
 });

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { parse } from 'yaml';
 import { ConfigError } from '../../../src/contract';
 import { loadConfigFile, validateConfig } from '../../../src/preflight/load';
 import { planShards } from '../../../src/rollout/plan';
+import { configErrorOf } from '../../helpers/config_error';
 
 const base = () => parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, any>;
 
@@ -94,6 +97,25 @@ test('an inherited name as a key is an unknown key, with no built-in offered as 
   const message = blame(['constructor=1']);
   assert.match(message, /unknown key `constructor` \(from `constructor=1` on the command line\) \(allowed at the top level: /);
   assert.doesNotMatch(message, /did you mean|native code/);
+});
+
+test('inherited names written as top-level keys of a file are unknown keys, not unused variables of the defaults file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'starpo-inherited-'));
+  const file = join(dir, 'main.yaml');
+  writeFileSync(file, `defaults:\n  - ${resolve('configs/frozen_lake')}\nconstructor: 1\ntoString: x\n`);
+  const err = configErrorOf(() => loadConfigFile(file));
+  assert.deepEqual(
+    err.problems.map((p) => /unknown key `(\w+)`/.exec(p)?.[1]),
+    ['constructor', 'toString'],
+  );
+});
+
+test('a problem that a ~key deletion caused names the deletion', () => {
+  const err = configErrorOf(() => loadConfigFile('configs/sokoban_solver.yaml', ['~custom_envs.SimpleSokoban.env_config.dim_y']));
+  assert.match(
+    err.message,
+    /^command line: invalid config\n {2}- `custom_envs\.SimpleSokoban\.env_config` \(from `~custom_envs\.SimpleSokoban\.env_config\.dim_y` on the command line\): .*dim_y \(missing\)/,
+  );
 });
 
 test('a long override argument is clipped where a problem names it', () => {
