@@ -1,8 +1,8 @@
 /**
  * The loss and its gradient do not depend on per_device_train_batch_size (docs/numerics.md §6; ROLL gives every micro-batch the
  * minibatch's denominators): the actor's and the critic's micro-batch loss builders (update.ts actorLossFns / criticLossFns,
- * what ppoUpdate steps with), summed by accumulateGradients, give the loss and gradient of the whole minibatch at once to 1e-6 for
- * micro-batches of 1, 3 and 4, in every loss_agg_mode; and a whole ppoUpdate logs the same losses and gradient norm for
+ * what ppoUpdate steps with), summed by accumulateGradients, give the loss of the whole minibatch at once to 1e-6 and its
+ * gradient to GRAD_TOL for micro-batches of 1, 3 and 4, in every loss_agg_mode; and a whole ppoUpdate logs the same losses and gradient norm for
  * per_device_train_batch_size x gradient_accumulation_steps = 16 x 1, 4 x 4 and 1 x 16.
  */
 
@@ -28,6 +28,12 @@ import { fixtureConfig, fixtureDemos } from '../../helpers/fixture';
 
 const tokenizer = charTokenizer();
 const TOL = 1e-6;
+/**
+ * Gradients, relative to the largest entry: 32 float32 ulps. The micro-batches sum the same float32 terms in
+ * another order, and oneDNN's blocked kernels (native backend, AVX-512 hosts) reorder the reductions inside
+ * each matmul too; a wrong denominator would be off by whole percents.
+ */
+const GRAD_TOL = 32 * 2 ** -23;
 let trajectories: Trajectory[] = [];
 
 before(async () => {
@@ -103,7 +109,7 @@ function assertSame(a: { loss: number; grads: Map<string, Float32Array> }, b: ty
       scale = Math.max(scale, Math.abs(x));
     });
   }
-  assert.ok(worst <= TOL * scale, `${what}: gradients differ by up to ${worst} (largest |gradient| ${scale})`);
+  assert.ok(worst <= GRAD_TOL * scale, `${what}: gradients differ by up to ${worst} (largest |gradient| ${scale})`);
 }
 
 test('actor and critic: the same loss and gradient for micro-batches of 1, 3, 4 and the whole minibatch, every loss_agg_mode', async () => {
