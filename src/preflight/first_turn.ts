@@ -12,7 +12,8 @@ import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import { firstPromptTokens, firstTurnProblem, replyBudget, validAnswers } from '../rollout/first_turn';
 import { generatingArgsOf, planShards } from '../rollout/plan';
 
-const tokenizerOf = (cfg: RunConfig): ChatTokenizer =>
+/** The run's tokenizer: the tiny preset's, or the model folder's. */
+export const tokenizerOf = (cfg: RunConfig): ChatTokenizer =>
   cfg.pretrain === TINY_PRESET ? charTokenizer() : readPretrainedTokenizer(cfg.pretrain);
 
 /** Reset states measured per tag and split: enough for envs whose observation size varies, quick for config check. */
@@ -46,8 +47,7 @@ function longestFirstPrompts(cfg: RunConfig, split: 'train' | 'val', tokenizer: 
  * managers that play it and the tokens needed. Call it on a config without other problems (envs, tags
  * and pretrain valid).
  */
-export function firstTurnProblems(cfg: RunConfig): string[] {
-  const tokenizer = tokenizerOf(cfg);
+export function firstTurnProblems(cfg: RunConfig, tokenizer: ChatTokenizer): string[] {
   const worst = new Map<string, { prompt: number; reply: number; managers: string[] }>();
   for (const split of ['train', 'val'] as const) {
     const maxNewTokens = generatingArgsOf(cfg, split).max_new_tokens;
@@ -80,8 +80,7 @@ function budgetKey(cfg: RunConfig, split: 'train' | 'val', tag: string): string 
  * budget are always cut off before `</answer>` and parse as invalid, so those actions can never be taken
  * (none at all when even the shortest does not fit). ROLL runs such a config too. Call it on a config without problems.
  */
-export function replyBudgetWarnings(cfg: RunConfig): string[] {
-  const tokenizer = tokenizerOf(cfg);
+export function replyBudgetWarnings(cfg: RunConfig, tokenizer: ChatTokenizer): string[] {
   const short = new Map<string, { key: string; budget: number; tag: string; cut: ReturnType<typeof validAnswers>; managers: string[] }>();
   for (const split of ['train', 'val'] as const) {
     const manager = split === 'train' ? cfg.train_env_manager : cfg.val_env_manager;

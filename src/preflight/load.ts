@@ -15,8 +15,9 @@ import { displayPath, isMapping, type Mapping } from '../config/tree';
 import { configWarnings } from '../config/warnings';
 import { ConfigError, nearestKey, type RunConfig, resolveNormTypes, runConfigSchema } from '../contract';
 import { TINY_PRESET } from '../model/config';
+import type { ChatTokenizer } from '../model/tokenizer';
 import { crossKeyProblems } from './checks';
-import { firstTurnProblems, replyBudgetWarnings } from './first_turn';
+import { firstTurnProblems, replyBudgetWarnings, tokenizerOf } from './first_turn';
 
 /** Interpolation variables: top-level keys that are not config keys, grouped by the file defining them. */
 export interface VariableSource {
@@ -47,6 +48,11 @@ export interface LoadedConfig {
  *         "command line" when only overrides caused the problems
  */
 export function validateConfig(raw: unknown, source = 'config', originOf?: OriginOf): RunConfig {
+  return validated(raw, source, originOf).config;
+}
+
+/** validateConfig, with the run's tokenizer it measured the first turn with (loaded once: a model folder's takes a while). */
+function validated(raw: unknown, source: string, originOf?: OriginOf): { config: RunConfig; tokenizer: ChatTokenizer } {
   if (!isMapping(raw)) {
     throw new ConfigError(source, [`the top level must be a mapping of ROLL config keys, got ${show(raw)}`]);
   }
@@ -55,11 +61,12 @@ export function validateConfig(raw: unknown, source = 'config', originOf?: Origi
   const problems = crossKeyProblems(parsed.data);
   if (problems.length > 0) throw problemsError(source, locatedProblems(problems, source, originOf));
   // Renders prompts with the run's tokenizer, so only once the envs, tags and pretrain are known good.
-  const firstTurn = firstTurnProblems(parsed.data);
+  const tokenizer = tokenizerOf(parsed.data);
+  const firstTurn = firstTurnProblems(parsed.data, tokenizer);
   if (firstTurn.length > 0) throw problemsError(source, locatedProblems(firstTurn, source, originOf));
   // As ROLL's RewardNormalizationConfig.__post_init__: the types in effect are part of the config.
   const normalization = parsed.data.reward_normalization;
-  return { ...parsed.data, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } };
+  return { config: { ...parsed.data, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } }, tokenizer };
 }
 
 /** Keys grouped by the file that first defines each, in first-seen order. */
@@ -126,8 +133,14 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const resolved = resolveInterpolations(applyOverrides(tree, parsed), { source, originOf });
   const { raw, variables, unused } = splitVariables(resolved.tree, resolved.referenced, layers, source);
   resolvePretrainPath(raw, originOf);
-  const config = validateConfig(raw, source, originOf);
-  return { config, ignored: ignoredKeysIn(raw), variables, unused, warnings: [...configWarnings(config), ...replyBudgetWarnings(config)] };
+  const { config, tokenizer } = validated(raw, source, originOf);
+  return {
+    config,
+    ignored: ignoredKeysIn(raw),
+    variables,
+    unused,
+    warnings: [...configWarnings(config), ...replyBudgetWarnings(config, tokenizer)],
+  };
 }
 
 /**

@@ -27,9 +27,9 @@ function answeringPolicy(tokenizer: ChatTokenizer, choose: (env: RowEnv, rng: Rn
   return {
     async generate(request: PolicyRequest): Promise<PolicyResponse> {
       const moves = request.envs.map((env, i) => choose(env, request.rngs[i]));
-      const tokens = moves.map(({ action }, i) => {
-        return tokenizer.encode(`${answerText(action, request.envs[i].enableThink)}${stop}`).slice(0, request.maxNewTokens[i]);
-      });
+      const tokens = moves.map(({ action }, i) =>
+        tokenizer.encode(`${answerText(action, request.envs[i].enableThink)}${stop}`).slice(0, request.maxNewTokens[i]),
+      );
       return { tokens, logprobs: tokens.map((t) => t.map(() => 0)), learned: moves.map((m) => m.learned) };
     },
   };
