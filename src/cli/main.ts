@@ -10,16 +10,22 @@ import { ROLES, type Role } from '../contract';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { registerBackendCommands } from './backend';
 import { addClusterOptions } from './cluster_options';
-import { errorMessage, exitCodeOf } from './exit_codes';
+import { EXIT, errorMessage, exitCodeOf } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
 import { applyHelp } from './help';
 import { runIdArgument } from './known_run';
-import { backendOption, defaultRolloutWorkers, log, nonNegativeInt, OVERRIDES_HELP, positiveInt, useBackend } from './options';
+import { backendOption, CONFIG_HELP, defaultRolloutWorkers, log, nonNegativeInt, OVERRIDES_HELP, positiveInt, useBackend } from './options';
 import { registerReportCommands } from './report';
 import { runInputFromFile } from './run_input';
 import { registerSweepCommands, resumeSweepCommand } from './sweep_commands';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
+
+// A reader that closed the pipe early (`starpo list | head`) has what it wanted: end quietly, as Unix tools do.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(EXIT.ok);
+});
 
 const program = new Command();
 program
@@ -32,7 +38,7 @@ program
 program
   .command('train')
   .description('validate a config, start servers if needed, spawn workers, run StarPO and follow it')
-  .argument('<config>', 'YAML config with ROLL key names, e.g. configs/frozen_lake.yaml')
+  .argument('<config>', CONFIG_HELP)
   .argument('[overrides...]', OVERRIDES_HELP)
   .option('--run-id <id>', 'run id (also the workflow id); default <config>-<UTC time>', runIdArgument)
   .option('--no-workers', 'do not spawn local workers (they run elsewhere)')
@@ -209,7 +215,7 @@ program
 program
   .command('run-json')
   .description('write the workflow input for `temporal workflow start --input-file` from a YAML config')
-  .argument('<config>')
+  .argument('<config>', CONFIG_HELP)
   .argument('[overrides...]', OVERRIDES_HELP)
   .option('-o, --output <file>', 'output file', 'run.json')
   .option('--run-id <id>', 'run id (also the workflow id)', runIdArgument)
@@ -223,7 +229,7 @@ program
 const config = program.command('config').description('config files (Hydra defaults lists and ${...} interpolations resolved)');
 config
   .command('check')
-  .argument('<file>')
+  .argument('<file>', CONFIG_HELP)
   .argument('[overrides...]', OVERRIDES_HELP)
   .description('validate only')
   .action((path: string, overrides: string[]) => {
@@ -233,7 +239,7 @@ config
   });
 config
   .command('print')
-  .argument('<file>')
+  .argument('<file>', CONFIG_HELP)
   .argument('[overrides...]', OVERRIDES_HELP)
   .description('print the resolved config as YAML, defaults applied (ignored keys and variables on stderr)')
   .action((path: string, overrides: string[]) => {

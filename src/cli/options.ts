@@ -1,5 +1,5 @@
 /**
- * What the commands of `starpo` share: the output line, the overrides help, `--backend`, the rollout
+ * What the commands of `starpo` share: the output line, the config and overrides help, `--backend`, the rollout
  * worker default, and the parsers of integer options (a bad value is a usage error, exit 2).
  */
 import { availableParallelism } from 'node:os';
@@ -8,6 +8,8 @@ import { BACKEND_NAMES, requestedBackend } from '../model/backend_choice';
 import { backendArgument } from './backend';
 
 export const log = (line: string) => console.log(line);
+
+export const CONFIG_HELP = 'YAML config with ROLL key names, e.g. configs/frozen_lake_solver.yaml';
 
 export const OVERRIDES_HELP =
   'Hydra-style overrides applied before interpolation: a.b=value, +a.b=value (new key), ++a.b=value, ~a.b (delete: the default applies)';

@@ -7,13 +7,13 @@ import { type Command, Option } from 'commander';
 import type { SweepResult } from '../contract';
 import { checkOutputFile, writeFileAtomically } from './file_args';
 import { runIdArgument } from './known_run';
-import { backendOption, defaultRolloutWorkers, log, OVERRIDES_HELP, positiveInt, useBackend } from './options';
+import { backendOption, CONFIG_HELP, defaultRolloutWorkers, log, OVERRIDES_HELP, positiveInt, useBackend } from './options';
 import { type GridAxis, gridArgument, sweepSpecFromFile } from './sweep_spec';
 
 /** The options that define a sweep, shared by `sweep` and `sweep-json`. */
 function sweepOptions(command: Command): Command {
   return command
-    .argument('<config>', 'YAML config with ROLL key names, e.g. configs/frozen_lake_solver.yaml')
+    .argument('<config>', CONFIG_HELP)
     .argument('[overrides...]', `${OVERRIDES_HELP}; applied to every run of the sweep`)
     .addOption(
       new Option('--seeds <n>', "runs per grid point: seeds seed, seed+1, ... (the config's seed first)").argParser(positiveInt).default(3),

@@ -6,13 +6,19 @@
 /** Characters a message never echoes raw: controls, lone surrogates, the replacement and line/paragraph separators. */
 const UNPRINTABLE = /\p{Cc}|\p{Cs}|[\u2028\u2029\ufffd]/gu;
 
+/** Longest text a message echoes before cutting it. */
+const CLIP = 120;
+
+const escapeUnprintable = (text: string) => text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const count = (n: number) => n.toLocaleString('en-US');
+
 /**
  * Text for a message: unprintable characters escaped as \uXXXX, at most `max` characters, with the
  * full length after a cut (a value may be a whole binary file).
  */
-export function clip(text: string, max = 120): string {
-  const escaped = text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return escaped.length <= max ? escaped : `${escaped.slice(0, max)}... (${text.length.toLocaleString('en-US')} characters)`;
+export function clip(text: string, max = CLIP): string {
+  const escaped = escapeUnprintable(text);
+  return escaped.length <= max ? escaped : `${escaped.slice(0, max)}... (${count(text.length)} characters)`;
 }
 
 /**
@@ -22,5 +28,10 @@ export function clip(text: string, max = 120): string {
 export function show(v: unknown): string {
   if (v === undefined) return '(missing)';
   if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? '.nan' : v > 0 ? '.inf' : '-.inf';
+  // A string is cut inside its quotes, so the echo still reads as one string, and counts its own characters.
+  if (typeof v === 'string') {
+    const quoted = escapeUnprintable(JSON.stringify(v.slice(0, CLIP)));
+    return v.length > CLIP ? `${quoted}... (${count(v.length)} characters)` : quoted;
+  }
   return clip(JSON.stringify(v, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? show(x) : x)) ?? String(v));
 }

@@ -87,7 +87,21 @@ test('every command and subcommand has a help text with examples of itself', asy
     const examples = help.stdout.split('\nExamples:\n')[1];
     assert.ok(examples, `${path.join(' ')} --help has no Examples section`);
     assert.match(examples, new RegExp(`^ {2}\\$ starpo ${path[0]}`, 'm'), `${path.join(' ')}: an example runs it`);
+    const args = help.stdout.split('\nArguments:\n')[1]?.split('\n\n')[0] ?? '';
+    for (const line of args.split('\n').filter((l) => /^ {2}\S/.test(l))) {
+      assert.match(line, /^ {2}\S+ {2,}\S/, `${path.join(' ')}: argument without a description: ${line.trim()}`);
+    }
   });
+});
+
+test('a reader that closes the pipe early (starpo --help | head -1) ends the command quietly, exit 0', async () => {
+  const child = spawn(process.execPath, ['bin/starpo.js', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.destroy(); // closed before the command can have started, so its first write meets EPIPE
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  assert.equal(stderr, '');
+  assert.equal(code, 0);
 });
 
 test('usage and config errors: exit 2, one line, no stack trace; --verbose adds the stack', () => {

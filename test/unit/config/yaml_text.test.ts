@@ -110,4 +110,7 @@ test('show: .nan and .inf as YAML writes them, nested too; clip escapes unprinta
   assert.equal(clip('é😀'), 'é😀');
   const long = clip('z'.repeat(5000), 10);
   assert.equal(long, 'zzzzzzzzzz... (5,000 characters)');
+  // A long string keeps its closing quote and counts its own characters, not the quotes around them.
+  assert.equal(show('y'.repeat(300)), `"${'y'.repeat(120)}"... (300 characters)`);
+  assert.equal(show('y'.repeat(120)), `"${'y'.repeat(120)}"`);
 });
