@@ -8,10 +8,13 @@ import { ConfigError } from '../contract';
 import type { Layer } from './hydra';
 import { COMMAND_LINE, type Override } from './overrides';
 import { clip } from './show';
-import { type Mapping, valueAt } from './tree';
+import { type Mapping, valueAt, writtenPath } from './tree';
 
-/** A config file (display path) or a command-line override argument. */
-export type Origin = { file: string } | { override: string };
+/**
+ * A config file (display path) or a command-line override argument; `via` is the path the value is
+ * written at when the key reaches it through `${...}` references (tree.ts writtenPath).
+ */
+export type Origin = ({ file: string } | { override: string }) & { via?: string };
 
 /** The origin of the value at a dotted path; undefined when nothing set it (a default, a missing key). */
 export type OriginOf = (path: readonly string[]) => Origin | undefined;
@@ -45,11 +48,29 @@ export function originFinder(layers: readonly Layer[], composed: Mapping, overri
   };
 }
 
-/** ` (from …)` for a problem line; empty when the value comes from `source` itself or from nowhere. */
+/**
+ * The origin finder for resolved values: a key reached through `${...}` references is found where it is
+ * written, named as `via`. Not for interpolation errors, which are about the reference text itself.
+ * @param overridden the tree with the overrides applied, before interpolation
+ */
+export function throughReferences(originOf: OriginOf, overridden: Mapping): OriginOf {
+  return (path) => {
+    const at = writtenPath(overridden, path);
+    const origin = at === path ? undefined : originOf(at);
+    return origin ? { ...origin, via: at.join('.') } : originOf(path);
+  };
+}
+
+/**
+ * ` (interpolated from …, from …)` for a problem line: the variable the value is written at, and the file or
+ * override that set it unless that is `source` itself; empty when neither applies.
+ */
 export function fromNote(origin: Origin | undefined, source: string): string {
   if (origin === undefined) return '';
-  if ('override' in origin) return ` (from \`${clip(origin.override)}\` on the ${COMMAND_LINE})`;
-  return origin.file === source ? '' : ` (from ${origin.file})`;
+  const from =
+    'override' in origin ? `from \`${clip(origin.override)}\` on the ${COMMAND_LINE}` : origin.file === source ? '' : `from ${origin.file}`;
+  const notes = [origin.via === undefined ? '' : `interpolated from \`${origin.via}\``, from].filter((n) => n !== '');
+  return notes.length === 0 ? '' : ` (${notes.join(', ')})`;
 }
 
 /**

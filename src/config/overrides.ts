@@ -9,7 +9,7 @@
  */
 import { ConfigError } from '../contract';
 import { clip } from './show';
-import { deepMerge, isMapping, type Mapping, valueAt } from './tree';
+import { deepMerge, isMapping, type Mapping, ONE_REFERENCE, valueAt } from './tree';
 import { parseConfigYaml, YamlInputError } from './yaml_text';
 
 /** The source named by errors that only command-line overrides caused. */
@@ -19,8 +19,6 @@ const KEY = '([A-Za-z_][\\w-]*(?:\\.[A-Za-z_0-9][\\w-]*)*)';
 const OVERRIDE = new RegExp(`^(\\+\\+|\\+)?${KEY}=(.*)$`, 's');
 /** Hydra's delete: `~key`, or `~key=value` (delete only if it holds that value). */
 const DELETE = new RegExp(`^(~)${KEY}(?:=(.*))?$`, 's');
-/** A value that is exactly one `${path}` interpolation (the path in group 1). */
-const ONE_REFERENCE = /^\$\{([^${}:]+)\}$/;
 
 /** One parsed `key=value` argument. */
 export interface Override {

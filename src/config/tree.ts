@@ -23,6 +23,23 @@ export function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknow
   return node;
 }
 
+/** A value that is exactly one `${path}` interpolation (the path in group 1). */
+export const ONE_REFERENCE = /^\$\{([^${}:]+)\}$/;
+
+/**
+ * Where the value at `path` is written: whole-value `${...}` references along the path followed, as in
+ * ROLL's layout (`custom_envs.FrozenLake: ${custom_env.FrozenLake}`, whose keys are `${max_tokens_per_step}`
+ * and the like); `path` itself when nothing along it is a reference. A reference cycle stops the walk.
+ */
+export function writtenPath(root: Mapping, path: readonly string[], seen = new Set<string>()): readonly string[] {
+  for (let n = 1; n <= path.length; n++) {
+    const v = valueAt(root, path.slice(0, n));
+    const ref = typeof v === 'string' ? ONE_REFERENCE.exec(v)?.[1].trim() : undefined;
+    if (ref !== undefined && !seen.has(ref)) return writtenPath(root, [...ref.split('.'), ...path.slice(n)], seen.add(ref));
+  }
+  return path;
+}
+
 /**
  * OmegaConf.merge of two trees: mappings merge key by key (recursively), anything else (lists,
  * scalars, interpolation strings) from `over` replaces the value in `base`. Inputs are not modified.

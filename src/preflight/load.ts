@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { composeFile, type Layer } from '../config/hydra';
 import { resolveInterpolations } from '../config/interpolate';
 import { describeIssues, show } from '../config/issues';
-import { locatedProblems, type OriginOf, originFinder, problemsError } from '../config/origins';
+import { locatedProblems, type OriginOf, originFinder, problemsError, throughReferences } from '../config/origins';
 import { applyOverrides, COMMAND_LINE, parseOverrides } from '../config/overrides';
 import { ignoredKeysIn } from '../config/schema_walk';
 import { displayPath, isMapping, type Mapping } from '../config/tree';
@@ -129,8 +129,10 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const { tree, layers } = composeFile(path);
   const source = displayPath(resolve(path));
   const parsed = parseOverrides(overrides);
-  const originOf = originFinder(layers, tree, parsed);
-  const resolved = resolveInterpolations(applyOverrides(tree, parsed), { source, originOf });
+  const overridden = applyOverrides(tree, parsed);
+  const written = originFinder(layers, tree, parsed);
+  const resolved = resolveInterpolations(overridden, { source, originOf: written });
+  const originOf = throughReferences(written, overridden);
   const { raw, variables, unused } = splitVariables(resolved.tree, resolved.referenced, layers, source);
   resolvePretrainPath(raw, originOf);
   const { config, tokenizer } = validated(raw, source, originOf);
@@ -139,7 +141,7 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
     ignored: ignoredKeysIn(raw),
     variables,
     unused,
-    warnings: [...configWarnings(config), ...replyBudgetWarnings(config, tokenizer)],
+    warnings: locatedProblems([...configWarnings(config), ...replyBudgetWarnings(config, tokenizer)], source, originOf).map((w) => w.text),
   };
 }
 

@@ -92,7 +92,7 @@ test('a val-only tag is checked too, with the val manager named', () => {
 });
 
 const SHORT_REPLY =
-  /^`([\w.]+)` \((\d+)\) cannot hold every valid answer of tag (\w+) \(([\w ]+)\): ([\w, ]+) never fits? \(up to (.+), (\d+) tokens\), so those replies are cut off and parse as invalid; allowed: >= (\d+)$/;
+  /^`([\w.]+)`(?: \(from [^)]+\))? \((\d+)\) cannot hold every valid answer of tag (\w+) \(([\w ]+)\): ([\w, ]+) never fits? \(up to (.+), (\d+) tokens\), so those replies are cut off and parse as invalid; allowed: >= (\d+)$/;
 
 /** The reply-budget warnings of configs/frozen_lake.yaml with `overrides`, parsed. */
 const budgetWarnings = (overrides: string[]) =>

@@ -213,7 +213,8 @@ test('config check prints the warning as one line and exits 0', () => {
 test('a positive format_penalty of a training tag is a warning; zero, negative or a validation-only tag is not', () => {
   const check = (overrides: string[]) => loadConfigFile('configs/bandit.yaml', ['exp_name=starpo', ...overrides]).warnings;
   assert.deepEqual(check(['custom_envs.Bandit.env_config.format_penalty=0.5']), [
-    '`custom_envs.Bandit.env_config.format_penalty` (0.5) is positive: an answer that does not parse earns a reward, ' +
+    '`custom_envs.Bandit.env_config.format_penalty` (from `custom_envs.Bandit.env_config.format_penalty=0.5` on the command line) (0.5) ' +
+      'is positive: an answer that does not parse earns a reward, ' +
       "so the policy can learn to stop answering; a penalty is 0 or negative (ROLL's traj_envs.yaml: -0.15 Sokoban, -0.01 FrozenLake)",
   ]);
   assert.deepEqual(check(['custom_envs.Bandit.env_config.format_penalty=0']), []);
@@ -230,8 +231,39 @@ test('exp_name and logging_steps are reported as ignored when they ask for somet
   const check = (overrides: string[]) => loadConfigFile('configs/bandit.yaml', overrides).warnings;
   assert.deepEqual(check(['exp_name=starpo']), []);
   assert.deepEqual(check(['exp_name=starpo', 'logging_steps=10']), [
-    "`logging_steps` (10) is ignored: every step's metrics are written (runs/<run>/metrics/step-N.json) and logged",
+    "`logging_steps` (from `logging_steps=10` on the command line) (10) is ignored: every step's metrics are written (runs/<run>/metrics/step-N.json) and logged",
   ]);
   assert.deepEqual(check([]), [], "starpo's own configs set neither");
-  assert.match(check(['exp_name=bandit_tiny'])[0], /^`exp_name` \("bandit_tiny"\) is ignored: a run is named by its run id/);
+  assert.match(
+    check(['exp_name=bandit_tiny'])[0],
+    /^`exp_name` \(from `exp_name=bandit_tiny` on the command line\) \("bandit_tiny"\) is ignored: a run is named by its run id/,
+  );
+});
+
+test('a problem or warning about an interpolated key names the variable it is written at, and where that was set', () => {
+  // ROLL's layout: custom_envs.FrozenLake is ${custom_env.FrozenLake}, whose max_tokens_per_step is ${max_tokens_per_step}.
+  const err = configErrorOf(() => loadConfigFile(ROLL_EXAMPLE, [...ON_TINY, 'max_tokens_per_step=0']));
+  assert.match(
+    err.message,
+    /`custom_envs\.FrozenLake\.max_tokens_per_step` \(interpolated from `max_tokens_per_step`, from `max_tokens_per_step=0` on the command line\): Too small/,
+  );
+  assert.match(err.message, /^command line: invalid config/); // only the override caused it
+  const short = loadConfigFile(ROLL_EXAMPLE, [...ON_TINY, 'max_tokens_per_step=10']);
+  assert.ok(
+    short.warnings.some((w) =>
+      w.startsWith(
+        '`custom_envs.FrozenLake.max_tokens_per_step` (interpolated from `max_tokens_per_step`, from `max_tokens_per_step=10` on the command line) (10) cannot hold',
+      ),
+    ),
+    short.warnings.join('\n'),
+  );
+  // Set in the file that is checked: the variable is named, the file is not.
+  const file = mainFile(`defaults:\n  - ${resolve(ROLL_EXAMPLE)}\nmax_tokens_per_step: 10\n`);
+  const inFile = loadConfigFile(file, ON_TINY);
+  assert.ok(
+    inFile.warnings.some((w) =>
+      w.startsWith('`custom_envs.FrozenLake.max_tokens_per_step` (interpolated from `max_tokens_per_step`) (10) cannot hold'),
+    ),
+    inFile.warnings.join('\n'),
+  );
 });

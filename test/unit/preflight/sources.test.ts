@@ -109,3 +109,16 @@ test('a missing required block names what it holds', () => {
     '`custom_envs.A.env_type` is required (a string)',
   ]);
 });
+
+test('a relative pretrain reached through a ${...} reference resolves against the file that wrote the variable', () => {
+  const vars = files({ 'vars.yaml': 'model_dir: no_such_model\n' })['vars.yaml'];
+  const main = files({ 'main.yaml': `defaults:\n  - ${QUICKSTART}\n  - ${vars.replace(/\.yaml$/, '')}\npretrain: \${model_dir}\n` })[
+    'main.yaml'
+  ];
+  const err = configErrorOf(() => loadConfigFile(main));
+  const expected = join(vars, '..', 'no_such_model');
+  assert.ok(
+    err.problems.some((p) => p.startsWith(`\`pretrain\` (interpolated from \`model_dir\`, from ${vars}): ${expected} is not a folder`)),
+    err.message,
+  );
+});
