@@ -10,7 +10,7 @@ import { ROLES, type Role } from '../contract';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { registerBackendCommands } from './backend';
 import { addClusterOptions } from './cluster_options';
-import { EXIT, errorMessage, exitCodeOf } from './exit_codes';
+import { errorMessage, exitCodeOf } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
 import { applyHelp } from './help';
 import { runIdArgument } from './known_run';
@@ -21,10 +21,10 @@ import { registerSweepCommands, resumeSweepCommand } from './sweep_commands';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 
-// A reader that closed the pipe early (`starpo list | head`) has what it wanted: end quietly, as Unix tools do.
+// A reader that closed the pipe early (`starpo list | head`) has what it wanted: later output is dropped and
+// the command ends as it would have, so `train` still stops the workers it started instead of exiting at once.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code !== 'EPIPE') throw err;
-  process.exit(EXIT.ok);
+  if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
 });
 
 const program = new Command();

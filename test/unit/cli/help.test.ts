@@ -95,13 +95,15 @@ test('every command and subcommand has a help text with examples of itself', asy
 });
 
 test('a reader that closes the pipe early (starpo --help | head -1) ends the command quietly, exit 0', async () => {
-  const child = spawn(process.execPath, ['bin/starpo.js', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.destroy(); // closed before the command can have started, so its first write meets EPIPE
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  assert.equal(stderr, '');
-  assert.equal(code, 0);
+  for (const args of [['--help'], ['config', 'print', 'configs/frozen_lake.yaml']]) {
+    const child = spawn(process.execPath, ['bin/starpo.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // closed before the command can have started, so its first write meets EPIPE
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(stderr, '', args.join(' '));
+    assert.equal(code, 0, args.join(' '));
+  }
 });
 
 test('usage and config errors: exit 2, one line, no stack trace; --verbose adds the stack', () => {
