@@ -11,14 +11,16 @@ const CLIP = 120;
 
 const escapeUnprintable = (text: string) => text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 const count = (n: number) => n.toLocaleString('en-US');
+// Characters are code points: a cut never splits an emoji's surrogate pair, and a count is what a reader sees.
+const chars = (text: string) => Array.from(text);
 
 /**
  * Text for a message: unprintable characters escaped as \uXXXX, at most `max` characters, with the
  * full length after a cut (a value may be a whole binary file).
  */
 export function clip(text: string, max = CLIP): string {
-  const escaped = escapeUnprintable(text);
-  return escaped.length <= max ? escaped : `${escaped.slice(0, max)}... (${count(text.length)} characters)`;
+  const escaped = chars(escapeUnprintable(text));
+  return escaped.length <= max ? escaped.join('') : `${escaped.slice(0, max).join('')}... (${count(chars(text).length)} characters)`;
 }
 
 /**
@@ -30,8 +32,9 @@ export function show(v: unknown): string {
   if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? '.nan' : v > 0 ? '.inf' : '-.inf';
   // A string is cut inside its quotes, so the echo still reads as one string, and counts its own characters.
   if (typeof v === 'string') {
-    const quoted = escapeUnprintable(JSON.stringify(v.slice(0, CLIP)));
-    return v.length > CLIP ? `${quoted}... (${count(v.length)} characters)` : quoted;
+    const all = chars(v);
+    const quoted = escapeUnprintable(JSON.stringify(all.slice(0, CLIP).join('')));
+    return all.length > CLIP ? `${quoted}... (${count(all.length)} characters)` : quoted;
   }
   return clip(JSON.stringify(v, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? show(x) : x)) ?? String(v));
 }

@@ -113,4 +113,7 @@ test('show: .nan and .inf as YAML writes them, nested too; clip escapes unprinta
   // A long string keeps its closing quote and counts its own characters, not the quotes around them.
   assert.equal(show('y'.repeat(300)), `"${'y'.repeat(120)}"... (300 characters)`);
   assert.equal(show('y'.repeat(120)), `"${'y'.repeat(120)}"`);
+  // An emoji is one character: never cut in half, counted once.
+  assert.equal(show('😀'.repeat(150)), `"${'😀'.repeat(120)}"... (150 characters)`);
+  assert.equal(clip('😀'.repeat(150), 3), '😀😀😀... (150 characters)');
 });
