@@ -130,9 +130,11 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const source = displayPath(resolve(path));
   const parsed = parseOverrides(overrides);
   const overridden = applyOverrides(tree, parsed);
-  const written = originFinder(layers, tree, parsed);
-  const resolved = resolveInterpolations(overridden, { source, originOf: written });
-  const originOf = throughReferences(written, overridden);
+  // Interpolation errors are about the reference text itself, so they name the key as written; later
+  // problems name the variable a key's value came through (throughReferences).
+  const literalOrigin = originFinder(layers, tree, parsed);
+  const resolved = resolveInterpolations(overridden, { source, originOf: literalOrigin });
+  const originOf = throughReferences(literalOrigin, overridden);
   const { raw, variables, unused } = splitVariables(resolved.tree, resolved.referenced, layers, source);
   resolvePretrainPath(raw, originOf);
   const { config, tokenizer } = validated(raw, source, originOf);
