@@ -4,14 +4,13 @@
  * tfjs-node-gpu's own install scripts download an old libtensorflow from a storage bucket; instead the binding
  * is built here against the C library inside PyPI's TensorFlow wheel (build, below).
  */
-import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { resolveCacheDir } from '../../infra/binaries';
 import { type CommandResult, runCommand, tailLines } from '../../infra/command';
-import { removeStaleTemps, runPip, tempDir } from '../../infra/install';
-import { installProgress } from '../../infra/install_progress';
+import { removeStaleTemps, tempDir } from '../../infra/install';
+import { downloadWheel, sha256File, type UnpackRule, unpackWheel } from '../../infra/wheels';
 import type { SmokeResult } from '../model/native_backend';
 import {
   BINDING_FILE,
@@ -22,7 +21,6 @@ import {
   type NativeManifest,
   type NativeVariant,
   nativeBuildDir,
-  type WheelPin,
 } from '../model/native_build';
 import { type HostFacts, missingPrerequisites, probeHost } from './native_host';
 
@@ -36,13 +34,6 @@ export class NativeInstallError extends Error {
  * (Python fnmatch patterns: `*` also matches `/`).
  */
 export const HEADER_PATTERNS = ['tensorflow/c/*.h', 'tensorflow/core/platform/ctstring*.h', 'tsl/platform/ctstring*.h', 'xla/tsl/c/*.h'];
-
-/** Members of a wheel to unpack: those matching `patterns` (below `from`), written to `to` with `from` stripped. */
-export interface UnpackRule {
-  from: string;
-  patterns: string[];
-  to: string;
-}
 
 /** What to unpack from each wheel of variant `v` into build folder `out`, by wheel file. */
 export function unpackRules(v: NativeVariant, out: string): Map<string, UnpackRule[]> {
@@ -60,49 +51,6 @@ export function unpackRules(v: NativeVariant, out: string): Map<string, UnpackRu
   return rules;
 }
 
-/**
- * Unpacks the members a list of rules (JSON, UnpackRule[]) names, streaming (the C++ library alone is too large to hold in memory at once).
- * Python's zipfile, because pip already needs Python. Prints the file count.
- */
-const UNPACK_PY = `
-import fnmatch, json, os, shutil, sys, zipfile
-wheel, rules = sys.argv[1], json.loads(sys.argv[2])
-count = 0
-with zipfile.ZipFile(wheel) as z:
-    for name in z.namelist():
-        rule = next((r for r in rules if name.startswith(r['from']) and any(fnmatch.fnmatch(name[len(r['from']):], p) for p in r['patterns'])), None)
-        if name.endswith('/') or rule is None:
-            continue
-        dest = os.path.join(rule['to'], name[len(rule['from']):])
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with z.open(name) as src, open(dest, 'wb') as dst:
-            shutil.copyfileobj(src, dst, 1 << 22)
-        count += 1
-print(count)
-`;
-
-/** The pip command that fetches exactly the pinned wheel `w`, whatever Python runs pip. */
-export function pipDownloadArgs(w: WheelPin, dest: string, pythonVersion = NATIVE_CPU.wheel.pythonVersion): string[] {
-  return [
-    '-m',
-    'pip',
-    'download',
-    `${w.name}==${w.version}`,
-    '--no-deps',
-    '--only-binary=:all:',
-    '--python-version',
-    pythonVersion,
-    '--implementation',
-    'cp',
-    '--platform',
-    w.platform,
-    '--dest',
-    dest,
-    '--disable-pip-version-check',
-    '--no-input',
-  ];
-}
-
 /** node-gyp's arguments: Node's local headers, N-API 8, and the module path tfjs-node's loader looks in. */
 export function nodeGypArgs(buildDir: string, nodedir: string): string[] {
   return [
@@ -113,17 +61,6 @@ export function nodeGypArgs(buildDir: string, nodedir: string): string[] {
     `--module_path=${path.join(buildDir, path.dirname(BINDING_FILE))}`,
     `--jobs=${availableParallelism()}`,
   ];
-}
-
-/** sha256 of a file, streamed. */
-function sha256File(file: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash('sha256');
-    fs.createReadStream(file)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('error', reject)
-      .on('end', () => resolve(hash.digest('hex')));
-  });
 }
 
 /** Runs one step; a failure becomes a NativeInstallError with the command and the tail of its output. */
@@ -139,24 +76,6 @@ async function step(
       `${what} failed:\n  $ ${res.display}\n  exit ${res.code ?? 'none (could not start or timed out)'}:\n${tailLines(res.tail, 20)}`,
     );
   return res;
-}
-
-/** Downloads the pinned wheel `w` into `dir` and checks its sha256. Returns its path. */
-async function downloadWheel(python: string, w: WheelPin, dir: string, log: (line: string) => void): Promise<string> {
-  const progress = installProgress(`${w.name} ${w.version}`, log);
-  let res: CommandResult;
-  try {
-    res = await runPip(python, pipDownloadArgs(w, dir), dir, progress);
-  } finally {
-    progress.stop();
-  }
-  if (res.code !== 0) throw new NativeInstallError(`pip could not download ${w.file}:\n  $ ${res.display}\n${tailLines(res.tail, 20)}`);
-  const wheel = path.join(dir, w.file);
-  if (!fs.existsSync(wheel))
-    throw new NativeInstallError(`pip succeeded but ${wheel} is missing (found: ${fs.readdirSync(dir).join(', ')})`);
-  const sha = await sha256File(wheel);
-  if (sha !== w.sha256) throw new NativeInstallError(`${wheel} has sha256 ${sha}, not the pinned ${w.sha256}`);
-  return wheel;
 }
 
 /** Fetches the pinned tfjs-node(-gpu) into `buildDir` (its package root) and its JS dependencies but tfjs into `buildDir/node_modules`. */
@@ -261,12 +180,10 @@ async function build(
   const rules = unpackRules(v, tmp);
   for (const w of [v.wheel, ...v.cudaWheels]) {
     // One wheel at a time, unpacked and deleted before the next: the download folder never holds more than one.
-    const wheel = await timed('download', () => downloadWheel(host.python, w, wheelDir, log));
+    const wheel = await timed('download', () => downloadWheel(host.python, w, wheelDir, v.wheel.pythonVersion, log));
     log(`unpacking ${w === v.wheel ? 'the TensorFlow libraries and C headers' : `the libraries of ${w.name}`}`);
-    const unpacked = await timed('unpack', () =>
-      step(`unpacking ${w.file}`, host.python, ['-c', UNPACK_PY, wheel, JSON.stringify(rules.get(w.file))]),
-    );
-    if (w !== v.wheel && !(Number(unpacked.tail.trim()) > 0))
+    const unpacked = await timed('unpack', () => unpackWheel(host.python, wheel, rules.get(w.file) ?? []));
+    if (w !== v.wheel && !(unpacked > 0))
       throw new NativeInstallError(`${w.file} has no libraries in nvidia/${(w as { dir: string }).dir}/lib`);
     fs.rmSync(wheelDir, { recursive: true, force: true });
   }

@@ -30,6 +30,7 @@ export function isUnreachable(err: unknown): boolean {
 export function exitCodeOf(err: unknown): number {
   const name = err instanceof Error ? err.name : '';
   if (name === CONFIG_ERROR || name === 'InfraConfigError' || name === 'CommanderError' || name === 'BadInputError') return EXIT.badInput;
+  if (name === 'GgufError' || name === 'UnknownModelError') return EXIT.badInput; // a GGUF file that is not converted (model/gguf)
   if (name === 'UnknownBackendError') return EXIT.badInput; // STARPO_BACKEND names no backend (model/backend_choice.ts)
   if (name === INVALID_KEY_PART_ERROR) return EXIT.badInput; // a run id, step or name outside the allowed key characters (contract/run.ts)
   if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)

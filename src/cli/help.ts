@@ -92,6 +92,13 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo backend check --backend tensorflow --layers 2 --batch 4 --length 128 --json',
     "starpo backend check --backend wasm --layers 1 --vocab 1000      # small enough for wasm's 4 GB",
   ],
+  model: ['starpo model get smollm2-135m-instruct', 'starpo model list'],
+  'model get': [
+    'starpo model get smollm2-135m-instruct',
+    'starpo train configs/smollm2_bandit.yaml pretrain=$(starpo model get smollm2-135m-instruct)',
+  ],
+  'model convert': ['starpo model convert model.Q4_K_M.gguf ./my-model      # then pretrain: ./my-model'],
+  'model list': ['starpo model list'],
 };
 
 /** The exit codes, one line each (top-level help, docs/operating.md "Exit codes and errors"). */

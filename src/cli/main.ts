@@ -14,6 +14,7 @@ import { errorMessage, exitCodeOf } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
 import { applyHelp } from './help';
 import { runIdArgument } from './known_run';
+import { registerModelCommands } from './model';
 import { backendOption, CONFIG_HELP, defaultRolloutWorkers, log, nonNegativeInt, OVERRIDES_HELP, positiveInt, useBackend } from './options';
 import { registerReportCommands } from './report';
 import { runInputFromFile } from './run_input';
@@ -318,6 +319,7 @@ registerInfraCommands(program);
 registerReportCommands(program);
 registerSweepCommands(program);
 registerBackendCommands(program);
+registerModelCommands(program);
 addClusterOptions(program);
 applyHelp(program);
 

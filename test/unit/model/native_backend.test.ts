@@ -4,7 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { nodeGypArgs, pipDownloadArgs, unpackRules } from '../../../src/cli/backend_install';
+import { pipDownloadArgs } from '../../../infra/wheels';
+import { nodeGypArgs, unpackRules } from '../../../src/cli/backend_install';
 import { exitCodeOf } from '../../../src/cli/exit_codes';
 import { type HostFacts, missingPrerequisites, versionAtLeast } from '../../../src/cli/native_host';
 import { noGpuLine } from '../../../src/model/backend';
@@ -70,14 +71,14 @@ test('paths: each build folder is under <cache>/native and its name carries ever
 });
 
 test('commands: pip fetches exactly each pinned wheel whatever Python runs it; node-gyp uses local headers and napi-v8', () => {
-  const pip = pipDownloadArgs(NATIVE_CPU.wheel, '/d').join(' ');
+  const pip = pipDownloadArgs(NATIVE_CPU.wheel, '/d', NATIVE_CPU.wheel.pythonVersion).join(' ');
   assert.match(
     pip,
     /-m pip download tensorflow-cpu==2\.21\.0 --no-deps --only-binary=:all: --python-version 311 --implementation cp --platform manylinux_2_27_x86_64 --dest \/d/,
   );
   const cublas = NATIVE_GPU.cudaWheels.find((c) => c.dir === 'cublas');
   assert.match(
-    pipDownloadArgs(cublas as NativeVariant['cudaWheels'][number], '/d').join(' '),
+    pipDownloadArgs(cublas as NativeVariant['cudaWheels'][number], '/d', NATIVE_GPU.wheel.pythonVersion).join(' '),
     /download nvidia-cublas-cu12==12\.5\.3\.2 .* --platform manylinux2014_x86_64 /,
   );
   const gyp = nodeGypArgs('/b', '/usr');

@@ -11,13 +11,11 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { customEnvSchema } from '../../../../src/contract';
 import { pretrainedProblems } from '../../../../src/model/hf/folder';
 import { readTokenizerFiles, tokenizerFromFiles } from '../../../../src/model/hf/tokenizer';
-import { CHATML_TEMPLATE, ChatTemplate, type ChatTokenizer, charTokenizer } from '../../../../src/model/tokenizer';
+import { CHATML_TEMPLATE, ChatTemplate, charTokenizer } from '../../../../src/model/tokenizer';
 import { formatDemonstrations } from '../../../../src/rollout/demonstrations';
-import { runEpisodes } from '../../../../src/rollout/manager';
-import type { Policy } from '../../../../src/rollout/policy';
+import { type FixtureEpisode, type FixtureEpisodeTurns, playLake, scriptedReplies } from '../../../helpers/chat_episode';
 import { fixtureConfig } from '../../../helpers/fixture';
 import { materializeHfVariant, removeHfFolder } from '../../../helpers/hf_models';
 
@@ -36,8 +34,8 @@ interface Expected {
     ids: number[];
   }>;
   saved: { files: string[]; render: Expected['renders'][number] };
-  episode: { seed: number; env_config: Record<string, unknown>; agent_template: string; max_steps: number; max_tokens_per_step: number };
-  episodes: Array<{ system: string; turns: Array<{ user: string; context_ids: number[]; response: string; response_ids: number[] }> }>;
+  episode: FixtureEpisode;
+  episodes: FixtureEpisodeTurns[];
 }
 
 const expected = JSON.parse(readFileSync(join(CHAT_DIR, 'expected.json'), 'utf8')) as Expected;
@@ -90,54 +88,6 @@ test('a folder as transformers 5 saves it (chat_template.jinja beside tokenizer_
   assert.deepEqual(Object.keys(saved.chatFiles).sort(), ['chat_template.jinja', 'tokenizer_config.json']);
 });
 
-/**
- * Answers turn t of every row with `replies[t]` and records each row's context. With `cut`, the reply
- * of that turn loses its stop token, as a reply that ran out of its token budget has none.
- */
-function scriptedReplies(replies: number[][], contexts: number[][], cut = -1): Policy {
-  let turn = 0;
-  return {
-    async generate(req) {
-      contexts.push(...req.contexts);
-      const reply = turn === cut ? (replies[turn] as number[]).slice(0, -1) : (replies[turn] as number[]);
-      turn++;
-      return { tokens: req.contexts.map(() => reply), logprobs: req.contexts.map(() => reply.map(() => -1)) };
-    },
-  };
-}
-
-async function playLake(tokenizer: ChatTokenizer, system: string, policy: Policy) {
-  const { episode } = expected;
-  const customEnvs = {
-    FrozenLake: customEnvSchema.parse({
-      env_type: 'frozen_lake',
-      agent_system_template: system,
-      agent_template: episode.agent_template,
-      max_steps: 3,
-      max_tokens_per_step: episode.max_tokens_per_step,
-      env_config: episode.env_config,
-    }),
-  };
-  const spec = {
-    tag: 'FrozenLake',
-    groupId: 0,
-    envId: 0,
-    seed: episode.seed,
-    trajGroupId: `FrozenLake_0_0_${episode.seed}`,
-    rngParts: [1],
-  };
-  const [trajectory] = await runEpisodes([spec], {
-    policy,
-    tokenizer,
-    customEnvs,
-    sequenceLength: 4096,
-    maxNewTokens: 64,
-    split: 'train',
-    step: 0,
-  });
-  return trajectory!;
-}
-
 for (const [name, cut] of [
   ['', -1],
   [', the second reply cut by its budget (closed by the next prompt)', 1],
@@ -146,7 +96,7 @@ for (const [name, cut] of [
     for (const ep of expected.episodes) {
       const contexts: number[][] = [];
       const replies = ep.turns.map((t) => t.response_ids);
-      const trajectory = await playLake(qwen, ep.system, scriptedReplies(replies, contexts, cut));
+      const trajectory = await playLake(qwen, expected.episode, ep.system, scriptedReplies(replies, contexts, cut));
       assert.equal(contexts.length, 3);
       ep.turns.forEach((t, i) => assert.deepEqual(contexts[i], t.context_ids, `system ${JSON.stringify(ep.system)}, turn ${i}`));
       assert.deepEqual(
@@ -168,7 +118,7 @@ test("a reply that stops at another stop token (<|endoftext|>) is closed once: t
   const endoftext = qwen.encode('<|endoftext|>');
   const replies = ep.turns.map((t) => [...t.response_ids.slice(0, -1), ...endoftext]);
   const contexts: number[][] = [];
-  await playLake(qwen, ep.system, scriptedReplies(replies, contexts));
+  await playLake(qwen, expected.episode, ep.system, scriptedReplies(replies, contexts));
   const [first, second] = [ep.turns[0]!, ep.turns[1]!];
   // Turn 1's context: turn 0's context, the reply as sampled, then the template's text after its <|im_end|>.
   const afterClose = second.context_ids.slice(first.context_ids.length + first.response_ids.length);
