@@ -185,7 +185,7 @@ function checkLength(m: LoadedModel, promptLength: number, more: number, what: s
   const sliding = activeSlidingWindow(m.model.config);
   if (sliding && promptLength + more > sliding.window) {
     throw new BadInputError(
-      `${total} are more than the model's active sliding_window (${sliding.window}; use_sliding_window true, ${sliding.because}); sliding-window attention is not implemented`,
+      `${total} are more than the model's active sliding_window (${sliding.window}; ${sliding.because}); sliding-window attention is not implemented`,
     );
   }
 }

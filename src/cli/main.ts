@@ -141,7 +141,10 @@ program
   .description(
     "a reply from a model (an HF folder, a run's checkpoint or the tiny preset) to a prompt rendered with its own chat template; --score scores a given reply instead",
   )
-  .option('--model <dir>', 'an HF Qwen2 folder (checked as `config check` checks pretrain), or "tiny" (the preset\'s seeded random init)')
+  .option(
+    '--model <dir>',
+    'an HF Qwen2 or Llama folder, checked as `config check` checks pretrain (starpo model get prints one), or "tiny" (the preset\'s seeded random init)',
+  )
   .option('--run <runId>', "a run's checkpoint (its newest complete one, or --step N), read from the object store", runIdArgument)
   .option('--step <n>', 'with --run: the checkpoint step (0 = the step-0 policy)', nonNegativeInt)
   .option('--prompt <text>', 'the prompt, as one user message')

@@ -78,13 +78,13 @@ export const runConfigSchema = z
     sequence_length: positiveInt.default(2048), // max tokens of one whole multi-turn trajectory (§4)
     /**
      * The initial policy (ROLL's `pretrain`): the built-in preset `tiny` (random init, char tokenizer) or
-     * an HF Qwen2 model folder (config.json, model.safetensors, tokenizer.json; e.g. from `starpo export`),
+     * an HF Qwen2 or Llama model folder (config.json, model.safetensors, tokenizer.json; e.g. from `starpo export`),
      * resolved relative to the config file that sets it and checked at load time (src/preflight).
      * Only the update worker that prepares the run reads the folder.
      */
     pretrain: z
       .string()
-      .min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 model folder' })
+      .min(1, { error: () => 'must be "tiny" or the path of an HF Qwen2 or Llama model folder' })
       .default('tiny'),
     /**
      * Sizes that replace the tiny preset's (HF run_clm's `config_overrides` for a model trained from scratch,

@@ -1,11 +1,20 @@
 /**
- * The HF-style Qwen2 config (transformers `Qwen2Config`, config.json), validation, and the `tiny` preset
- * (docs/hf_models.md).
+ * The HF-style config (config.json) of the two decoders qwen2.ts computes, Qwen2 and Llama (transformers
+ * `Qwen2Config`, `LlamaConfig`), its validation, and the `tiny` preset (docs/hf_models.md).
  */
 
-/** Qwen2 hyper-parameters with HF config.json field names. Extra HF fields are allowed and ignored. */
+/** The config.json `model_type` of each decoder starpo computes, with the class transformers builds for it. */
+export const ARCHITECTURES = { qwen2: 'Qwen2ForCausalLM', llama: 'LlamaForCausalLM' } as const;
+
+/** A decoder starpo computes: `qwen2` or `llama`. */
+export type ModelType = keyof typeof ARCHITECTURES;
+
+/**
+ * Hyper-parameters of a Qwen2 or Llama decoder with HF config.json field names. Extra HF fields are allowed and
+ * ignored. The two architectures differ only in which linear layers have a bias (`attention_bias`, `mlp_bias`).
+ */
 export interface Qwen2Config {
-  model_type: 'qwen2';
+  model_type: ModelType;
   vocab_size: number;
   hidden_size: number;
   intermediate_size: number;
@@ -16,14 +25,23 @@ export interface Qwen2Config {
   rope_theta: number;
   rms_norm_eps: number;
   tie_word_embeddings: boolean;
+  /** q/k/v have a bias: always in Qwen2; in Llama as config.json says, and then o_proj has one too (modeling_llama.py). */
+  attention_bias: boolean;
+  /** gate/up/down have a bias: never in Qwen2; in Llama as config.json says. */
+  mlp_bias: boolean;
   torch_dtype?: string;
   [extra: string]: unknown;
+}
+
+/** The transformers config class of a config.json, the prefix of every message about it. */
+function who(raw: Record<string, unknown>): string {
+  return raw.model_type === 'llama' ? 'LlamaConfig' : 'Qwen2Config';
 }
 
 function posInt(cfg: Record<string, unknown>, key: string): number {
   const v = cfg[key];
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-    throw new Error(`Qwen2Config: ${key} = ${JSON.stringify(v)} is invalid; allowed: a positive integer`);
+    throw new Error(`${who(cfg)}: ${key} = ${JSON.stringify(v)} is invalid; allowed: a positive integer`);
   }
   return v;
 }
@@ -31,8 +49,14 @@ function posInt(cfg: Record<string, unknown>, key: string): number {
 function posNum(cfg: Record<string, unknown>, key: string): number {
   const v = cfg[key];
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-    throw new Error(`Qwen2Config: ${key} = ${JSON.stringify(v)} is invalid; allowed: a finite number > 0`);
+    throw new Error(`${who(cfg)}: ${key} = ${JSON.stringify(v)} is invalid; allowed: a finite number > 0`);
   }
+  return v;
+}
+
+function bool(cfg: Record<string, unknown>, key: string): boolean {
+  const v = cfg[key];
+  if (typeof v !== 'boolean') throw new Error(`${who(cfg)}: ${key} = ${JSON.stringify(v)} is invalid; allowed: true or false`);
   return v;
 }
 
@@ -57,7 +81,7 @@ export function ropeOf(raw: Record<string, unknown>): RopeSpec {
   const params = scaling ?? (isObject(raw.rope_parameters) ? raw.rope_parameters : {});
   if (isObject(params.full_attention) || isObject(params.sliding_attention)) {
     throw new Error(
-      `Qwen2Config: ${source} = ${JSON.stringify(params)} gives RoPE per layer type; allowed: one {"rope_type": "default", "rope_theta": ...}`,
+      `${who(raw)}: ${source} = ${JSON.stringify(params)} gives RoPE per layer type; allowed: one {"rope_type": "default", "rope_theta": ...}`,
     );
   }
   // A key present with null is kept as transformers keeps it (and then fails on it), not defaulted.
@@ -66,9 +90,9 @@ export function ropeOf(raw: Record<string, unknown>): RopeSpec {
   const thetaKey = params.rope_theta !== undefined ? `${source}.rope_theta` : 'rope_theta';
   const rope_theta = params.rope_theta !== undefined ? params.rope_theta : raw.rope_theta !== undefined ? raw.rope_theta : 10000;
   if (typeof rope_type !== 'string')
-    throw new Error(`Qwen2Config: ${source}.${typeKey} = ${JSON.stringify(rope_type)} is invalid; allowed: "default"`);
+    throw new Error(`${who(raw)}: ${source}.${typeKey} = ${JSON.stringify(rope_type)} is invalid; allowed: "default"`);
   if (typeof rope_theta !== 'number' || !Number.isFinite(rope_theta) || rope_theta <= 0) {
-    throw new Error(`Qwen2Config: ${thetaKey} = ${JSON.stringify(rope_theta)} is invalid; allowed: a finite number > 0`);
+    throw new Error(`${who(raw)}: ${thetaKey} = ${JSON.stringify(rope_theta)} is invalid; allowed: a finite number > 0`);
   }
   return { rope_type, rope_theta, typeKey: `${source}.${typeKey ?? 'rope_type'}` };
 }
@@ -77,49 +101,63 @@ export function ropeOf(raw: Record<string, unknown>): RopeSpec {
 const SLIDING_DEFAULTS = { sliding_window: 4096, max_window_layers: 28 };
 
 /**
+ * The window and default layer types of a config.json's sliding-window keys, as transformers 5 reads them.
+ * Qwen2 (configuration_qwen2.py): the window is `sliding_window` only when `use_sliding_window` is true, and
+ * layers from `max_window_layers` on slide. LlamaConfig has none of these keys, and its attention masks
+ * nothing, but transformers' KV cache (cache_utils.py `get_layer_types_and_kwargs`) slides every layer by a
+ * `sliding_window` left in its config.json: cached generation would then differ, so it counts as a window.
+ */
+function slidingKeys(raw: Record<string, unknown>, layers: number): { window: number | null; defaultTypes: string[]; noWindow: string } {
+  const llama = raw.model_type === 'llama';
+  const use = llama ? true : (raw.use_sliding_window ?? false);
+  if (typeof use !== 'boolean')
+    throw new Error(`${who(raw)}: use_sliding_window = ${JSON.stringify(use)} is invalid; allowed: true or false`);
+  const given = raw.sliding_window === undefined && !llama ? SLIDING_DEFAULTS.sliding_window : (raw.sliding_window ?? null);
+  const window = use ? given : null;
+  if (window !== null && (typeof window !== 'number' || !Number.isInteger(window) || window <= 0)) {
+    throw new Error(`${who(raw)}: sliding_window = ${JSON.stringify(window)} is invalid; allowed: a positive integer or null`);
+  }
+  const firstSliding = llama ? 0 : (raw.max_window_layers ?? SLIDING_DEFAULTS.max_window_layers);
+  if (typeof firstSliding !== 'number' || !Number.isInteger(firstSliding) || firstSliding < 0) {
+    throw new Error(`${who(raw)}: max_window_layers = ${JSON.stringify(firstSliding)} is invalid; allowed: an integer >= 0`);
+  }
+  const defaultTypes = Array.from({ length: layers }, (_, i) =>
+    window !== null && i >= firstSliding ? 'sliding_attention' : 'full_attention',
+  );
+  const noWindow = llama
+    ? `sliding_window = ${JSON.stringify(raw.sliding_window ?? null)} gives no window (transformers fails on it); allowed: "full_attention", or a sliding_window`
+    : `use_sliding_window = ${JSON.stringify(use)} and sliding_window = ${JSON.stringify(raw.sliding_window ?? null)} give no window (transformers fails on it); allowed: "full_attention", or use_sliding_window true with a sliding_window`;
+  return { window: window as number | null, defaultTypes, noWindow };
+}
+
+/**
  * The sliding window each layer's attention uses, or null for full attention, as transformers 5 decides
- * (configuration_qwen2.py, modeling_qwen2.py `Qwen2Attention.sliding_window`): the window is
- * `sliding_window` only when `use_sliding_window` is true; a layer slides when `layer_types` says
- * "sliding_attention", or, without layer_types, when there is a window and its index >= max_window_layers.
- * Real Qwen2.5 configs have use_sliding_window false: every layer attends fully.
+ * (slidingKeys; modeling_qwen2.py `Qwen2Attention.sliding_window`): a layer slides when `layer_types` says
+ * "sliding_attention", or, without layer_types, as slidingKeys' default types say. Real Qwen2.5 configs have
+ * use_sliding_window false and Llama configs no sliding_window: every layer attends fully.
  * @throws Error for layer_types of the wrong length or values, or a sliding layer without a window
  *   (transformers fails on it)
  */
 export function layerWindows(raw: Record<string, unknown>, layers: number): Array<number | null> {
-  const use = raw.use_sliding_window ?? false;
-  if (typeof use !== 'boolean')
-    throw new Error(`Qwen2Config: use_sliding_window = ${JSON.stringify(use)} is invalid; allowed: true or false`);
-  const window = use ? (raw.sliding_window === undefined ? SLIDING_DEFAULTS.sliding_window : raw.sliding_window) : null;
-  if (window !== null && (typeof window !== 'number' || !Number.isInteger(window) || window <= 0)) {
-    throw new Error(`Qwen2Config: sliding_window = ${JSON.stringify(window)} is invalid; allowed: a positive integer or null`);
-  }
-  const maxWindowLayers = raw.max_window_layers ?? SLIDING_DEFAULTS.max_window_layers;
-  if (typeof maxWindowLayers !== 'number' || !Number.isInteger(maxWindowLayers) || maxWindowLayers < 0) {
-    throw new Error(`Qwen2Config: max_window_layers = ${JSON.stringify(maxWindowLayers)} is invalid; allowed: an integer >= 0`);
-  }
-  const types =
-    raw.layer_types ??
-    Array.from({ length: layers }, (_, i) => (window !== null && i >= maxWindowLayers ? 'sliding_attention' : 'full_attention'));
+  const { window, defaultTypes, noWindow } = slidingKeys(raw, layers);
+  const types = raw.layer_types ?? defaultTypes;
   const allowed = ['full_attention', 'sliding_attention'];
   if (!Array.isArray(types) || types.length !== layers || types.some((t) => !allowed.includes(t))) {
     throw new Error(
-      `Qwen2Config: layer_types = ${JSON.stringify(types)} is invalid; allowed: ${layers} (num_hidden_layers) of ${allowed.map((t) => JSON.stringify(t)).join(', ')}`,
+      `${who(raw)}: layer_types = ${JSON.stringify(types)} is invalid; allowed: ${layers} (num_hidden_layers) of ${allowed.map((t) => JSON.stringify(t)).join(', ')}`,
     );
   }
   return types.map((t, i) => {
     if (t !== 'sliding_attention') return null;
-    if (window === null) {
-      throw new Error(
-        `Qwen2Config: layer_types[${i}] = "sliding_attention" but use_sliding_window = ${JSON.stringify(use)} and sliding_window = ${JSON.stringify(raw.sliding_window ?? null)} give no window (transformers fails on it); allowed: "full_attention", or use_sliding_window true with a sliding_window`,
-      );
-    }
-    return window as number;
+    if (window === null) throw new Error(`${who(raw)}: layer_types[${i}] = "sliding_attention" but ${noWindow}`);
+    return window;
   });
 }
 
 /**
- * The smallest sliding window any layer uses, with the layer and why it slides, or null when every layer
- * attends fully (see layerWindows). Attention over at most that many positions equals full attention.
+ * The smallest sliding window any layer uses, with the layer and why it slides (the keys that make it), or
+ * null when every layer attends fully (see layerWindows). Attention over at most that many positions equals
+ * full attention.
  */
 export function activeSlidingWindow(cfg: Qwen2Config): { window: number; layer: number; because: string } | null {
   const windows = layerWindows(cfg, cfg.num_hidden_layers);
@@ -128,42 +166,64 @@ export function activeSlidingWindow(cfg: Qwen2Config): { window: number; layer: 
     if (w !== null && (layer < 0 || w < (windows[layer] as number))) layer = i;
   });
   if (layer < 0) return null;
-  const because = cfg.layer_types
+  const llama = cfg.model_type === 'llama';
+  const which = cfg.layer_types
     ? `layer_types[${layer}] = "sliding_attention"`
-    : `layer ${layer} >= max_window_layers = ${cfg.max_window_layers ?? SLIDING_DEFAULTS.max_window_layers}`;
-  return { window: windows[layer] as number, layer, because };
+    : llama
+      ? "transformers' KV cache slides every layer of a llama model by it"
+      : `layer ${layer} >= max_window_layers = ${cfg.max_window_layers ?? SLIDING_DEFAULTS.max_window_layers}`;
+  return { window: windows[layer] as number, layer, because: llama ? which : `use_sliding_window true, ${which}` };
 }
 
 /**
- * Validates a parsed config.json in either spelling (transformers 4: top-level `rope_theta`,
- * `rope_scaling`, `torch_dtype`; transformers 5: `rope_parameters`, `dtype`, `layer_types`) and returns
- * it typed, with `rope_theta` set to the theta transformers uses (ropeOf). Defaults as in HF Qwen2Config
- * when absent: rms_norm_eps 1e-6, tie_word_embeddings false, num_key_value_heads = num_attention_heads.
- * @throws Error naming the key, its value and what is allowed: model_type must be 'qwen2'; the RoPE type
- *   "default" (scaled RoPE such as yarn is not implemented); sizes positive integers; hidden_size
+ * transformers' defaults of the keys starpo reads (configuration_qwen2.py, configuration_llama.py), and what
+ * the modeling code fixes whatever config.json says: Qwen2's q/k/v always have a bias, its MLP never. A
+ * num_key_value_heads of null means num_attention_heads in both.
+ */
+const DEFAULTS: Record<ModelType, Record<string, unknown>> = {
+  qwen2: { rms_norm_eps: 1e-6, tie_word_embeddings: false, max_position_embeddings: 32768, num_key_value_heads: 32 },
+  llama: { rms_norm_eps: 1e-6, tie_word_embeddings: false, max_position_embeddings: 2048, attention_bias: false, mlp_bias: false },
+};
+const FIXED: Record<ModelType, Record<string, unknown>> = {
+  qwen2: { attention_bias: true, mlp_bias: false },
+  llama: {},
+};
+
+/**
+ * Validates a parsed config.json of a Qwen2 or Llama model in either spelling (transformers 4: top-level
+ * `rope_theta`, `rope_scaling`, `torch_dtype`; transformers 5: `rope_parameters`, `dtype`, `layer_types`) and
+ * returns it typed, with `rope_theta` set to the theta transformers uses (ropeOf), the biases each architecture
+ * has (`attention_bias`, `mlp_bias`), and transformers' defaults for absent keys (DEFAULTS). Llama's `pretraining_tp` is ignored, as transformers 5 ignores it.
+ * @throws Error naming the key, its value and what is allowed: model_type 'qwen2' or 'llama'; the RoPE type
+ *   "default" (scaled RoPE such as yarn or llama3 is not implemented); sizes positive integers; hidden_size
  *   divisible by num_attention_heads; head_dim, when given, hidden_size/num_attention_heads and even;
- *   num_attention_heads divisible by num_key_value_heads; hidden_act, when given, 'silu'; layer_types
- *   and the sliding-window keys as layerWindows reads them. Whether a sliding window is shorter than the
- *   sequences is for the caller (hf/folder.ts), which knows their length.
+ *   num_attention_heads divisible by num_key_value_heads; hidden_act, when given, 'silu'; the biases
+ *   booleans; layer_types and the sliding-window keys as layerWindows reads them. Whether a sliding window
+ *   is shorter than the sequences is for the caller (hf/folder.ts), which knows their length.
  */
 export function validateQwen2Config(raw: unknown): Qwen2Config {
   if (!isObject(raw)) throw new Error(`Qwen2Config: expected an object, got ${JSON.stringify(raw)}`);
   const c = { ...raw };
-  if (c.model_type !== 'qwen2') {
-    throw new Error(`Qwen2Config: model_type = ${JSON.stringify(c.model_type)} is not supported; allowed: 'qwen2'`);
+  const type = c.model_type;
+  if (typeof type !== 'string' || !Object.hasOwn(ARCHITECTURES, type)) {
+    throw new Error(
+      `Qwen2Config: model_type = ${JSON.stringify(type)} is not supported; allowed: ${Object.keys(ARCHITECTURES)
+        .map((t) => `'${t}'`)
+        .join(', ')}`,
+    );
   }
   if (c.hidden_act !== undefined && c.hidden_act !== 'silu') {
-    throw new Error(`Qwen2Config: hidden_act = ${JSON.stringify(c.hidden_act)} is not supported; allowed: 'silu'`);
+    throw new Error(`${who(c)}: hidden_act = ${JSON.stringify(c.hidden_act)} is not supported; allowed: 'silu'`);
   }
   const rope = ropeOf(c);
   if (rope.rope_type !== 'default') {
     throw new Error(
-      `Qwen2Config: ${rope.typeKey} = ${JSON.stringify(rope.rope_type)} is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`,
+      `${who(c)}: ${rope.typeKey} = ${JSON.stringify(rope.rope_type)} is not supported; allowed: "default" (plain RoPE; scaled RoPE is not implemented)`,
     );
   }
   c.rope_theta = rope.rope_theta;
-  if (c.rms_norm_eps === undefined) c.rms_norm_eps = 1e-6;
-  if (c.tie_word_embeddings === undefined) c.tie_word_embeddings = false;
+  for (const [k, v] of Object.entries(DEFAULTS[type as ModelType])) if (c[k] === undefined) c[k] = v;
+  Object.assign(c, FIXED[type as ModelType]);
   if (c.num_key_value_heads === undefined || c.num_key_value_heads === null) c.num_key_value_heads = c.num_attention_heads;
   for (const k of [
     'vocab_size',
@@ -176,23 +236,21 @@ export function validateQwen2Config(raw: unknown): Qwen2Config {
   ])
     posInt(c, k);
   posNum(c, 'rms_norm_eps');
-  if (typeof c.tie_word_embeddings !== 'boolean') {
-    throw new Error(`Qwen2Config: tie_word_embeddings = ${JSON.stringify(c.tie_word_embeddings)} is invalid; allowed: true or false`);
-  }
+  for (const k of ['tie_word_embeddings', 'attention_bias', 'mlp_bias']) bool(c, k);
   const h = c.hidden_size as number;
   const nh = c.num_attention_heads as number;
   const nkv = c.num_key_value_heads as number;
   if (h % nh !== 0) {
-    throw new Error(`Qwen2Config: hidden_size = ${h} is not divisible by num_attention_heads = ${nh}`);
+    throw new Error(`${who(c)}: hidden_size = ${h} is not divisible by num_attention_heads = ${nh}`);
   }
   if (c.head_dim !== undefined && c.head_dim !== null && c.head_dim !== h / nh) {
     throw new Error(
-      `Qwen2Config: head_dim = ${JSON.stringify(c.head_dim)} is not supported; allowed: hidden_size/num_attention_heads = ${h / nh}`,
+      `${who(c)}: head_dim = ${JSON.stringify(c.head_dim)} is not supported; allowed: hidden_size/num_attention_heads = ${h / nh}`,
     );
   }
-  if ((h / nh) % 2 !== 0) throw new Error(`Qwen2Config: head_dim = hidden_size/num_attention_heads = ${h / nh} must be even (RoPE)`);
+  if ((h / nh) % 2 !== 0) throw new Error(`${who(c)}: head_dim = hidden_size/num_attention_heads = ${h / nh} must be even (RoPE)`);
   if (nh % nkv !== 0) {
-    throw new Error(`Qwen2Config: num_attention_heads = ${nh} is not divisible by num_key_value_heads = ${nkv}`);
+    throw new Error(`${who(c)}: num_attention_heads = ${nh} is not divisible by num_key_value_heads = ${nkv}`);
   }
   layerWindows(c, c.num_hidden_layers as number);
   return c as Qwen2Config;
@@ -237,8 +295,9 @@ export function tinyPreset(vocabSize: number, sizes: TinySizes = {}): Qwen2Confi
 }
 
 /**
- * HF weight names and shapes ([out, in] for linear weights, as in transformers' Qwen2 modeling code) for a config,
- * in a fixed order: embed, then per layer, then the final norm, then lm_head when not tied.
+ * HF weight names and shapes ([out, in] for linear weights, as in transformers' Qwen2 and Llama modeling code) for a
+ * config, in a fixed order: embed, then per layer, then the final norm, then lm_head when not tied. A linear layer's
+ * bias follows its weight when the config gives it one (`attention_bias`, `mlp_bias`).
  */
 export function weightShapes(cfg: Qwen2Config): Array<[string, number[]]> {
   const h = cfg.hidden_size;
@@ -246,22 +305,28 @@ export function weightShapes(cfg: Qwen2Config): Array<[string, number[]]> {
   const q = cfg.num_attention_heads * d;
   const kv = cfg.num_key_value_heads * d;
   const f = cfg.intermediate_size;
+  const linear = (name: string, out: number, inDim: number, bias: boolean): Array<[string, number[]]> =>
+    bias
+      ? [
+          [`${name}.weight`, [out, inDim]],
+          [`${name}.bias`, [out]],
+        ]
+      : [[`${name}.weight`, [out, inDim]]];
+  // Llama's attention_bias biases o_proj too; Qwen2's o_proj has none.
+  const oBias = cfg.attention_bias && cfg.model_type === 'llama';
   const out: Array<[string, number[]]> = [['model.embed_tokens.weight', [cfg.vocab_size, h]]];
   for (let i = 0; i < cfg.num_hidden_layers; i++) {
     const p = `model.layers.${i}.`;
     out.push(
       [`${p}input_layernorm.weight`, [h]],
-      [`${p}self_attn.q_proj.weight`, [q, h]],
-      [`${p}self_attn.q_proj.bias`, [q]],
-      [`${p}self_attn.k_proj.weight`, [kv, h]],
-      [`${p}self_attn.k_proj.bias`, [kv]],
-      [`${p}self_attn.v_proj.weight`, [kv, h]],
-      [`${p}self_attn.v_proj.bias`, [kv]],
-      [`${p}self_attn.o_proj.weight`, [h, q]],
+      ...linear(`${p}self_attn.q_proj`, q, h, cfg.attention_bias),
+      ...linear(`${p}self_attn.k_proj`, kv, h, cfg.attention_bias),
+      ...linear(`${p}self_attn.v_proj`, kv, h, cfg.attention_bias),
+      ...linear(`${p}self_attn.o_proj`, h, q, oBias),
       [`${p}post_attention_layernorm.weight`, [h]],
-      [`${p}mlp.gate_proj.weight`, [f, h]],
-      [`${p}mlp.up_proj.weight`, [f, h]],
-      [`${p}mlp.down_proj.weight`, [h, f]],
+      ...linear(`${p}mlp.gate_proj`, f, h, cfg.mlp_bias),
+      ...linear(`${p}mlp.up_proj`, f, h, cfg.mlp_bias),
+      ...linear(`${p}mlp.down_proj`, h, f, cfg.mlp_bias),
     );
   }
   out.push(['model.norm.weight', [h]]);

@@ -1,6 +1,8 @@
 /**
- * The Qwen2 decoder read top to bottom (HF transformers `modeling_qwen2.py`): RMSNorm, RoPE, grouped-query
- * attention (attention.ts), SwiGLU MLP, the decoder layer, the model. Its config (config.json fields) is config.ts, the
+ * The Qwen2 and Llama decoder read top to bottom (HF transformers `modeling_qwen2.py`, `modeling_llama.py`): RMSNorm,
+ * RoPE, grouped-query attention (attention.ts), SwiGLU MLP, the decoder layer, the model. The two architectures differ
+ * only in which linear layers have a bias, which the config's weight list (config.ts `weightShapes`) decides: a layer
+ * adds its bias when the model holds one. Its config (config.json fields) is config.ts, the
  * per-token log-probs the losses read logprobs.ts, backend-specific kernels (matmuls, embedding lookup,
  * rotate_half) kernels.ts. Weights are tf.Variables keyed by HF names and shapes: HF safetensors load as is.
  */
@@ -95,7 +97,7 @@ export interface RunInputs {
   lastOnly?: boolean;
 }
 
-/** A Qwen2 decoder with tf.Variable weights keyed by HF names. */
+/** A Qwen2 or Llama decoder with tf.Variable weights keyed by HF names. */
 export class Qwen2 {
   readonly config: Qwen2Config;
   private readonly vars: Map<string, tf.Variable>;
@@ -290,8 +292,8 @@ export class Qwen2 {
   }
 
   /**
-   * Self-attention of layer l: q/k/v projections with bias, RoPE on q and k, the layer's cached keys/values
-   * before the new ones (pushed to `cache` with returnCache), grouped attention, o_proj without bias.
+   * Self-attention of layer l: q/k/v projections (with bias in Qwen2), RoPE on q and k, the layer's cached
+   * keys/values before the new ones (pushed to `cache` with returnCache), grouped attention, o_proj.
    */
   private selfAttention(l: number, x: tf.Tensor2D, { cos, sin }: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const [B, Lq] = inp.ids.shape;
@@ -303,9 +305,9 @@ export class Qwen2 {
     let kRope: tf.Tensor4D;
     let vProj: tf.Tensor2D;
     if (tf.getBackend() === 'wasm') {
-      q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`, true), [B, Lq, H, D]), cos, sin);
-      kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`, true), [B, Lq, KVH, D]), cos, sin);
-      vProj = this.linear(x, `${p}v_proj`, true);
+      q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`), [B, Lq, H, D]), cos, sin);
+      kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`), [B, Lq, KVH, D]), cos, sin);
+      vProj = this.linear(x, `${p}v_proj`);
     } else {
       // One matmul for q, k and v, and RoPE on q and k together.
       const [qk, vPart] = tf.split(this.stackedQKV(x, p), [(H + KVH) * D, KVH * D], 1);
@@ -322,7 +324,7 @@ export class Qwen2 {
     return this.linear(tf.reshape(attn, [B * Lq, H * D]), `${p}o_proj`);
   }
 
-  /** The SwiGLU MLP (Shazeer 2020): down(silu(gate(x)) * up(x)), no biases. */
+  /** The SwiGLU MLP (Shazeer 2020): down(silu(gate(x)) * up(x)). */
   private mlp(p: string, x: tf.Tensor2D): tf.Tensor2D {
     // Not stacked like q/k/v: splitting the [N, 2I] product apart copies it, which costs what one matmul call saves.
     const gate = this.linear(x, `${p}mlp.gate_proj`);
@@ -335,17 +337,20 @@ export class Qwen2 {
     return rmsNorm(x, this.w('model.norm.weight') as tf.Tensor1D, this.config.rms_norm_eps);
   }
 
-  /** x @ W^T (+ b) for the linear layer `prefix` (weights `prefix.weight`, `prefix.bias`), with W^T kept while W is unchanged. */
-  private linear(x: tf.Tensor2D, prefix: string, withBias = false): tf.Tensor2D {
+  /**
+   * x @ W^T (+ b) for the linear layer `prefix` (weights `prefix.weight`, and `prefix.bias` when the model has it),
+   * with W^T kept while W is unchanged.
+   */
+  private linear(x: tf.Tensor2D, prefix: string): tf.Tensor2D {
     const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
-    return linear(x, w, withBias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, this.transposes.of(prefix, w));
+    return linear(x, w, this.vars.get(`${prefix}.bias`) as tf.Tensor1D | undefined, this.transposes.of(prefix, w));
   }
 
   /** q, k and v of layer prefix `p` (a `...self_attn.` prefix) as one matmul on their stacked weights (not on wasm). */
   private stackedQKV(x: tf.Tensor2D, p: string): tf.Tensor2D {
     const names = ['q_proj', 'k_proj', 'v_proj'];
     const ws = names.map((n) => this.w(`${p}${n}.weight`) as tf.Tensor2D);
-    const bs = names.map((n) => this.w(`${p}${n}.bias`) as tf.Tensor1D);
+    const bs = this.config.attention_bias ? names.map((n) => this.w(`${p}${n}.bias`) as tf.Tensor1D) : undefined;
     const { stacked, bias } = this.fused.of(p, ws, bs);
     return fusedLinear(x, ws, stacked, bs, bias);
   }

@@ -1,5 +1,5 @@
 /**
- * Tiny Qwen2 folders made by Hugging Face transformers (test/fixtures/hf/make_fixtures.py), brought back
+ * Tiny Qwen2 and Llama folders made by Hugging Face transformers (test/fixtures/hf/make_fixtures.py), brought back
  * without weight files in git: each variant under test/fixtures/hf/models/ commits only what
  * transformers wrote besides the weights (config.json, generation_config.json, the shard index) and the
  * reference results (expected.json). The weights are a deterministic function of (seed, tensor name,

@@ -1,5 +1,5 @@
 /**
- * An HF Qwen2 model folder, read and written; the entry of src/model/hf/. Read (`pretrain: DIR`, a Hub checkpoint
+ * An HF Qwen2 or Llama model folder, read and written; the entry of src/model/hf/. Read (`pretrain: DIR`, a Hub checkpoint
  * or a `starpo export`): `pretrainedProblems` checks it at config time without tfjs (config.json, the tokenizer
  * files of tokenizer.ts, the headers of safetensors.ts), `pretrainedIdentity` hashes its files, weights.ts
  * `modelFromFolder` loads it. Written (`starpo export`): `hfFolderFiles` makes the folder from a checkpoint's files.
@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GeneratingArgs } from '../../contract';
-import { activeSlidingWindow, type Qwen2Config, validateQwen2Config, weightShapes } from '../config';
+import { ARCHITECTURES, activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from '../config';
 import { type CharTokenizerJSON, type ChatTokenizer, EOS_TOKENS, PAD_TOKEN, type Tokenizer } from '../tokenizer';
 import { parseSafetensorsHeader, type SafeTensorInfo, safetensorsHeaderLength } from './safetensors';
 import {
@@ -57,7 +57,7 @@ export function readPretrainedConfig(dir: string): Qwen2Config {
     return validateQwen2Config(readJSON(file));
   } catch (err) {
     if (err instanceof PretrainedFolderError) throw err;
-    throw new PretrainedFolderError(`${file}: ${(err as Error).message.replace(/^Qwen2Config: /, '')}`);
+    throw new PretrainedFolderError(`${file}: ${(err as Error).message.replace(/^(Qwen2|Llama)Config: /, '')}`);
   }
 }
 
@@ -122,7 +122,7 @@ function headerOf(file: string): Record<string, SafeTensorInfo> {
 
 /**
  * Every problem of `dir` as an initial policy for a run with `sequenceLength`, one line each naming the
- * file and key: the folder, config.json (a valid Qwen2 config, max_position_embeddings >= sequenceLength, no
+ * file and key: the folder, config.json (a valid Qwen2 or Llama config, max_position_embeddings >= sequenceLength, no
  * active sliding window shorter than sequenceLength),
  * tokenizer.json (loadable, ChatML tokens, ids < vocab_size) and each weight's name, dtype and shape in
  * the safetensors headers against config.json. Empty when it can be loaded.
@@ -130,7 +130,7 @@ function headerOf(file: string): Record<string, SafeTensorInfo> {
 export function pretrainedProblems(dir: string, sequenceLength: number): string[] {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     return [
-      `${dir} is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder (config.json, model.safetensors, tokenizer.json; Hub model ids are not downloaded: fetch the folder first, e.g. \`huggingface-cli download <id> --local-dir DIR\`)`,
+      `${dir} is not a folder; allowed: the preset "tiny" or an HF Qwen2 or Llama model folder (config.json, model.safetensors, tokenizer.json; Hub model ids are not downloaded: fetch the folder first, e.g. \`huggingface-cli download <id> --local-dir DIR\`)`,
     ];
   }
   const problems: string[] = [];
@@ -154,7 +154,7 @@ export function pretrainedProblems(dir: string, sequenceLength: number): string[
   const sliding = config ? activeSlidingWindow(config) : null;
   if (sliding && sequenceLength > sliding.window) {
     problems.push(
-      `${configFile}: sliding_window = ${sliding.window} is active (use_sliding_window true, ${sliding.because}) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`,
+      `${configFile}: sliding_window = ${sliding.window} is active (${sliding.because}) and shorter than sequence_length ${sequenceLength}; allowed: sequence_length <= ${sliding.window}, or a config whose layers all attend fully (sliding-window attention is not implemented)`,
     );
   }
   if (config && tokenizer && tokenizer.vocabSize > config.vocab_size) {
@@ -218,15 +218,21 @@ export function pretrainedIdentity(dir: string): Record<string, string> {
 // tokenizer.json (hf/tokenizer.ts charTokenizerHfJSON) with its ChatML chat template.
 
 /**
- * config.json of a Qwen2ForCausalLM: the keys of the model starpo computes, none copied from the
- * source. `rope_theta` at the top level is the spelling both versions read (transformers 4 ignores
+ * config.json of a Qwen2ForCausalLM or LlamaForCausalLM: the keys of the model starpo computes, none copied from
+ * the source. `rope_theta` at the top level is the spelling both versions read (transformers 4 ignores
  * `rope_parameters`, 5 converts `rope_theta` into it); `dtype` float32 is what the checkpoint holds and
  * what transformers 5 loads by default from it (4.56+ reads the same key; older ones load float32 anyway).
+ * Qwen2 states that no layer slides; Llama has no sliding window but states its biases and head_dim, which
+ * its config reads (Qwen2's biases are fixed by its modeling code).
  */
 export function hfModelConfig(config: Qwen2Config, tokenizer: Tokenizer): Record<string, unknown> {
+  const architecture =
+    config.model_type === 'llama'
+      ? { attention_bias: config.attention_bias, mlp_bias: config.mlp_bias, head_dim: headDim(config) }
+      : { use_sliding_window: false };
   return {
-    architectures: ['Qwen2ForCausalLM'],
-    model_type: 'qwen2',
+    architectures: [ARCHITECTURES[config.model_type]],
+    model_type: config.model_type,
     vocab_size: config.vocab_size,
     hidden_size: config.hidden_size,
     intermediate_size: config.intermediate_size,
@@ -239,7 +245,7 @@ export function hfModelConfig(config: Qwen2Config, tokenizer: Tokenizer): Record
     rms_norm_eps: config.rms_norm_eps,
     tie_word_embeddings: config.tie_word_embeddings,
     attention_dropout: 0.0,
-    use_sliding_window: false,
+    ...architecture,
     bos_token_id: tokenizer.padId,
     eos_token_id: tokenizer.eosIds[0],
     dtype: 'float32',

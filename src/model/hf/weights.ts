@@ -1,5 +1,5 @@
 /**
- * A Qwen2 model as files with HF names: model.safetensors (F32, [out, in] linear weights) and config.json, as
+ * A Qwen2 or Llama model as files with HF names: model.safetensors (F32, [out, in] linear weights) and config.json, as
  * checkpoints write and read them, and the model of an HF folder (folder.ts). Apart from folder.ts because it
  * needs tfjs, which config-time checks of a folder do not load.
  */
@@ -57,7 +57,7 @@ export function configFromJSONBytes(bytes: Uint8Array): Qwen2Config {
 }
 
 /**
- * Loads the model (weights converted to float32) and tokenizer of an HF Qwen2 folder (folder.ts).
+ * Loads the model (weights converted to float32) and tokenizer of an HF Qwen2 or Llama folder (folder.ts).
  * @throws PretrainedFolderError for a missing or invalid file; Error from modelFromTensors (missing weight,
  *   shape mismatch) or decodeSafetensors (corrupt file)
  */

@@ -177,13 +177,13 @@ test('an HF folder made by transformers (the real Qwen2.5 tokenizer): greedy rep
 test('a bad folder is refused as config check refuses it: exit 2, every problem naming the file, before any model is built', () => {
   const dir = mkdtempSync(join(tmpdir(), 'starpo-generate-'));
   try {
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ model_type: 'llama', vocab_size: 10 }));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ model_type: 'qwen3', vocab_size: 10 }));
     const res = generate(['--model', dir, '--prompt', 'Hi']);
     assert.equal(res.code, 2);
     const problems = pretrainedProblems(dir, 1);
     assert.ok(problems.length >= 2, JSON.stringify(problems));
     assert.equal(res.stderr, `error: --model ${dir}: not a model starpo can load\n${problems.map((p) => `  - ${p}\n`).join('')}`);
-    assert.match(res.stderr, new RegExp(`${join(dir, 'config.json')}: model_type = "llama"`));
+    assert.match(res.stderr, new RegExp(`${join(dir, 'config.json')}: model_type = "qwen3"`));
     assert.match(res.stderr, new RegExp(`${join(dir, 'tokenizer.json')} does not exist`));
     assert.equal(res.stdout, '');
   } finally {

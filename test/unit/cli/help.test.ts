@@ -113,7 +113,7 @@ test('usage and config errors: exit 2, one line, no stack trace; --verbose adds 
     [['export', 'some-run'], /^error: required option '--to <dir>' not specified\n$/],
     [
       ['config', 'check', 'test/fixtures/tiny_frozen_lake.yaml', 'pretrain=/no/such/model'],
-      /^ {2}- `pretrain` \(from `pretrain=\/no\/such\/model` on the command line\): \/no\/such\/model is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder/m,
+      /^ {2}- `pretrain` \(from `pretrain=\/no\/such\/model` on the command line\): \/no\/such\/model is not a folder; allowed: the preset "tiny" or an HF Qwen2 or Llama model folder/m,
     ],
   ];
   for (const [args, expected] of cases) {

@@ -98,7 +98,7 @@ test('bad values name the key, the value and what is allowed', () => {
 test('pretrain other than tiny must be a local HF folder (a Hub id is not downloaded)', () => {
   assert.match(
     problemsOf({ ...minimal(), pretrain: 'Qwen/Qwen2.5-0.5B-Instruct' }),
-    /`pretrain`: Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder .*Hub model ids are not downloaded/,
+    /`pretrain`: Qwen\/Qwen2\.5-0\.5B-Instruct is not a folder; allowed: the preset "tiny" or an HF Qwen2 or Llama model folder .*Hub model ids are not downloaded/,
   );
 });
 

@@ -1,8 +1,8 @@
 /**
- * config.json of Hub checkpoints, in the transformers 4 and 5 spellings: read as transformers 5 reads it
- * (test/fixtures/hf/models/config_semantics.json, recorded by make_fixtures.py from transformers' own
- * Qwen2Config), and what starpo does not compute refused at `config check` and `train` naming the file, the
- * key, the value and what is allowed.
+ * config.json of Hub checkpoints, Qwen2 and Llama, in the transformers 4 and 5 spellings: read as transformers 5
+ * reads it (test/fixtures/hf/models/config_semantics.json, recorded by make_fixtures.py from transformers' own
+ * Qwen2Config and LlamaConfig), and what starpo does not compute refused at `config check` and `train` naming the
+ * file, the key, the value and what is allowed.
  */
 
 import assert from 'node:assert/strict';
@@ -11,17 +11,31 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { layerWindows, ropeOf, validateQwen2Config } from '../../../src/model/config';
+import { headDim, layerWindows, ropeOf, validateQwen2Config, weightShapes } from '../../../src/model/config';
 import { pretrainedProblems } from '../../../src/model/hf/folder';
 import { hfTokenizer } from '../../../src/model/hf/tokenizer';
 import { Qwen2 } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
 import { HF_MODELS_DIR, materializeHfVariant, QWEN_TOKENIZER_DIR, removeHfFolder } from '../../helpers/hf_models';
 
+/** What transformers made of a config.json: the keys starpo reads, or the error it raised. */
+interface SemanticsRead {
+  rope_type: string;
+  rope_theta: number;
+  layer_windows: Array<number | null>;
+  rms_norm_eps: number;
+  tie_word_embeddings: boolean;
+  max_position_embeddings: number;
+  num_key_value_heads: number;
+  head_dim: number;
+  /** The bias parameters of a decoder layer, e.g. "self_attn.q_proj.bias". */
+  biases: string[];
+}
+
 interface SemanticsCase {
   case: string;
   config: Record<string, unknown>;
-  transformers: { rope_type: string; rope_theta: number; layer_windows: Array<number | null> } | { error: string };
+  transformers: SemanticsRead | { error: string };
 }
 
 const cases = (JSON.parse(readFileSync(join(HF_MODELS_DIR, 'config_semantics.json'), 'utf8')) as { cases: SemanticsCase[] }).cases;
@@ -30,14 +44,43 @@ for (const c of cases) {
   test(`config.json read as transformers 5 reads it: ${c.case}`, () => {
     const layers = c.config.num_hidden_layers as number;
     if ('error' in c.transformers) {
-      assert.throws(() => validateQwen2Config(c.config), /^Error: Qwen2Config: [\w.[\]]+ = .* allowed: /);
+      assert.throws(() => validateQwen2Config(c.config), /^Error: (Qwen2|Llama)Config: [\w.[\]]+ = .* allowed: /);
       return;
     }
+    const read = c.transformers;
     const { rope_type, rope_theta } = ropeOf(c.config);
-    assert.deepEqual({ rope_type, rope_theta }, { rope_type: c.transformers.rope_type, rope_theta: c.transformers.rope_theta });
-    assert.deepEqual(layerWindows(c.config, layers), c.transformers.layer_windows);
-    if (rope_type === 'default') assert.equal(validateQwen2Config(c.config).rope_theta, rope_theta);
-    else assert.throws(() => validateQwen2Config(c.config), /is not supported; allowed: "default"/);
+    assert.deepEqual({ rope_type, rope_theta }, { rope_type: read.rope_type, rope_theta: read.rope_theta });
+    assert.deepEqual(layerWindows(c.config, layers), read.layer_windows);
+    if (rope_type !== 'default') {
+      assert.throws(() => validateQwen2Config(c.config), /is not supported; allowed: "default"/);
+      return;
+    }
+    const cfg = validateQwen2Config(c.config);
+    const { rms_norm_eps, tie_word_embeddings, max_position_embeddings, num_key_value_heads } = cfg;
+    assert.deepEqual(
+      {
+        rope_theta: cfg.rope_theta,
+        rms_norm_eps,
+        tie_word_embeddings,
+        max_position_embeddings,
+        num_key_value_heads,
+        head_dim: headDim(cfg),
+      },
+      {
+        rope_theta,
+        rms_norm_eps: read.rms_norm_eps,
+        tie_word_embeddings: read.tie_word_embeddings,
+        max_position_embeddings: read.max_position_embeddings,
+        num_key_value_heads: read.num_key_value_heads,
+        head_dim: read.head_dim,
+      },
+    );
+    const layer0 = 'model.layers.0.';
+    const biases = weightShapes(cfg)
+      .map(([name]) => name)
+      .filter((name) => name.startsWith(layer0) && name.endsWith('.bias'))
+      .map((name) => name.slice(layer0.length));
+    assert.deepEqual(biases.sort(), read.biases);
   });
 }
 
@@ -122,8 +165,10 @@ test('an active sliding window shorter than sequence_length is refused at config
   );
 });
 
-test('model types other than qwen2 are refused, naming file, key, value and allowed', () => {
-  assert.deepEqual(problemsWith({ model_type: 'llama' }), [`${configFile()}: model_type = "llama" is not supported; allowed: 'qwen2'`]);
+test('model types other than qwen2 and llama are refused, naming file, key, value and allowed', () => {
+  assert.deepEqual(problemsWith({ model_type: 'qwen3' }), [
+    `${configFile()}: model_type = "qwen3" is not supported; allowed: 'qwen2', 'llama'`,
+  ]);
 });
 
 test('starpo config check and starpo train exit 2 on a sliding window shorter than sequence_length, before anything starts', () => {
@@ -149,6 +194,7 @@ test('the model refuses positions past an active sliding window rather than atte
     intermediate_size: 8,
     num_hidden_layers: 2,
     num_attention_heads: 2,
+    num_key_value_heads: 2,
     max_position_embeddings: 64,
     use_sliding_window: true,
     sliding_window: 4,

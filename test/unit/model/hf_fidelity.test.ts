@@ -1,8 +1,8 @@
 /**
  * Fidelity to Hugging Face transformers on models it made (test/fixtures/hf, make_fixtures.py): tiny random
- * Qwen2 folders with the real Qwen2.5 tokenizer, in both config.json spellings, fp32 / bf16 / fp16, tied and
- * untied, GQA and MHA, sharded. starpo's logits must be within 1e-4 of transformers' and its greedy
- * tokens identical, each prompt alone and all prompts batched.
+ * Qwen2 and Llama folders with the real Qwen2.5 tokenizer, in both config.json spellings, fp32 / bf16 / fp16,
+ * tied and untied, GQA and MHA, sharded, Llama with and without biases. starpo's logits must be within 1e-4
+ * of transformers' and its greedy tokens identical, each prompt alone and all prompts batched.
  */
 
 import assert from 'node:assert/strict';

@@ -19,7 +19,7 @@ const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol: number, what = '
 
 test('config validation errors name the field; tiny has 105,344 params', () => {
   assert.equal(countParams(tinyPreset(101)), 105344);
-  assert.throws(() => validateQwen2Config({ ...tinyPreset(101), model_type: 'llama' }), /model_type = "llama"/);
+  assert.throws(() => validateQwen2Config({ ...tinyPreset(101), model_type: 'qwen3' }), /model_type = "qwen3"/);
   assert.throws(() => validateQwen2Config({ ...tinyPreset(101), num_key_value_heads: 3 }), /num_key_value_heads = 3/);
   assert.throws(() => validateQwen2Config({ ...tinyPreset(101), hidden_size: -1 }), /hidden_size = -1/);
 });

@@ -404,9 +404,9 @@ test('bad pretrained folders: every problem names the file and the key', async (
   const cases: Array<[string, Record<string, Uint8Array>, number, RegExp]> = [
     [
       'model_type',
-      edit('config.json', (j) => (j.model_type = 'llama')),
+      edit('config.json', (j) => (j.model_type = 'qwen3')),
       400,
-      /config\.json: model_type = "llama" is not supported; allowed: 'qwen2'/,
+      /config\.json: model_type = "qwen3" is not supported; allowed: 'qwen2', 'llama'/,
     ],
     ['hidden_act', edit('config.json', (j) => (j.hidden_act = 'gelu')), 400, /config\.json: hidden_act = "gelu" is not supported/],
     [
@@ -461,5 +461,8 @@ test('bad pretrained folders: every problem names the file and the key', async (
     }
   }
   const missing = join(tmpdir(), `starpo-no-such-folder-${process.pid}`);
-  assert.match(pretrainedProblems(missing, 400)[0] ?? '', /is not a folder; allowed: the preset "tiny" or an HF Qwen2 model folder/);
+  assert.match(
+    pretrainedProblems(missing, 400)[0] ?? '',
+    /is not a folder; allowed: the preset "tiny" or an HF Qwen2 or Llama model folder/,
+  );
 });
