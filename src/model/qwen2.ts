@@ -278,7 +278,12 @@ export class Qwen2 {
     const rope = ropeCosSin(inp.positions, B, Lq, headDim(cfg), cfg.rope_theta);
     const cache: LayerKV[] = [];
     let x: tf.Tensor2D = embedLookup(this.w('model.embed_tokens.weight') as tf.Tensor2D, tf.reshape(inp.ids, [B * Lq]) as tf.Tensor1D);
-    for (let l = 0; l < cfg.num_hidden_layers; l++) x = this.decoderLayer(l, x, rope, inp, cache);
+    // One scope per layer frees its intermediates as soon as it is done (the gradient tape keeps what backprop
+    // needs); without it a forward holds every layer's at once, GBs of a prefill at a real model's size.
+    for (let l = 0; l < cfg.num_hidden_layers; l++) {
+      const input = x;
+      x = tf.tidy(() => this.decoderLayer(l, input, rope, inp, cache));
+    }
     return { x, cache };
   }
 
