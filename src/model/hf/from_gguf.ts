@@ -115,7 +115,6 @@ export function ggufModelConfig(g: GgufFile): Record<string, unknown> {
  * @throws GgufError naming a tensor the Llama decoder has no place for, or of a type that is not decoded
  */
 export function ggufTensors(g: GgufFile, config: Record<string, unknown>): Record<string, SafeTensor> {
-  checkDequantizable(g);
   const out: Record<string, SafeTensor> = {};
   for (const t of g.tensors.values()) {
     const name = hfName(t.name);
@@ -140,6 +139,7 @@ const jsonBytes = (value: unknown) => new TextEncoder().encode(`${JSON.stringify
  */
 export function ggufFolderFiles(file: string): Record<string, Uint8Array> {
   const g = readGguf(file);
+  checkDequantizable(g); // the file's tensors first: a type not decoded is refused before its metadata is read
   const config = ggufModelConfig(g);
   const tokenizerConfig = ggufTokenizerConfig(g, config.max_position_embeddings as number);
   const tokenizer = ggufTokenizerJSON(g);

@@ -1,7 +1,7 @@
 /** The shipped configs: ROLL's Hydra example at ROLL's layout, StarPO-S and GRPO+KL; ROLL env_config keys. */
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
@@ -12,6 +12,7 @@ import { parseFrozenLakeConfig } from '../../../src/envs/frozen_lake';
 import { acceptedNotes, loadConfigFile } from '../../../src/preflight/load';
 import { configErrorOf } from '../../helpers/config_error';
 import { materializeHfVariant, removeHfFolder } from '../../helpers/hf_models';
+import { smollm2Folder } from '../../helpers/smollm2';
 
 const EXAMPLE = 'configs/examples/agent_val_frozen_lake.yaml';
 /** The real-model config: its `pretrain` folder is not in the repository (docs/configs.md). */
@@ -158,7 +159,8 @@ test("frozen_lake_neighbors.yaml is the recipe its sweep ran: the solver config 
   assert.deepEqual(loadConfigFile('configs/frozen_lake_neighbors.yaml').config, swept);
 });
 
-test('every shipped config loads, and every custom_env of traj_envs.yaml resolves to a valid entry', () => {
+test('every shipped config loads, and every custom_env of traj_envs.yaml resolves to a valid entry', async () => {
+  await smollm2Folder(); // the SmolLM2 configs name it by its `starpo model get` name
   const shipped = readdirSync('configs', { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.yaml') && !f.startsWith('config/'))
     .map((f) => join('configs', f));
@@ -184,6 +186,24 @@ test('a top-level key that is neither a schema key nor from a defaults file is s
   } catch (err) {
     assert.ok(err instanceof ConfigError);
     assert.match(err.message, /unknown key `my_var`/);
+  }
+});
+
+test('a config naming a model `starpo model get` fetches reads its folder in the cache, or says to fetch it', async () => {
+  const dir = await smollm2Folder();
+  assert.equal(loadConfigFile('configs/smollm2_bandit.yaml').config.pretrain, dir);
+  const empty = mkdtempSync(join(tmpdir(), 'starpo-cache-'));
+  const saved = process.env.STARPO_CACHE_DIR;
+  process.env.STARPO_CACHE_DIR = empty;
+  try {
+    const err = configErrorOf(() => loadConfigFile('configs/smollm2_bandit.yaml'));
+    assert.deepEqual(err.problems, [
+      `\`pretrain\`: smollm2-135m-instruct is not fetched yet (${join(empty, 'models', 'smollm2-135m-instruct-0.1.2')} does not exist); run \`npx starpo model get smollm2-135m-instruct\` once`,
+    ]);
+  } finally {
+    if (saved === undefined) delete process.env.STARPO_CACHE_DIR;
+    else process.env.STARPO_CACHE_DIR = saved;
+    rmSync(empty, { recursive: true, force: true });
   }
 });
 
