@@ -4,13 +4,13 @@
  * checkpoint, falling back as `resume` does). The files go to a temp folder next to DIR that is then
  * renamed to DIR, so DIR is either complete or absent. `pretrain: DIR` loads the folder again.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { hfFolderFiles } from '../model/hf/folder';
 import { type LoadedCheckpoint, readCheckpoint, readInitial, readLatestComplete } from '../storage/checkpoint';
 import { checkpointPrefix, checkpointsPrefix, MANIFEST_NAME, parseStep } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
+import { writeFolderAtomically } from '../util/atomic_folder';
 import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';
 
@@ -64,20 +64,6 @@ export async function pickCheckpoint(
     throw new BadInputError(`--step ${step}: run ${runId} has no checkpoint at step ${step}; allowed: ${steps.join(', ')}`);
   }
   return { ...(await readCheckpoint(store, key)), step };
-}
-
-/** Writes `files` into a fresh temp folder next to `dir`, then renames it to `dir` (an empty `dir` is replaced). */
-function writeFolderAtomically(dir: string, files: Record<string, Uint8Array>): void {
-  mkdirSync(dirname(dir), { recursive: true });
-  const tmp = join(dirname(dir), `.${basename(dir)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  mkdirSync(tmp);
-  try {
-    for (const [name, bytes] of Object.entries(files)) writeFileSync(join(tmp, name), bytes);
-    renameSync(tmp, dir);
-  } catch (err) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw err;
-  }
 }
 
 /**

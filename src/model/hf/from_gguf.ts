@@ -6,8 +6,8 @@
  * starpo and in transformers alike. Llama-architecture files only: the one real instruct model this project
  * reaches (SmolLM2) is one.
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+
+import { writeFolderAtomically } from '../../util/atomic_folder';
 import { GgufError } from '../gguf/error';
 import { checkDequantizable, type GgufFile, readGguf, tensorFloat32 } from '../gguf/reader';
 import { HF_FILES } from './folder';
@@ -156,22 +156,10 @@ export function ggufFolderFiles(file: string): Record<string, Uint8Array> {
 }
 
 /**
- * Converts `file` into the HF folder `dir`, written in a temp folder beside it and renamed into place, so a
- * crash never leaves half a folder. Returns `dir`.
- * @throws GgufError for a file that is not converted; Error when `dir` exists
+ * Converts `file` into the HF folder `dir`, written whole or not at all (util/atomic_folder.ts). Returns `dir`.
+ * @throws GgufError for a file that is not converted; Error when `dir` exists and is not empty
  */
 export function convertGguf(file: string, dir: string): string {
-  const files = ggufFolderFiles(file);
-  mkdirSync(dirname(dir), { recursive: true });
-  const tmp = join(dirname(dir), `.tmp-${basename(dir)}-${process.pid}`);
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp);
-  try {
-    for (const [name, bytes] of Object.entries(files)) writeFileSync(join(tmp, name), bytes);
-    renameSync(tmp, dir);
-  } catch (err) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw err;
-  }
+  writeFolderAtomically(dir, ggufFolderFiles(file));
   return dir;
 }
