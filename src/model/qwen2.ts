@@ -124,7 +124,11 @@ export class Qwen2 {
         const rng = new Rng(seed, 'qwen2-init', name);
         for (let i = 0; i < n; i++) data[i] = 0.02 * rng.normal();
       }
-      vars.set(name, tf.variable(tf.tensor(data, shape, 'float32'), true, `${name}#${seed}#${uid()}`));
+      // In a tidy so the initial tensor goes: a variable shares its data, and the tensor would keep it alive.
+      vars.set(
+        name,
+        tf.tidy(() => tf.variable(tf.tensor(data, shape, 'float32'), true, `${name}#${seed}#${uid()}`)),
+      );
     }
     return new Qwen2(cfg, vars);
   }
@@ -143,13 +147,10 @@ export class Qwen2 {
         if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
           throw new Error(`Qwen2.fromNamedTensors: weight ${name} has shape [${t.shape}], expected [${shape}]`);
         }
+        // The cast goes with the tidy (a variable shares its data, and the cast would keep it alive after dispose).
         vars.set(
           name,
-          tf.variable(
-            tf.tidy(() => tf.cast(t, 'float32')),
-            true,
-            `${name}#${uid()}`,
-          ),
+          tf.tidy(() => tf.variable(tf.cast(t, 'float32'), true, `${name}#${uid()}`)),
         );
       }
     } catch (e) {

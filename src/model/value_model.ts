@@ -25,7 +25,7 @@ export class ValueModel {
    */
   static fromPolicy(policy: Qwen2): ValueModel {
     const trunk = Qwen2.fromNamedTensors(policy.config, policy.toNamedTensors());
-    const head = tf.variable(tf.zeros([1, policy.config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`);
+    const head = tf.tidy(() => tf.variable(tf.zeros([1, policy.config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`));
     return new ValueModel(trunk, head);
   }
 
@@ -78,7 +78,9 @@ export class ValueModel {
         if (name !== VALUE_HEAD) map.set(name, tf.tensor(toFloat32(t), t.shape, 'float32'));
       }
       const trunk = Qwen2.fromNamedTensors(config, map);
-      const headVar = tf.variable(tf.tensor2d(toFloat32(head), [1, config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`);
+      const headVar = tf.tidy(() =>
+        tf.variable(tf.tensor2d(toFloat32(head), [1, config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`),
+      );
       return new ValueModel(trunk, headVar);
     } finally {
       for (const t of map.values()) t.dispose();

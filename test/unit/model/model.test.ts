@@ -154,6 +154,19 @@ test('safetensors model round trip gives identical logits; random init is determ
   [m, m2, m3].forEach((x) => x.dispose());
 });
 
+test('a disposed model leaves no tensor behind, however it was made (a worker loads one per checkpoint)', async () => {
+  const cfg = tinyPreset(101);
+  const source = Qwen2.random(cfg, 3);
+  const saved = await modelToSafetensors(source);
+  source.dispose();
+  const before = tf.memory().numTensors;
+  for (let i = 0; i < 3; i++) {
+    Qwen2.random(cfg, i).dispose();
+    modelFromSafetensors(cfg, saved).dispose();
+  }
+  assert.equal(tf.memory().numTensors, before);
+});
+
 test('overfit: a few AdamW steps on one fixed string drive the loss down', async () => {
   const { AdamW } = await import('../../../src/algo/adamw');
   const { charTokenizer } = await import('../../../src/model/tokenizer');
