@@ -68,17 +68,17 @@ function byteAlphabet(): string[] {
   return out;
 }
 
+const BYTE_ALPHABET = byteAlphabet();
+const BYTE_ALPHABET_SET = new Set(BYTE_ALPHABET);
+const inByteAlphabet = (token: string) => [...token].every((ch) => BYTE_ALPHABET_SET.has(ch));
+
 /** The file's token strings: spelled in the byte alphabet when they are, else respelled from their UTF-8 bytes (as transformers does). */
 function byteLevelTokens(tokens: string[]): string[] {
-  const alphabet = byteAlphabet();
-  const inAlphabet = new Set(alphabet);
-  return tokens.map((t) =>
-    [...t].every((ch) => inAlphabet.has(ch)) ? t : Array.from(new TextEncoder().encode(t), (b) => alphabet[b]).join(''),
-  );
+  return tokens.map((t) => (inByteAlphabet(t) ? t : Array.from(new TextEncoder().encode(t), (b) => BYTE_ALPHABET[b]).join('')));
 }
 
 /** The tokenizer metadata every conversion needs. @throws GgufError naming the key that is missing or of another kind */
-function tokenizerMetadata(g: GgufFile): { tokens: string[]; types: number[]; merges: string[]; pre: string | undefined } {
+function tokenizerMetadata(g: GgufFile): { tokens: string[]; types: number[]; merges: string[] } {
   const model = ggufValue<string>(g, 'tokenizer.ggml.model', 'string');
   if (model !== 'gpt2') {
     throw new GgufError(
@@ -99,7 +99,7 @@ function tokenizerMetadata(g: GgufFile): { tokens: string[]; types: number[]; me
     );
   }
   const types = ggufValue<number[]>(g, 'tokenizer.ggml.token_type', 'numbers') ?? [];
-  return { tokens, types, merges, pre };
+  return { tokens, types, merges };
 }
 
 const addedToken = (id: number, content: string, special: boolean): HfAddedToken => ({
@@ -123,10 +123,9 @@ export function ggufTokenizerJSON(g: GgufFile): HfTokenizerJSON {
   spelled.forEach((t, id) => {
     vocab[t] = id;
   });
-  const inAlphabet = new Set(byteAlphabet());
   // A control token outside the byte alphabet is a llama.cpp mislabel that transformers skips.
   const added = tokens.flatMap((t, id) =>
-    types[id] === CONTROL && [...t].every((ch) => inAlphabet.has(ch))
+    types[id] === CONTROL && inByteAlphabet(t)
       ? [addedToken(id, t, true)]
       : types[id] === USER_DEFINED && vocab[t] !== undefined
         ? [addedToken(id, t, false)]
