@@ -13,7 +13,7 @@ import { ValueModel } from '../model/value_model';
 import { readCheckpoint, readOptimizerFiles, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
-import { disposeCheckpoint, dropOldOptimizerStates, saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
+import { disposeCheckpoint, dropOldCheckpointData, saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
 import { readTrajectories, takePolicy } from '../workflows/fallback';
 import { type ActivityRuntime, heartbeat } from './runtime';
 
@@ -64,7 +64,7 @@ export function updateActivity(rt: ActivityRuntime) {
     const done = await completedUpdate(rt, `${prefix}manifest.json`);
     if (done) {
       await writeLatest(rt.store, input.runId, done.checkpoint, input.step + 1);
-      await dropOldOptimizerStates(rt.store, input.runId, input.step + 1, config, (line) => log.info(line));
+      await dropOldCheckpointData(rt.store, input.runId, input.step + 1, config, (line) => log.info(line));
       return done;
     }
     const trajectories = await readTrajectories(rt, input);
@@ -125,7 +125,7 @@ export function updateActivity(rt: ActivityRuntime) {
     }
     await writeLatest(rt.store, input.runId, ref, input.step + 1);
     rt.keep(ref, checkpoint);
-    await dropOldOptimizerStates(rt.store, input.runId, input.step + 1, config, (line) => log.info(line));
+    await dropOldCheckpointData(rt.store, input.runId, input.step + 1, config, (line) => log.info(line));
     return { checkpoint: ref, metrics: result.metrics, skipReason: result.skipReason, compute: checkpoint.state.compute };
   };
 }

@@ -8,11 +8,11 @@ import type { EvalRequest, ObjectRef, RunConfig } from '../contract';
 import { InvalidKeyPartError, validateRunId } from '../contract';
 import { loadConfigFile } from '../preflight/load';
 import { withValEpisodes } from '../rollout/plan';
-import { readCheckpoint, readCompleteBefore, readLatestComplete } from '../storage/checkpoint';
-import { checkpointPrefix, checkpointsPrefix, initialKey, MANIFEST_NAME, parseStep, stepName } from '../storage/keys';
+import { parseStep, stepName } from '../storage/keys';
 import { type ObjectStore, sha256Hex } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';
+import { pickCheckpoint } from './pick_checkpoint';
 
 /** A checkpoint manifest key of a run's training step. */
 const CHECKPOINT_KEY = /^runs\/([^/]+)\/checkpoints\/(step-\d{6})\/manifest\.json$/;
@@ -71,47 +71,6 @@ export function parseTarget(args: EvalArgs): ParsedTarget {
   }
 }
 
-/** Steps of the run's complete-looking checkpoints (manifests, and 0 when initial.json exists), ascending. */
-async function checkpointSteps(store: ObjectStore, runId: string): Promise<number[]> {
-  const steps = (await store.list(checkpointsPrefix(runId)))
-    .filter((o) => o.key.endsWith(`/${MANIFEST_NAME}`))
-    .map((o) => parseStep(o.key))
-    .filter((s): s is number => s !== null);
-  if (await store.exists(initialKey(runId))) steps.push(0);
-  return [...new Set(steps)].sort((a, b) => a - b);
-}
-
-/**
- * The verified checkpoint of `step` (step 0: the warm-up initial.json points at), or the run's latest
- * complete one when step is undefined.
- * @throws BadInputError (exit 2) naming the checkpoint as given (label) and the run's checkpoint steps when there is none
- */
-async function resolveCheckpoint(
-  store: ObjectStore,
-  { runId, step, label }: ParsedTarget,
-  log: (line: string) => void,
-): Promise<{ ref: ObjectRef; step: number }> {
-  const missing = async () => {
-    const steps = await checkpointSteps(store, runId);
-    return new BadInputError(
-      `${label}: run ${runId} has no such checkpoint; allowed steps: ${steps.join(', ') || 'none (the run has no checkpoint yet)'}`,
-    );
-  };
-  if (step === undefined) {
-    const latest = await readLatestComplete(store, runId, log);
-    if (!latest) throw await missing();
-    return { ref: latest.ref, step: latest.step };
-  }
-  if (step === 0) {
-    const initial = await readCompleteBefore(store, runId, 1, () => undefined);
-    if (!initial) throw await missing();
-    return { ref: initial.ref, step: 0 };
-  }
-  const key = `${checkpointPrefix(runId, step)}${MANIFEST_NAME}`;
-  if (!(await store.exists(key))) throw await missing();
-  return { ref: (await readCheckpoint(store, key)).ref, step };
-}
-
 /**
  * Name of an evaluation folder: `<step-N>-<config>-<episodes>ep-<8 hex>`, the hex from the sha256 of
  * the played config and the checkpoint, so the same evaluation gets the same name (its stored shards
@@ -138,7 +97,7 @@ export async function resolveEvalTarget(store: ObjectStore, args: EvalArgs, log:
       : { configName: basename(args.config, extname(args.config)), config: loadConfigFile(args.config).config };
   const { configName, config: base } = other ?? run;
   const config = args.episodes === undefined ? base : withValEpisodes(base, args.episodes);
-  const checkpoint = await resolveCheckpoint(store, target, log);
+  const checkpoint = await pickCheckpoint(store, runId, target.step, target.label, log);
   const request: EvalRequest = {
     runId,
     name: evalName(checkpoint.step, configName, config, checkpoint.ref),

@@ -7,12 +7,11 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hfFolderFiles } from '../model/hf/folder';
-import { type LoadedCheckpoint, readCheckpoint, readInitial, readLatestComplete } from '../storage/checkpoint';
-import { checkpointPrefix, checkpointsPrefix, MANIFEST_NAME, parseStep } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { writeFolderAtomically } from '../util/atomic_folder';
 import { BadInputError } from './exit_codes';
 import { loadRunSpec } from './known_run';
+import { pickCheckpoint } from './pick_checkpoint';
 
 /** What was exported: the folder, the checkpoint's step and manifest key, and each file's size in bytes. */
 export interface ExportResult {
@@ -27,43 +26,6 @@ function checkTarget(dir: string): void {
   if (!existsSync(dir)) return;
   if (!statSync(dir).isDirectory()) throw new BadInputError(`--to ${dir}: exists and is not a folder; allowed: a new or empty folder`);
   if (readdirSync(dir).length > 0) throw new BadInputError(`--to ${dir}: the folder is not empty; allowed: a new or empty folder`);
-}
-
-/** The steps that have a checkpoint manifest under runs/<runId>/checkpoints/, ascending. */
-async function checkpointSteps(store: ObjectStore, runId: string): Promise<number[]> {
-  return (await store.list(checkpointsPrefix(runId)))
-    .filter((o) => o.key.endsWith(`/${MANIFEST_NAME}`))
-    .map((o) => parseStep(o.key))
-    .filter((s): s is number => s !== null)
-    .sort((a, b) => a - b);
-}
-
-/**
- * A run's checkpoint, verified: `step` (0 = the step-0 policy) or the newest complete one.
- * @throws BadInputError when the run has no such checkpoint
- */
-export async function pickCheckpoint(
-  store: ObjectStore,
-  runId: string,
-  step: number | undefined,
-  log: (line: string) => void,
-): Promise<LoadedCheckpoint & { step: number }> {
-  if (step === undefined) {
-    const latest = await readLatestComplete(store, runId, log);
-    if (!latest) throw new BadInputError(`run ${runId} has no complete checkpoint to export`);
-    return latest;
-  }
-  if (step === 0) {
-    const initial = await readInitial(store, runId);
-    if (!initial) throw new BadInputError(`--step 0: run ${runId} has no runs/${runId}/initial.json (its step-0 checkpoint)`);
-    return { ...(await readCheckpoint(store, initial.manifest)), step: 0 };
-  }
-  const key = `${checkpointPrefix(runId, step)}${MANIFEST_NAME}`;
-  if (!(await store.exists(key))) {
-    const steps = [0, ...(await checkpointSteps(store, runId))];
-    throw new BadInputError(`--step ${step}: run ${runId} has no checkpoint at step ${step}; allowed: ${steps.join(', ')}`);
-  }
-  return { ...(await readCheckpoint(store, key)), step };
 }
 
 /**
@@ -81,7 +43,7 @@ export async function exportCheckpoint(
   const dir = resolve(opts.to);
   checkTarget(dir);
   const spec = await loadRunSpec(store, runId);
-  const checkpoint = await pickCheckpoint(store, runId, opts.step, opts.log);
+  const checkpoint = await pickCheckpoint(store, runId, opts.step, opts.step === undefined ? 'export' : `--step ${opts.step}`, opts.log);
   const files = hfFolderFiles(checkpoint.files, spec.config.actor_infer.generating_args);
   checkTarget(dir); // again: it may have been filled meanwhile
   writeFolderAtomically(dir, files);

@@ -24,9 +24,9 @@ import { type ChatMessage, type ChatTokenizer, charTokenizer } from '../model/to
 import type { ObjectStore } from '../storage/object_store';
 import { deriveSeed, Rng } from '../util/rng';
 import { BadInputError } from './exit_codes';
-import { pickCheckpoint } from './export';
 import { checkInputFile } from './file_args';
 import { loadRunSpec } from './known_run';
+import { pickCheckpoint } from './pick_checkpoint';
 
 /** The generating_args keys a flag may replace (flag --max-new-tokens for max_new_tokens, ...). */
 export type GeneratingFlags = Partial<Pick<GeneratingArgs, 'max_new_tokens' | 'temperature' | 'top_p' | 'top_k' | 'do_sample'>>;
@@ -148,7 +148,7 @@ export async function loadModel(
   const s = await store();
   const runId = opts.run as string;
   const spec = await loadRunSpec(s, runId);
-  const checkpoint = await pickCheckpoint(s, runId, opts.step, log);
+  const checkpoint = await pickCheckpoint(s, runId, opts.step, opts.step === undefined ? `--run ${runId}` : `--step ${opts.step}`, log);
   const { files } = checkpoint;
   const cfg = configFromJSONBytes(files['config.json'] as Uint8Array);
   await initGenerationBackend(cfg);

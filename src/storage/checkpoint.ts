@@ -14,7 +14,7 @@ import {
   validateRunId,
 } from '../contract';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
-import { checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep } from './keys';
+import { checkpointPrefix, checkpointsPrefix, initialKey, latestKey, MANIFEST_NAME, parseStep } from './keys';
 import type { ObjectStore } from './object_store';
 
 /**
@@ -24,6 +24,8 @@ import type { ObjectStore } from './object_store';
  */
 export const OPTIMIZER_MANIFEST_NAME = 'optimizer_manifest.json';
 export const OPTIMIZER_FILES = ['optimizer.safetensors', 'critic_optimizer.safetensors'];
+/** A checkpoint's weights, policy first: a step without model.safetensors had its weights dropped by retention. */
+export const WEIGHT_FILES = ['model.safetensors', 'critic.safetensors'];
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -240,13 +242,10 @@ export async function readCompleteBefore(
   withOptimizer = false,
 ): Promise<CompleteCheckpoint | null> {
   const listed = (await store.list(checkpointsPrefix(runId))).map((o) => o.key);
-  const optimizerSteps = new Set(listed.filter((k) => k.endsWith(`/${OPTIMIZER_MANIFEST_NAME}`)).map(parseStep));
-  const candidates: Array<{ step: number; manifest: ObjectRef | string }> = listed
-    .filter((key) => key.endsWith(`/${MANIFEST_NAME}`))
-    .map((key) => ({ manifest: key, step: parseStep(key) }))
-    .filter(
-      (o): o is { manifest: string; step: number } => o.step !== null && o.step < below && (!withOptimizer || optimizerSteps.has(o.step)),
-    )
+  const optimizerSteps = new Set(stepsListing(listed, OPTIMIZER_MANIFEST_NAME));
+  const candidates: Array<{ step: number; manifest: ObjectRef | string }> = weightSteps(listed)
+    .filter((step) => step < below && (!withOptimizer || optimizerSteps.has(step)))
+    .map((step) => ({ step, manifest: `${checkpointPrefix(runId, step)}${MANIFEST_NAME}` }))
     .sort((a, b) => b.step - a.step);
   if (below > 0) {
     try {
@@ -270,6 +269,30 @@ export async function readCompleteBefore(
   }
   log(`run ${runId}: no complete checkpoint${Number.isFinite(below) ? ` before step ${below}` : ''}`);
   return null;
+}
+
+/** The steps of `keys` (listed under a run's checkpoints/) holding an object named `name`, ascending. */
+export function stepsListing(keys: readonly string[], name: string): number[] {
+  return keys
+    .filter((k) => k.endsWith(`/${name}`))
+    .map(parseStep)
+    .filter((s): s is number => s !== null)
+    .sort((a, b) => a - b);
+}
+
+/** The steps of `keys` whose checkpoint is written (manifest.json) and still holds its weights. */
+function weightSteps(keys: readonly string[]): number[] {
+  const withModel = new Set(stepsListing(keys, WEIGHT_FILES[0]));
+  return stepsListing(keys, MANIFEST_NAME).filter((s) => withModel.has(s));
+}
+
+/**
+ * The steps of a run whose weights `eval` and `export` can read, ascending: 0 when initial.json points at
+ * the step-0 policy, then every written checkpoint that retention left its weights (policy_checkpoint.ts).
+ */
+export async function checkpointSteps(store: ObjectStore, runId: string): Promise<number[]> {
+  const steps = weightSteps((await store.list(checkpointsPrefix(runId))).map((o) => o.key));
+  return (await store.exists(initialKey(runId))) ? [0, ...steps.filter((s) => s > 0)] : steps;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * A policy checkpoint: the HF-named weights, config and tokenizer, trainer_state.json and the optimizer state,
- * saved and loaded through checkpoint.ts; and which optimizer states the store keeps (save_steps,
- * max_ckpt_to_keep). docs/durability.md tells the story.
+ * saved and loaded through checkpoint.ts; and what of older steps the store keeps (save_steps,
+ * max_ckpt_to_keep, async_generation_ratio). docs/durability.md tells the story.
  */
 import { AdamW } from '../algo/adamw';
 import type { ObjectRef, RunConfig, TrainerState } from '../contract';
@@ -11,8 +11,16 @@ import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { ValueModel } from '../model/value_model';
 import { assertFitsBackend } from '../model/wasm_memory';
-import { OPTIMIZER_FILES, OPTIMIZER_MANIFEST_NAME, readCheckpoint, readOptimizerFiles, writeCheckpoint } from './checkpoint';
-import { checkpointsPrefix, parseStep } from './keys';
+import {
+  OPTIMIZER_FILES,
+  OPTIMIZER_MANIFEST_NAME,
+  readCheckpoint,
+  readOptimizerFiles,
+  stepsListing,
+  WEIGHT_FILES,
+  writeCheckpoint,
+} from './checkpoint';
+import { checkpointPrefix, checkpointsPrefix } from './keys';
 import type { ObjectStore } from './object_store';
 
 /** A loaded checkpoint. The caller owns (and disposes) the model and optimizer. */
@@ -126,19 +134,16 @@ export function isFullCheckpoint(step: number, config: Pick<RunConfig, 'save_ste
   return (g > 0 && g % config.save_steps === 0) || step === config.max_steps;
 }
 
+type RetentionConfig = Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep' | 'async_generation_ratio'>;
+
 /**
- * The steps whose optimizer state may go once checkpoint step `newest` is written: every step in `present`
- * before it except the step before it (`newest` is what the next update, a retry or a resume continues
- * from; the step before is where a run whose newest checkpoint is damaged replays from) and the newest
- * max_ckpt_to_keep full checkpoints (all of them when 0, as ROLL). Steps after `newest` (left by a replayed
- * stretch) are not touched. The weights of every step stay.
+ * The steps in `present` whose data may go once checkpoint step `newest` is written: every step before it
+ * except the 1 + async_generation_ratio steps before it (a damaged newest replays from the step before; rollouts
+ * running ahead still read older policies) and the newest max_ckpt_to_keep full checkpoints (all of them when 0,
+ * as ROLL). Step 0 (the reference policy) and steps after `newest` (left by a replayed stretch) are not touched.
  */
-export function optimizerStepsToDrop(
-  present: readonly number[],
-  newest: number,
-  config: Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep'>,
-): number[] {
-  const older = present.filter((s) => s < newest - 1).sort((a, b) => b - a);
+export function stepsToDrop(present: readonly number[], newest: number, config: RetentionConfig): number[] {
+  const older = present.filter((s) => s > 0 && s < newest - 1 - config.async_generation_ratio).sort((a, b) => b - a);
   const full = older.filter((s) => isFullCheckpoint(s, config));
   const keptFull = new Set(
     config.max_ckpt_to_keep > 0 ? full.slice(0, Math.max(0, config.max_ckpt_to_keep - (isFullCheckpoint(newest, config) ? 1 : 0))) : full,
@@ -147,27 +152,31 @@ export function optimizerStepsToDrop(
 }
 
 /**
- * Deletes the optimizer states optimizerStepsToDrop names (its manifest first, so a half-deleted state reads as
- * absent, never as damaged) and logs each. Called by the update once checkpoint step `newest` and latest.json are written.
+ * Deletes what retention lets go once checkpoint step `newest` and latest.json are written: the optimizer
+ * state of the steps stepsToDrop names (its manifest first, so a half-deleted state reads as absent, never as
+ * damaged), and, when max_ckpt_to_keep > 0, their weights too (model.safetensors first, which is what marks a
+ * step's weights as dropped; manifest.json, trainer_state.json and trajectory_scores.json stay for `report`).
+ * With max_ckpt_to_keep 0 the weights of every step stay, so `eval` and `export` reach any step. Logs each step.
+ * Called by the update; idempotent.
  */
-export async function dropOldOptimizerStates(
+export async function dropOldCheckpointData(
   store: ObjectStore,
   runId: string,
   newest: number,
-  config: Pick<RunConfig, 'save_steps' | 'max_steps' | 'max_ckpt_to_keep'>,
+  config: RetentionConfig,
   log: (line: string) => void = () => undefined,
-): Promise<number[]> {
-  const manifests = (await store.list(checkpointsPrefix(runId))).map((o) => o.key).filter((k) => k.endsWith(`/${OPTIMIZER_MANIFEST_NAME}`));
-  const byStep = new Map(manifests.map((k) => [parseStep(k), k] as const).filter((e): e is [number, string] => e[0] !== null));
-  const drop = optimizerStepsToDrop([...byStep.keys()], newest, config);
-  for (const step of drop) {
-    const key = byStep.get(step)!;
-    const prefix = key.slice(0, key.length - OPTIMIZER_MANIFEST_NAME.length);
-    await store.remove(key);
-    for (const name of OPTIMIZER_FILES) await store.remove(`${prefix}${name}`);
-    log(
-      `run ${runId}: dropped the optimizer state of checkpoint step ${step} (not a full checkpoint kept by save_steps ${config.save_steps}, max_ckpt_to_keep ${config.max_ckpt_to_keep}); its weights stay`,
-    );
+): Promise<void> {
+  const keys = (await store.list(checkpointsPrefix(runId))).map((o) => o.key);
+  const why = `not a full checkpoint kept by save_steps ${config.save_steps}, max_ckpt_to_keep ${config.max_ckpt_to_keep}`;
+  const prefix = (step: number) => checkpointPrefix(runId, step);
+  for (const step of stepsToDrop(stepsListing(keys, OPTIMIZER_MANIFEST_NAME), newest, config)) {
+    for (const name of [OPTIMIZER_MANIFEST_NAME, ...OPTIMIZER_FILES]) await store.remove(`${prefix(step)}${name}`);
+    log(`run ${runId}: dropped the optimizer state of checkpoint step ${step} (${why})`);
   }
-  return drop;
+  if (config.max_ckpt_to_keep === 0) return;
+  const weights = [...new Set(WEIGHT_FILES.flatMap((name) => stepsListing(keys, name)))];
+  for (const step of stepsToDrop(weights, newest, config)) {
+    for (const name of WEIGHT_FILES) await store.remove(`${prefix(step)}${name}`);
+    log(`run ${runId}: dropped the weights of checkpoint step ${step} (${why})`);
+  }
 }

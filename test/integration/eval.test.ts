@@ -161,11 +161,11 @@ test('starpo eval: an unknown run, a missing step or checkpoint key, bad --episo
 
   const step = await starpo('eval', runId, '--step', '7', '--no-workers');
   assert.equal(step.code, 2);
-  assert.match(step.stderr, new RegExp(`--step 7: run ${runId} has no such checkpoint; allowed steps: 0, 1, 2`));
+  assert.match(step.stderr, new RegExp(`--step 7: run ${runId} has no checkpoint at step 7; allowed: 0, 1, 2`));
   const key = `runs/${runId}/checkpoints/step-000099/manifest.json`;
   const missingKey = await starpo('eval', key, '--no-workers');
   assert.equal(missingKey.code, 2);
-  assert.match(missingKey.stderr, new RegExp(`^error: ${key}: run ${runId} has no such checkpoint; allowed steps: 0, 1, 2$`, 'm'));
+  assert.match(missingKey.stderr, new RegExp(`^error: ${key}: run ${runId} has no checkpoint at step 99; allowed: 0, 1, 2$`, 'm'));
 
   const zero = await starpo('eval', runId, '--episodes', '0', '--no-workers');
   assert.equal(zero.code, 2);
