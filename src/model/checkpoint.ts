@@ -50,10 +50,14 @@ export function checkpointedStages(x: tf.Tensor2D, stages: readonly CheckpointSt
       for (let i = n - 1; i >= 0; i--) {
         const stage = stages[i];
         const grads = gradsOnOwnTape((input) => stage.run(input as tf.Tensor2D, keptContext), [keptInputs[i], ...stage.weights], d);
+        // A kept input is done with once its stage is recomputed: freed now rather than when the whole backward ends
+        // (the engine's own dispose of it later is a no-op).
+        keptInputs[i].dispose();
         if (d !== dy) d.dispose();
         d = grads[0] as tf.Tensor2D;
         weightGrads[i] = grads.slice(1);
       }
+      tf.dispose(keptContext);
       return [d, ...weightGrads.flat()];
     };
     return { value, gradFunc };
