@@ -96,7 +96,8 @@ export function updateActivity(rt: ActivityRuntime) {
               lr: lrOf(criticArgs, config, input.step, criticStepsPerUpdate(config)),
             }
           : null,
-        reference: needsReference(config) ? await rt.reference(reference) : null,
+        // At step 0 the reference is this very checkpoint: the actor serves (ppoUpdate reads it before any optimizer step).
+        reference: needsReference(config) ? (reference === input.policy ? checkpoint.model : await rt.reference(reference)) : null,
         klController,
         trajectories,
         config,

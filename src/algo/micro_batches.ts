@@ -50,7 +50,8 @@ function scatterPrefixes(out: number[][], idx: readonly number[], t: tf.Tensor2D
  * the update takes their sampling log-probs (staleness.ts oldLogpRows).
  * @param T shifted length of the whole batch (>= paddedLength - 1)
  * @param oldLogp compute old log-probs even without a reference (the ratio can move off 1 during the update)
- * @param reference frozen reference policy; with it refLogp and tokenKl are computed
+ * @param reference frozen reference policy (possibly the actor itself, when their weights are the same); with it
+ *   refLogp and tokenKl are computed
  * @param critic value model; with it values are computed
  * @param afterMicroBatch awaited between micro-batches (heartbeats)
  */
@@ -89,7 +90,11 @@ export async function noGradPass(opts: {
         const actor = tokenLogProbs(opts.actor, batch.ids, batch.attentionMask, { withLogSoftmax: full && !!opts.reference, at });
         scatterRows(out.oldLogp!, idx, actor.logp, batch.mask);
         if (opts.reference) {
-          const ref = tokenLogProbs(opts.reference, batch.ids, batch.attentionMask, { withLogSoftmax: full, at });
+          // The actor itself as the reference (its weights are the reference's): its log-probs serve twice.
+          const ref =
+            opts.reference === opts.actor
+              ? actor
+              : tokenLogProbs(opts.reference, batch.ids, batch.attentionMask, { withLogSoftmax: full, at });
           scatterRows(out.refLogp!, idx, ref.logp, batch.mask);
           const kl = full
             ? klFull(actor.logSoftmax as tf.Tensor3D, ref.logSoftmax as tf.Tensor3D)

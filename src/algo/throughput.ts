@@ -5,6 +5,7 @@
  * generates for its active episodes. `starpo backend check` and bench/backend_throughput.ts both time through
  * here. It lives at the algo level because it calls ppoUpdate.
  */
+import { writeFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import type { RunConfig, Trajectory, TrajectoryScoresFile } from '../contract';
 import { type Qwen2Config, validateQwen2Config } from '../model/config';
@@ -209,4 +210,31 @@ export function isOutOfWasmMemory(err: unknown): boolean {
   if (/Aborted\(|out of memory|Cannot enlarge memory|Memory\.grow|allocation failed/i.test(message)) return true;
   const heap = (tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } }).wasm?.HEAPU8?.buffer.byteLength ?? 0;
   return err instanceof Error && err.name === 'RuntimeError' && heap >= 0.9 * WASM_HEAP_BYTES;
+}
+
+/**
+ * Peak RSS phase by phase. Linux resets a process's peak (VmHWM, and getrusage's maxrss with it) when "5" is written
+ * to /proc/self/clear_refs, so each phase's peak is its own; where that is refused the figures are cumulative
+ * (`resets` false). `overall` keeps the process's peak across the resets.
+ */
+export class PhasePeakRss {
+  readonly phases: Record<string, number> = {};
+  overall = peakRssBytes();
+  resets = true;
+
+  /** Runs `f` as phase `name` and records its peak RSS in bytes. */
+  async measure<T>(name: string, f: () => Promise<T> | T): Promise<T> {
+    this.overall = Math.max(this.overall, peakRssBytes());
+    try {
+      writeFileSync('/proc/self/clear_refs', '5');
+    } catch {
+      this.resets = false;
+    }
+    try {
+      return await f();
+    } finally {
+      this.phases[name] = Math.max(this.phases[name] ?? 0, peakRssBytes());
+      this.overall = Math.max(this.overall, this.phases[name]);
+    }
+  }
 }

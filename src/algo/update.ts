@@ -6,8 +6,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { RunConfig, Trajectory } from '../contract';
-import { ConfigError, REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
-import type { TrajectoryScore, TrajectoryScoresFile } from '../contract/trajectory_scores';
+import { ConfigError, gradientCheckpointing, REWARD_GROUPINGS, TRAJECTORY_GROUP_FIELDS } from '../contract';
+import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
@@ -25,6 +25,7 @@ import { aggDenominators, aggLoss, entropyBonus, klLoss, PPO_STATS, ppoLoss, Sta
 import { microBatchLosses, noGradPass, type UpdateRows } from './micro_batches';
 import { normalizeScores, resolveNormTypes } from './normalize';
 import { dropStale, oldLogpRows, stalenessOf } from './staleness';
+import { trajectoryScores } from './trajectory_scores';
 
 /** True when a KL term needs the frozen reference policy (use_kl_loss, or add_token_level_kl with beta > 0). */
 export function needsReference(config: RunConfig): boolean {
@@ -94,7 +95,8 @@ export interface PpoUpdateResult {
 /**
  * Runs the update in place on the actor (and critic).
  * @param critic required when adv_estimator is gae
- * @param reference frozen reference policy; required when needsReference(config)
+ * @param reference frozen reference policy; required when needsReference(config). Read only before the first
+ *   optimizer step (the no-gradient pass), so it may be the actor itself while their weights are the same (step 0)
  * @param klController beta of the token-level KL (add_token_level_kl); updated here with the batch KL
  * @param afterMicroBatch awaited between micro-batches (heartbeats)
  * @throws ConfigError for an unknown grouping field; Error for a missing critic / reference
@@ -297,9 +299,10 @@ export function actorLossFns(
     config.sequence_length - 1,
   );
   const mode = config.loss_agg_mode;
+  const opts = { entropyGradient: config.entropy_loss_coef > 0, gradientCheckpointing: gradientCheckpointing(config.actor_train) };
   return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
     // Every term of the loss and its stats is masked by the response mask: the vocabulary work runs only there.
-    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, { at: mask, entropyGradient: config.entropy_loss_coef > 0 });
+    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, { at: mask, ...opts });
     const old = rows.oldLogp ? pick(rows.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
     const pg = ppoLoss(
       { logp, oldLogp: old, advantages: pick(rows.advantages), mask },
@@ -354,46 +357,6 @@ export function criticLossFns(
     stats.add(vf.stats(), VALUE_STATS);
     return vf.loss;
   });
-}
-
-/**
- * What the update did with each trajectory it received (trajectory_scores.json of its checkpoint).
- * @param trajIds [B] trajIds of every trajectory the update received, in order
- * @param keep indices into trajIds of the trajectories that survived the filter, ascending (filterGroups keep)
- * @param normalizedScores [keep.length] normalised scores of the kept trajectories, in keep order
- * @param advantages [keep.length][T] final token advantages of the kept trajectories (0 off the mask)
- * @param mask [keep.length][T] 0/1 shifted response mask of the kept trajectories
- * @throws RangeError when the kept arrays do not have keep.length rows
- */
-export function trajectoryScores(opts: {
-  step: number;
-  trajIds: readonly string[];
-  keep: readonly number[];
-  normalizedScores: readonly number[];
-  advantages: readonly (readonly number[])[];
-  mask: readonly (readonly number[])[];
-  skipReason?: string | null;
-}): TrajectoryScoresFile {
-  const { keep } = opts;
-  if (opts.normalizedScores.length !== keep.length || opts.advantages.length !== keep.length || opts.mask.length !== keep.length) {
-    throw new RangeError(
-      `trajectoryScores: ${keep.length} kept trajectories but ${opts.normalizedScores.length} scores, ${opts.advantages.length} advantage rows, ${opts.mask.length} mask rows`,
-    );
-  }
-  const trajectories: Record<string, TrajectoryScore> = {};
-  for (const id of opts.trajIds) trajectories[id] = { kept: false, normalizedScore: null, advantage: null };
-  keep.forEach((index, k) => {
-    let sum = 0;
-    let n = 0;
-    opts.mask[k].forEach((m, t) => {
-      if (m > 0) {
-        sum += opts.advantages[k][t];
-        n += 1;
-      }
-    });
-    trajectories[opts.trajIds[index]] = { kept: true, normalizedScore: opts.normalizedScores[k], advantage: n > 0 ? sum / n : null };
-  });
-  return { format: 'starpo-trajectory-scores/1', step: opts.step, skipReason: opts.skipReason ?? null, trajectories };
 }
 
 /** {role}/grad_norm (mean before clipping), {role}/lr (at the update's first optimizer step), {role}/optimizer_steps, {role}/skipped_nonfinite. */

@@ -76,6 +76,7 @@ const CHECK_DEFAULTS = {
   prompt: 128,
   newTokens: 32,
   rounds: 2,
+  gradientCheckpointing: true, // ROLL's default (model_args.disable_gradient_checkpointing: false)
   config: resolve(__dirname, '..', '..', 'configs', 'frozen_lake_solver.yaml'), // the quickstart's (npm start)
 };
 
@@ -84,6 +85,12 @@ function layersArgument(value: string): number {
   const n = intAtLeast(1)(value);
   if (n > 24) throw new InvalidArgumentError(`${JSON.stringify(value)} is more than Qwen2.5-0.5B's 24 layers; allowed: 1..24`);
   return n;
+}
+
+/** `--gradient-checkpointing`: on or off. */
+function onOffArgument(value: string): boolean {
+  if (value === 'on' || value === 'off') return value === 'on';
+  throw new InvalidArgumentError(`${JSON.stringify(value)}; allowed: on, off`);
 }
 
 /** `backend check`: times one update and one rollout batch of a Qwen2.5-0.5B-shaped model (backend_check.ts). */
@@ -108,6 +115,14 @@ function registerCheckCommand(backend: Command, log: (line: string) => void): vo
     .option('--prompt <n>', 'prompt tokens per generation row', intAtLeast(1), d.prompt)
     .option('--new-tokens <n>', 'new tokens per generation row', intAtLeast(1), d.newTokens)
     .option('--rounds <n>', 'times each is run (the first includes one-off set-up costs)', intAtLeast(1), d.rounds)
+    .addOption(
+      new Option(
+        '--gradient-checkpointing <on|off>',
+        "recompute each decoder layer in the update's backward pass (ROLL's model_args.disable_gradient_checkpointing: false) or keep its intermediates",
+      )
+        .argParser(onOffArgument)
+        .default(d.gradientCheckpointing, 'on'),
+    )
     .option('--config <file>', "the config whose update and sampling settings are used (the quickstart's by default)", d.config)
     .option('--json', 'print the result as JSON')
     .action(async (o: import('./backend_check').CheckOptions & { backend?: string; json?: boolean }) => {

@@ -11,7 +11,7 @@ import {
   batchOverrides,
   groupSizeFor,
   isOutOfWasmMemory,
-  peakRssBytes,
+  PhasePeakRss,
   qwen25HalfBShape,
   randomContexts,
   randomTrajectories,
@@ -52,6 +52,8 @@ export interface CheckOptions {
   rounds: number;
   /** The config whose update and sampling settings are used. */
   config: string;
+  /** Recompute each decoder layer in the update's backward pass (sets actor_train.model_args.disable_gradient_checkpointing). */
+  gradientCheckpointing: boolean;
 }
 
 /** What `backend check` measured. */
@@ -60,9 +62,19 @@ export interface CheckResult {
   device: string;
   model: { shape: string; layers: number; vocab: number; params: number };
   config: string;
-  update: { batch: number; length: number; microBatch: number; advEstimator: string; rounds: Array<Timed & { parts: UpdateParts }> };
+  update: {
+    batch: number;
+    length: number;
+    microBatch: number;
+    advEstimator: string;
+    gradientCheckpointing: boolean;
+    rounds: Array<Timed & { parts: UpdateParts }>;
+  };
   generation: { rows: number; prompt: number; newTokens: number; sampling: GeneratingArgs; rounds: Timed[] };
+  /** The process's peak RSS, bytes. */
   peakRssBytes: number;
+  /** Peak RSS of each phase (random init, all generation rounds, all update rounds), bytes; cumulative when not `perPhase`. */
+  phasePeakRssBytes: { init: number; generation: number; update: number; perPhase: boolean };
 }
 
 /**
@@ -73,7 +85,8 @@ export interface CheckResult {
  */
 export async function backendCheck(o: CheckOptions, log: (line: string) => void): Promise<CheckResult> {
   checkSizes(o);
-  const config = atLength(loadConfigFile(o.config, batchOverrides(o)).config, o.length);
+  const checkpointing = `actor_train.model_args.disable_gradient_checkpointing=${!o.gradientCheckpointing}`;
+  const config = atLength(loadConfigFile(o.config, [...batchOverrides(o), checkpointing]).config, o.length);
   await initBackend(defaultBackend('update', hostBackends()));
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
@@ -94,30 +107,46 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
     device,
     model: { shape: 'Qwen2.5-0.5B', layers, vocab: o.vocab, params: countParams(shape) },
     config: o.config,
-    update: { batch: o.batch, length: o.length, microBatch: o.microBatch, advEstimator: config.adv_estimator, rounds: [] },
+    update: {
+      batch: o.batch,
+      length: o.length,
+      microBatch: o.microBatch,
+      advEstimator: config.adv_estimator,
+      gradientCheckpointing: o.gradientCheckpointing,
+      rounds: [],
+    },
     generation: { rows: o.rows, prompt: o.prompt, newTokens: o.newTokens, sampling: generatingArgsOf(config, 'train'), rounds: [] },
     peakRssBytes: 0,
+    phasePeakRssBytes: { init: 0, generation: 0, update: 0, perPhase: true },
   };
+  const peaks = new PhasePeakRss();
   let doing = 'random init';
   let model: Qwen2 | undefined;
   try {
-    model = Qwen2.random(shape, 1);
-    for (let r = 1; r <= o.rounds; r++) {
-      doing = 'rollout generation batch';
-      log(`generation round ${r}/${o.rounds}: ${o.rows} rows x ${o.newTokens} new tokens`);
-      result.generation.rounds.push(timeGeneration({ model, config, contexts, newTokens: o.newTokens, seed: 1 }));
-    }
-    for (let r = 1; r <= o.rounds; r++) {
-      doing = 'update';
-      log(`update round ${r}/${o.rounds}: ${o.batch} x ${o.length} tokens`);
-      result.update.rounds.push(await timeUpdate({ model, config, trajectories, padId: 0 }));
-    }
+    const m = await peaks.measure('init', () => Qwen2.random(shape, 1));
+    model = m;
+    await peaks.measure('generation', () => {
+      for (let r = 1; r <= o.rounds; r++) {
+        doing = 'rollout generation batch';
+        log(`generation round ${r}/${o.rounds}: ${o.rows} rows x ${o.newTokens} new tokens`);
+        result.generation.rounds.push(timeGeneration({ model: m, config, contexts, newTokens: o.newTokens, seed: 1 }));
+      }
+    });
+    await peaks.measure('update', async () => {
+      for (let r = 1; r <= o.rounds; r++) {
+        doing = 'update';
+        log(`update round ${r}/${o.rounds}: ${o.batch} x ${o.length} tokens`);
+        result.update.rounds.push(await timeUpdate({ model: m, config, trajectories, padId: 0 }));
+      }
+    });
   } catch (err) {
     throw outOfMemory(err, doing, { ...o, layers });
   } finally {
     model?.dispose();
   }
-  result.peakRssBytes = peakRssBytes();
+  const { init = 0, generation = 0, update = 0 } = peaks.phases;
+  result.phasePeakRssBytes = { init, generation, update, perPhase: peaks.resets };
+  result.peakRssBytes = peaks.overall;
   return result;
 }
 
@@ -159,13 +188,15 @@ export function formatBackendCheck(r: CheckResult): string[] {
     ts.map((t, i) => `  round ${i + 1}${i === 0 ? ' (first)' : ''}: ${rate(t)}${parts(t)}`);
   const u = r.update;
   const g = r.generation;
+  const p = r.phasePeakRssBytes;
+  const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(2)} GiB`;
   return [
     `backend ${r.backend}, device ${r.device}`,
     `model: ${r.model.shape} shape, ${r.model.layers} layer${r.model.layers === 1 ? '' : 's'}, vocabulary ${r.model.vocab}, ${r.model.params.toLocaleString('en-US')} parameters, random init`,
-    `update: ${u.batch} trajectories x ${u.length} tokens, micro-batches of ${u.microBatch}, one AdamW step (${u.advEstimator}, settings of ${r.config})`,
+    `update: ${u.batch} trajectories x ${u.length} tokens, micro-batches of ${u.microBatch}, one AdamW step, gradient checkpointing ${u.gradientCheckpointing ? 'on' : 'off'} (${u.advEstimator}, settings of ${r.config})`,
     ...rounds(u.rounds),
     `rollout batch: ${g.rows} rows, ${g.prompt}-token prompts, ${g.newTokens} new tokens each (KV cache; temperature ${g.sampling.temperature}, top_p ${g.sampling.top_p}, top_k ${g.sampling.top_k})`,
     ...rounds(g.rounds),
-    `peak RSS ${(r.peakRssBytes / 2 ** 30).toFixed(2)} GiB`,
+    `peak RSS ${gib(r.peakRssBytes)}; ${r.phasePeakRssBytes.perPhase ? 'by phase' : 'cumulative at the end of each phase'}: random init ${gib(p.init)}, generation ${gib(p.generation)}, update ${gib(p.update)}`,
   ];
 }

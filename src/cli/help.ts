@@ -90,6 +90,7 @@ const EXAMPLES: Record<string, string[]> = {
   'backend check': [
     'starpo backend check                                   # Qwen2.5-0.5B shape, on the backend a worker uses',
     'starpo backend check --backend tensorflow --layers 2 --batch 4 --length 128 --json',
+    'starpo backend check --backend tensorflow --layers 24 --gradient-checkpointing off   # the whole model, intermediates kept',
     "starpo backend check --backend wasm --layers 1 --vocab 1000      # small enough for wasm's 4 GB",
   ],
   model: ['starpo model get smollm2-135m-instruct', 'starpo model list'],

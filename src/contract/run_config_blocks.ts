@@ -83,16 +83,57 @@ const criticTrainingArgsSchema = z
 const PLACEMENT_KEYS = ['model_args', 'strategy_args', 'device_mapping', 'infer_batch_size', 'data_args'] as const;
 
 /**
+ * actor_train.model_args: ROLL's ModelArguments (roll/configs/model_args.py, LoRA keys included), of which starpo
+ * uses disable_gradient_checkpointing (false: each decoder layer is recomputed in the backward pass instead of kept;
+ * docs/configs.md). The others choose dtypes, attention kernels, LoRA and device maps of ROLL's workers: ignored.
+ */
+const actorModelArgsSchema = z
+  .object({
+    disable_gradient_checkpointing: z.boolean().nullable().default(false), // ROLL: Optional[bool], None enables it too
+    ...ignoredShape([
+      'model_name_or_path',
+      'adapter_name_or_path',
+      'attn_implementation',
+      'moe_aux_loss_coef',
+      'gradient_checkpointing_use_reentrant',
+      'device_map',
+      'dtype',
+      'model_type',
+      'num_labels',
+      'model_config_kwargs',
+      'freeze_module_prefix',
+      'ulysses_size',
+      'vision_dp',
+      'additional_target',
+      'autocast_adapter_dtype',
+      'lora_alpha',
+      'lora_dropout',
+      'lora_rank',
+      'lora_target',
+    ]),
+  })
+  .strict();
+
+/**
  * The worker roles (ROLL actor_train, actor_infer, critic), each with the block it uses; ROLL's other
- * block of the role and the placement keys are ignored. ROLL's `reference` role is ignored as a whole
- * (run_config.ts): the reference policy is the run's step-0 policy.
+ * block of the role and the placement keys are ignored (but actor_train's model_args, of which one key is used).
+ * ROLL's `reference` role is ignored as a whole (run_config.ts): the reference policy is the run's step-0 policy.
  */
 export const actorTrainSchema = z
   .object({
     training_args: trainingArgsSchema.default(trainingArgsSchema.parse({})),
-    ...ignoredShape([...PLACEMENT_KEYS, 'generating_args']),
+    model_args: actorModelArgsSchema.default(actorModelArgsSchema.parse({})),
+    ...ignoredShape([...PLACEMENT_KEYS.filter((k) => k !== 'model_args'), 'generating_args']),
   })
   .strict();
+
+/**
+ * Whether the actor's update recomputes each decoder layer in the backward pass (actor_train.model_args,
+ * disable_gradient_checkpointing false). Runs stored before the key existed have no model_args: checkpointing, ROLL's default.
+ */
+export function gradientCheckpointing(actorTrain: { model_args?: { disable_gradient_checkpointing?: boolean | null } }): boolean {
+  return !(actorTrain.model_args?.disable_gradient_checkpointing ?? false);
+}
 export const actorInferSchema = z
   .object({
     generating_args: generatingArgsSchema.default(generatingArgsSchema.parse({})),

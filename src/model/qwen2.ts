@@ -1,6 +1,6 @@
 /**
  * The Qwen2 and Llama decoder read top to bottom (HF transformers `modeling_qwen2.py`, `modeling_llama.py`): RMSNorm,
- * RoPE, grouped-query attention (attention.ts), SwiGLU MLP, the decoder layer, the model. The two architectures differ
+ * RoPE (rope.ts), grouped-query attention (attention.ts), SwiGLU MLP, the decoder layer, the model. The two architectures differ
  * only in which linear layers have a bias, which the config's weight list (config.ts `weightShapes`) decides: a layer
  * adds its bias when the model holds one. Its config (config.json fields) is config.ts, the
  * per-token log-probs the losses read logprobs.ts, backend-specific kernels (matmuls, embedding lookup,
@@ -10,8 +10,10 @@ import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { groupedAttention } from './attention';
 import { type AttentionMask, causalMask, disposeMask } from './attention_mask';
+import { type CheckpointStage, checkpointedStages } from './checkpoint';
 import { activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
-import { embedLookup, FusedWeights, fusedLinear, gatherRows, linear, rotateHalf, WeightTransposes } from './kernels';
+import { embedLookup, FusedWeights, fusedLinear, gatherRows, linear, WeightTransposes } from './kernels';
+import { applyRope, type RopeTables, ropeCosSin } from './rope';
 
 // ---------------------------------------------------------------------------------------------------------
 // RMSNorm (Zhang & Sennrich 2019; HF Qwen2RMSNorm)
@@ -19,51 +21,6 @@ import { embedLookup, FusedWeights, fusedLinear, gatherRows, linear, rotateHalf,
 /** w * x / sqrt(mean(x^2, -1) + eps). @param x float32 [..., E]; w float32 [E] -> float32 [..., E] */
 export function rmsNorm<T extends tf.Tensor>(x: T, w: tf.Tensor1D, eps: number): T {
   return tf.tidy(() => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w) as T);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// RoPE (Su et al. 2021, "RoFormer"; HF `Qwen2RotaryEmbedding`, `apply_rotary_pos_emb`): inv_freq[i] =
-// 1 / theta^(2i/D), angle = pos * inv_freq, emb = cat(angle, angle), x' = x * cos(emb) + rotate_half(x) * sin(emb).
-
-/** RoPE's cos and sin tables for the positions of one forward. */
-export type RopeTables = { cos: tf.Tensor4D; sin: tf.Tensor4D };
-
-/**
- * cos/sin tables float32 [B, L, 1, D] (broadcast over heads; the caller disposes them) for row-major [B * L]
- * positions, computed in float64 on the host. @throws RangeError when positions.length != B * L or D is odd
- */
-export function ropeCosSin(positions: ArrayLike<number>, B: number, L: number, headDimension: number, theta: number): RopeTables {
-  if (positions.length !== B * L) throw new RangeError(`ropeCosSin: positions.length = ${positions.length}, expected B*L = ${B * L}`);
-  if (headDimension % 2 !== 0) throw new RangeError(`ropeCosSin: headDimension = ${headDimension} must be even`);
-  const half = headDimension / 2;
-  const inv = new Float64Array(half);
-  // HF computes inv_freq in float32: 1 / theta ** (arange(0, D, 2).float() / D).
-  for (let i = 0; i < half; i++) inv[i] = Math.fround(1 / theta ** ((2 * i) / headDimension));
-  const cos = new Float32Array(B * L * headDimension);
-  const sin = new Float32Array(B * L * headDimension);
-  for (let r = 0; r < B * L; r++) {
-    const p = positions[r];
-    const o = r * headDimension;
-    for (let i = 0; i < half; i++) {
-      const a = Math.fround(p * inv[i]);
-      const c = Math.cos(a);
-      const s = Math.sin(a);
-      cos[o + i] = c;
-      cos[o + half + i] = c;
-      sin[o + i] = s;
-      sin[o + half + i] = s;
-    }
-  }
-  return { cos: tf.tensor4d(cos, [B, L, 1, headDimension]), sin: tf.tensor4d(sin, [B, L, 1, headDimension]) };
-}
-
-/** Applies RoPE, differentiable w.r.t. x. @param x float32 [B, L, H, D]; cos, sin [B, L, 1, D] -> [B, L, H, D] */
-export function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
-  return tf.tidy(() => {
-    const [B, L, H, D] = x.shape;
-    const rot = tf.reshape(rotateHalf(tf.reshape(x, [B * L * H, D]) as tf.Tensor2D), [B, L, H, D]);
-    return tf.add(tf.mul(x, cos), tf.mul(rot, sin)) as tf.Tensor4D;
-  });
 }
 
 /** [B, L, KVH, D] -> [B, KVH, L, D] (a reshape when L = 1). */
@@ -95,6 +52,18 @@ export interface RunInputs {
   returnCache?: boolean;
   /** When true, compute logits only for the last of the Lq positions (logits [B, 1, V]); else for all. */
   lastOnly?: boolean;
+  /** TrainingForwardOptions.gradientCheckpointing (without a cache: a training forward). */
+  gradientCheckpointing?: boolean;
+}
+
+/** Options of the training forwards (`forward`, `hiddenStates`, `hiddenAt`). */
+export interface TrainingForwardOptions {
+  /**
+   * Recompute each decoder layer's forward in the backward pass instead of keeping its intermediates on the tape
+   * (checkpoint.ts): the same gradients for about one more forward of compute, the tape then holding one [B * L, E]
+   * input per layer. ROLL's `model_args.disable_gradient_checkpointing: false`. Default false.
+   */
+  gradientCheckpointing?: boolean;
 }
 
 /** A Qwen2 or Llama decoder with tf.Variable weights keyed by HF names. */
@@ -187,29 +156,35 @@ export class Qwen2 {
    * @returns float32 [B, L, V] logits (rows at pad positions are finite but meaningless)
    * @throws RangeError when L > max_position_embeddings or shapes disagree.
    */
-  forward(ids: tf.Tensor2D, attentionMask: tf.Tensor2D): tf.Tensor3D {
-    return this.withTrainingInputs(ids, attentionMask, (inp) => this.run(inp).logits);
+  forward(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, opts: TrainingForwardOptions = {}): tf.Tensor3D {
+    return this.withTrainingInputs(ids, attentionMask, opts, (inp) => this.run(inp).logits);
   }
 
   /**
    * The final hidden states float32 [B, L, E] (after the last RMSNorm) of the training forward, for heads other
    * than lm_head (the critic's value head, value_model.ts). Same inputs and errors as `forward`; differentiable.
    */
-  hiddenStates(ids: tf.Tensor2D, attentionMask: tf.Tensor2D): tf.Tensor3D {
-    return this.withTrainingInputs(ids, attentionMask, (inp) => {
+  hiddenStates(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, opts: TrainingForwardOptions = {}): tf.Tensor3D {
+    return this.withTrainingInputs(ids, attentionMask, opts, (inp) => {
       const [B, L] = ids.shape;
       return tf.tidy(() => tf.reshape(this.finalNorm(this.trunk(inp).x), [B, L, this.config.hidden_size]) as tf.Tensor3D);
     });
   }
 
   /**
-   * The training forward's logits at some positions only, float32 [M, V]: `rows` are indices b * L + t into the
-   * B * L positions. Differentiable. lm_head, the largest matmul of a big-vocabulary model, then runs on M rows.
+   * The final hidden states (after the last RMSNorm) of the training forward at some positions only, float32 [M, E]:
+   * `rows` are indices b * L + t into the B * L positions. Differentiable. The vocabulary work then runs on these
+   * M rows only, in chunks, with `lmHead` (logprobs.ts).
    */
-  logitsAt(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, rows: readonly number[]): tf.Tensor2D {
-    return this.withTrainingInputs(ids, attentionMask, (inp) =>
-      tf.tidy(() => this.linear(this.finalNorm(gatherRows(this.trunk(inp).x, rows)), this.headName())),
-    );
+  hiddenAt(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, rows: readonly number[], opts: TrainingForwardOptions = {}): tf.Tensor2D {
+    return this.withTrainingInputs(ids, attentionMask, opts, (inp) => tf.tidy(() => this.finalNorm(gatherRows(this.trunk(inp).x, rows))));
+  }
+
+  /** lm_head's weight float32 [V, E] (the embedding's when tied; the live variable) and, on wasm, its kept transpose. */
+  lmHead(): { w: tf.Tensor2D; wT?: tf.Tensor2D } {
+    const prefix = this.headName();
+    const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
+    return { w, wT: this.transposes.of(prefix, w) };
   }
 
   /** The weights lm_head multiplies by: the embedding when tied. */
@@ -218,7 +193,7 @@ export class Qwen2 {
   }
 
   /** Positions 0..L-1 and the causal pad-masking bias of right-padded rows, for `forward` and `hiddenStates`. */
-  private withTrainingInputs<T>(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, f: (inp: RunInputs) => T): T {
+  private withTrainingInputs<T>(ids: tf.Tensor2D, attentionMask: tf.Tensor2D, opts: TrainingForwardOptions, f: (inp: RunInputs) => T): T {
     const [B, L] = ids.shape;
     if (attentionMask.shape[0] !== B || attentionMask.shape[1] !== L) {
       throw new RangeError(`Qwen2.forward: attentionMask shape [${attentionMask.shape}] != ids shape [${ids.shape}]`);
@@ -228,7 +203,7 @@ export class Qwen2 {
     const G = this.config.num_attention_heads / this.config.num_key_value_heads;
     const mask = causalMask(attentionMask.dataSync(), B, L, L, G);
     try {
-      return f({ ids, positions, mask });
+      return f({ ids, positions, mask, gradientCheckpointing: opts.gradientCheckpointing });
     } finally {
       disposeMask(mask);
     }
@@ -279,6 +254,10 @@ export class Qwen2 {
     const rope = ropeCosSin(inp.positions, B, Lq, headDim(cfg), cfg.rope_theta);
     const cache: LayerKV[] = [];
     let x: tf.Tensor2D = embedLookup(this.w('model.embed_tokens.weight') as tf.Tensor2D, tf.reshape(inp.ids, [B * Lq]) as tf.Tensor1D);
+    if (inp.gradientCheckpointing && !inp.cache && !inp.returnCache) {
+      const context = [rope.cos, rope.sin, ...inp.mask.chunks.map((c) => c.bias)];
+      return { x: checkpointedStages(x, this.layerStages(inp), context), cache };
+    }
     // One scope per layer frees its intermediates as soon as it is done (the gradient tape keeps what backprop
     // needs); without it a forward holds every layer's at once, GBs of a prefill at a real model's size.
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
@@ -286,6 +265,25 @@ export class Qwen2 {
       x = tf.tidy(() => this.decoderLayer(l, input, rope, inp, cache));
     }
     return { x, cache };
+  }
+
+  /**
+   * The decoder layers as checkpointed stages (checkpoint.ts) of a training forward. The RoPE tables and the mask's
+   * biases come in as the stages' context: [cos, sin, ...one bias per mask chunk].
+   */
+  private layerStages(inp: RunInputs): CheckpointStage[] {
+    const stages: CheckpointStage[] = [];
+    for (let l = 0; l < this.config.num_hidden_layers; l++) {
+      const p = `model.layers.${l}.`;
+      stages.push({
+        weights: [...this.vars].filter(([name]) => name.startsWith(p)).map(([, v]) => v),
+        run: (x, [cos, sin, ...biases]) => {
+          const mask = { ...inp.mask, chunks: inp.mask.chunks.map((c, i) => ({ ...c, bias: biases[i] as tf.Tensor4D })) };
+          return this.decoderLayer(l, x, { cos: cos as tf.Tensor4D, sin: sin as tf.Tensor4D }, { ...inp, mask }, []);
+        },
+      });
+    }
+    return stages;
   }
 
   /** One decoder layer: x + self-attention(RMSNorm(x)), then + MLP(RMSNorm(.)). x float32 [B * Lq, E]. */

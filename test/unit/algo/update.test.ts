@@ -213,6 +213,56 @@ test('k3 KL loss against the reference: 0 while the policy equals it, > 0 after 
   model.dispose();
 });
 
+test('gradient checkpointing on (the default) and off: the same update, metric for metric and weight for weight', async () => {
+  const run = async (disable: boolean) => {
+    const config = fixtureConfig({ ppo_epochs: 2, entropy_loss_coef: 0.01 });
+    config.actor_train.model_args.disable_gradient_checkpointing = disable;
+    const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 7);
+    const { metrics } = await ppoUpdate({
+      actor: trainee(model),
+      klController: klControllerFromConfig(config),
+      trajectories: batch(spread),
+      config,
+      step: 0,
+      padId: tokenizer.padId,
+    });
+    const weights = [...model.trainableVariables().values()].map((v) => Array.from(v.dataSync()));
+    model.dispose();
+    return { metrics, weights };
+  };
+  const on = await run(false);
+  const off = await run(true);
+  for (const k of Object.keys(off.metrics).filter((k) => !k.startsWith('time/'))) assert.equal(on.metrics[k], off.metrics[k], k);
+  assert.deepEqual(on.weights, off.weights);
+});
+
+test('the actor as its own reference (step 0, no second copy of the weights): the same update as a copy of it', async () => {
+  const config = fixtureConfig({ use_kl_loss: true, kl_loss_coef: 0.1, add_token_level_kl: true, init_kl_coef: 0.05, ppo_epochs: 2 });
+  const run = async (shared: boolean) => {
+    const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 7);
+    const copy = shared ? null : Qwen2.fromNamedTensors(model.config, model.toNamedTensors());
+    const { metrics } = await ppoUpdate({
+      actor: trainee(model),
+      reference: copy ?? model,
+      klController: klControllerFromConfig(config),
+      trajectories: batch(spread),
+      config,
+      step: 0,
+      padId: tokenizer.padId,
+    });
+    const weights = snapshot(model);
+    copy?.dispose();
+    model.dispose();
+    return { metrics, weights };
+  };
+  const copied = await run(false);
+  const shared = await run(true);
+  for (const k of Object.keys(copied.metrics).filter((k) => !k.startsWith('time/'))) {
+    assert.equal(shared.metrics[k], copied.metrics[k], k);
+  }
+  assert.deepEqual(shared.weights, copied.weights);
+});
+
 test('token-level KL penalty: beta * kl enters the rewards and the adaptive controller moves beta', async () => {
   const config = fixtureConfig({ add_token_level_kl: true, init_kl_coef: 0.2, target_kl: 0.001, kl_horizon: 100, kl_penalty: 'k3' });
   const model = Qwen2.random(tinyPreset(tokenizer.vocabSize), 8);

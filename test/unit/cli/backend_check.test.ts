@@ -41,9 +41,9 @@ function check(args: string[]): { code: number | null; stdout: string; stderr: s
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
-/** Runs the small check on `backend` and checks what it reports. */
-function checksOn(backend: string): void {
-  const res = check(['--backend', backend, ...SMALL, '--json']);
+/** Runs the small check on `backend` (with `extra` arguments) and checks what it reports. */
+function checksOn(backend: string, extra: string[] = []): CheckResult {
+  const res = check(['--backend', backend, ...SMALL, ...extra, '--json']);
   assert.equal(res.code, 0, res.stderr);
   const r = JSON.parse(res.stdout) as CheckResult;
   assert.equal(r.backend, backend);
@@ -60,14 +60,24 @@ function checksOn(backend: string): void {
     assert.ok(t.seconds > 0 && t.tokensPerSecond > 0, JSON.stringify(t));
   }
   assert.ok(r.peakRssBytes > 0);
+  const p = r.phasePeakRssBytes;
+  for (const phase of [p.init, p.generation, p.update]) assert.ok(phase > 0 && phase <= r.peakRssBytes, JSON.stringify(p));
   const lines = formatBackendCheck(r);
   assert.equal(lines[0], `backend ${backend}, device CPU`);
   assert.match(lines.join('\n'), /update: 2 trajectories x 12 tokens, micro-batches of 1/);
   assert.match(lines.join('\n'), /rollout batch: 2 rows, 6-token prompts, 3 new tokens each/);
+  assert.match(lines.join('\n'), /peak RSS [\d.]+ GiB; by phase: random init [\d.]+ GiB, generation [\d.]+ GiB, update [\d.]+ GiB/);
+  return r;
 }
 
-test('backend check on wasm: the device, the requested tokens at positive rates, peak RSS, exit 0', () => {
-  checksOn('wasm');
+test('backend check on wasm: the device, the requested tokens at positive rates, peak RSS by phase, exit 0', () => {
+  assert.equal(checksOn('wasm').update.gradientCheckpointing, true, "on by default, ROLL's default");
+});
+
+test('backend check --gradient-checkpointing off: the update keeps its intermediates, and says so', () => {
+  const r = checksOn('wasm', ['--gradient-checkpointing', 'off']);
+  assert.equal(r.update.gradientCheckpointing, false);
+  assert.match(formatBackendCheck(r).join('\n'), /one AdamW step, gradient checkpointing off/);
 });
 
 for (const v of NATIVE_VARIANTS) {
@@ -94,6 +104,7 @@ test('backend check: bad sizes exit 2 naming the option, the value and what is a
     [['--rows', 'many'], /--rows <n>.*'many' is invalid.*not an integer >= 1/],
     [['--backend', 'tpu'], /--backend <name>.*'tpu' is invalid.*tensorflow-gpu, tensorflow, wasm, cpu/],
     [['--batch', '4', '--micro-batch', '3'], /--micro-batch 3 does not divide --batch 4; allowed: a divisor of the batch/],
+    [['--gradient-checkpointing', 'yes'], /--gradient-checkpointing <on\|off>.*'yes' is invalid.*allowed: on, off/],
   ];
   for (const [args, message] of cases) {
     const res = check(['--backend', 'wasm', ...SMALL, ...args]); // the last value of an option wins

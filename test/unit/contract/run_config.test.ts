@@ -7,13 +7,14 @@ import { parse } from 'yaml';
 import { groupKeyOf } from '../../../src/algo/update';
 import { ignoredKeysIn } from '../../../src/config/schema_walk';
 import type { Trajectory } from '../../../src/contract';
-import { ConfigError } from '../../../src/contract';
+import { ConfigError, gradientCheckpointing } from '../../../src/contract';
 import { validateConfig } from '../../../src/preflight/load';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
 function minimal(): Record<string, any> {
   const raw = parse(readFileSync('configs/frozen_lake.yaml', 'utf8')) as Record<string, any>;
   for (const k of ['adv_estimator', 'init_kl_coef', 'entropy_loss_coef']) delete raw[k];
+  delete raw.actor_train.model_args;
   return raw;
 }
 
@@ -164,11 +165,11 @@ test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for 
     'reward_pretrain',
     'hydra',
     'reference',
-    'actor_train.model_args',
     'actor_train.strategy_args',
     'actor_train.device_mapping',
     'actor_train.infer_batch_size',
     'actor_train.data_args',
+    'actor_train.model_args.dtype',
     'critic.device_mapping',
     'train_env_manager.format_penalty',
     'train_env_manager.env_manager_cls',
@@ -182,7 +183,8 @@ test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for 
 
 test("each role holds only the blocks it uses; ROLL's other blocks are accepted, listed as ignored, not filled in", () => {
   const c = validateConfig(minimal());
-  assert.deepEqual(Object.keys(c.actor_train), ['training_args']);
+  assert.deepEqual(Object.keys(c.actor_train), ['training_args', 'model_args']);
+  assert.deepEqual(c.actor_train.model_args, { disable_gradient_checkpointing: false });
   assert.deepEqual(c.actor_train.training_args, {
     learning_rate: 1e-4,
     adam_beta1: 0.9,
@@ -239,6 +241,28 @@ test("each role holds only the blocks it uses; ROLL's other blocks are accepted,
     'critic.training_args.gradient_accumulation_steps',
     'critic.training_args.num_train_epochs',
   ]);
+});
+
+test("actor_train.model_args.disable_gradient_checkpointing: ROLL's key, typed (false by default: checkpointing on); ROLL's other model_args ignored", () => {
+  const withArgs = (model_args: unknown) => ({ ...minimal(), actor_train: { ...minimal().actor_train, model_args } });
+  assert.equal(gradientCheckpointing(validateConfig(minimal()).actor_train), true);
+  assert.equal(gradientCheckpointing(validateConfig(withArgs({ disable_gradient_checkpointing: true })).actor_train), false);
+  assert.equal(gradientCheckpointing(validateConfig(withArgs({ disable_gradient_checkpointing: null })).actor_train), true, "ROLL's None");
+  assert.equal(gradientCheckpointing({}), true, 'a run stored before the key existed');
+  const roll = { lora_rank: 8, lora_target: 'all', dtype: 'bf16', model_config_kwargs: {}, disable_gradient_checkpointing: false };
+  assert.deepEqual(validateConfig(withArgs(roll)).actor_train.model_args, roll);
+  assert.deepEqual(
+    ignoredKeysIn(withArgs(roll)).filter((k) => k.startsWith('actor_train.model_args')),
+    ['dtype', 'model_config_kwargs', 'lora_rank', 'lora_target'].map((k) => `actor_train.model_args.${k}`),
+  );
+  assert.match(
+    problemsOf(withArgs({ disable_gradient_checkpointing: 'yes' })),
+    /`actor_train\.model_args\.disable_gradient_checkpointing`: .*boolean.*\(got "yes"\)/,
+  );
+  assert.match(
+    problemsOf(withArgs({ disable_gradient_checkpoint: true })),
+    /unknown key `actor_train\.model_args\.disable_gradient_checkpoint`; did you mean `disable_gradient_checkpointing`\?/,
+  );
 });
 
 test('reward_normalization.grouping: batch, traj_group_id, tags or a scalar trajectory field, checked at load time', () => {

@@ -5,7 +5,8 @@ import { countParams, tinyPreset, validateQwen2Config } from '../../../src/model
 import { modelFromSafetensors, modelToSafetensors } from '../../../src/model/hf/weights';
 import { bmm, linear } from '../../../src/model/kernels';
 import { tokenLogProbs } from '../../../src/model/logprobs';
-import { applyRope, Qwen2, rmsNorm, ropeCosSin } from '../../../src/model/qwen2';
+import { Qwen2, rmsNorm } from '../../../src/model/qwen2';
+import { applyRope, ropeCosSin } from '../../../src/model/rope';
 import { initTestBackend } from '../../helpers/backend';
 
 before(async () => {

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
-import { trajectoryScores } from '../../../src/algo/update';
+import { trajectoryScores } from '../../../src/algo/trajectory_scores';
 import type { Trajectory } from '../../../src/contract';
 import { customEnvSchema } from '../../../src/contract';
 import { charTokenizer } from '../../../src/model/tokenizer';
