@@ -10,6 +10,7 @@ import { AdamW } from '../src/algo/adamw';
 import { klControllerFromConfig } from '../src/algo/kl';
 import { sftTrain, warmupSchedule } from '../src/algo/sft';
 import { ppoUpdate } from '../src/algo/update';
+import { gradientCheckpointing } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
       steps: w.train_steps,
       batchSize: w.batch_size,
       microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
+      gradientCheckpointing: gradientCheckpointing(config.actor_train),
       lr: warmupSchedule(w),
       maxGradNorm: config.max_grad_norm,
       seed: config.seed,

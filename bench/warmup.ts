@@ -11,6 +11,7 @@
 import { AdamW } from '../src/algo/adamw';
 import { sftTrain, warmupSchedule } from '../src/algo/sft';
 import type { GeneratingArgs, RunConfig } from '../src/contract';
+import { gradientCheckpointing } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { tinyPreset } from '../src/model/config';
 import { Qwen2 } from '../src/model/qwen2';
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
     steps: w.train_steps,
     batchSize: w.batch_size,
     microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
+    gradientCheckpointing: gradientCheckpointing(config.actor_train),
     lr: warmupSchedule(w),
     maxGradNorm: config.max_grad_norm,
     seed: config.seed,

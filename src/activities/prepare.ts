@@ -9,7 +9,7 @@ import { log } from '@temporalio/activity';
 import { AdamW } from '../algo/adamw';
 import { sftTrain, warmupSchedule } from '../algo/sft';
 import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, StepMetrics, Trajectory, WriteMetricsInput } from '../contract';
-import { ConfigError, EnvFailureError } from '../contract';
+import { ConfigError, EnvFailureError, gradientCheckpointing } from '../contract';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
 import { modelFromFolder } from '../model/hf/weights';
@@ -82,6 +82,7 @@ async function sftWarmup(
       steps: w.train_steps,
       batchSize: w.batch_size,
       microBatchSize: config.actor_train.training_args.per_device_train_batch_size,
+      gradientCheckpointing: gradientCheckpointing(config.actor_train),
       lr: warmupSchedule(w),
       maxGradNorm: config.max_grad_norm,
       seed: config.seed,

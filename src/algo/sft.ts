@@ -22,6 +22,8 @@ export interface SftOptions {
   batchSize: number;
   /** Trajectories per micro-batch (memory bound). */
   microBatchSize: number;
+  /** Recompute each decoder layer in the backward (the update's setting; same numbers, less memory). */
+  gradientCheckpointing: boolean;
   lr: LrSchedule;
   maxGradNorm: number;
   seed: number;
@@ -52,7 +54,11 @@ export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; loss
         o.padId,
       );
       const mask = tf.tensor2d(batch.mask);
-      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, { at: mask, entropyGradient: false });
+      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, {
+        at: mask,
+        entropyGradient: false,
+        gradientCheckpointing: o.gradientCheckpointing,
+      });
       entropy.dispose();
       const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
       batch.ids.dispose();

@@ -24,7 +24,13 @@ before(async () => {
   demos = await fixtureDemos(4);
 });
 
-async function train(model: Qwen2, optimizer: AdamW, steps: number, lr: Parameters<typeof sftTrain>[0]['lr']): Promise<void> {
+async function train(
+  model: Qwen2,
+  optimizer: AdamW,
+  steps: number,
+  lr: Parameters<typeof sftTrain>[0]['lr'],
+  gradientCheckpointing = false,
+): Promise<void> {
   await sftTrain({
     model,
     optimizer,
@@ -32,6 +38,7 @@ async function train(model: Qwen2, optimizer: AdamW, steps: number, lr: Paramete
     steps,
     batchSize: demos.length,
     microBatchSize: 2,
+    gradientCheckpointing,
     lr,
     maxGradNorm: 1,
     seed: 1,
@@ -64,4 +71,16 @@ test('SFT under a linear schedule takes the scheduled rate at each step', async 
   assert.notEqual(s, k);
   for (const x of [scheduled, byHand, constant]) x.dispose();
   for (const o of [a, b, c]) o.dispose();
+});
+
+test('SFT with gradient checkpointing trains to the same weights', async () => {
+  const lr = { base: 1e-3, type: 'constant', warmupSteps: 0, totalSteps: 2 } as const;
+  const [plain, recomputed] = [false, true].map(() => Qwen2.random(tinyPreset(tokenizer.vocabSize), 5));
+  const [a, b] = [new AdamW({}), new AdamW({})];
+  await train(plain, a, 2, lr, false);
+  await train(recomputed, b, 2, lr, true);
+  const [p, r] = await Promise.all([plain, recomputed].map(async (m) => sha256Hex(await modelToSafetensors(m))));
+  assert.equal(p, r);
+  for (const x of [plain, recomputed]) x.dispose();
+  for (const o of [a, b]) o.dispose();
 });
