@@ -11,6 +11,7 @@ import { type Qwen2Config, tinyPreset } from '../../../src/model/config';
 import { tokenLogProbs } from '../../../src/model/logprobs';
 import { Qwen2 } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
+import { relDiff } from '../../helpers/tensor_diff';
 
 before(async () => {
   await initTestBackend();
@@ -24,19 +25,6 @@ function paddedBatch(): { ids: tf.Tensor2D; mask: tf.Tensor2D; at: tf.Tensor2D }
   // The shifted response mask: the second half of each row's real tokens.
   const at = rows.map((_, b) => Array.from({ length: 11 }, (_, t) => (t + 1 < lengths[b] && t + 1 >= lengths[b] / 2 ? 1 : 0)));
   return { ids: tf.tensor2d(rows, [3, 12], 'int32'), mask: tf.tensor2d(mask, [3, 12]), at: tf.tensor2d(at, [3, 11]) };
-}
-
-/** Largest |a - b| / max(|b|, 1e-3) over the entries of two tensors' data. */
-function relDiff(a: tf.Tensor, b: tf.Tensor): number {
-  const x = a.dataSync();
-  const y = b.dataSync();
-  let scale = 1e-3;
-  let d = 0;
-  for (let i = 0; i < y.length; i++) {
-    scale = Math.max(scale, Math.abs(y[i]));
-    d = Math.max(d, Math.abs(x[i] - y[i]));
-  }
-  return d / scale;
 }
 
 /** A PPO-like masked loss of log-probs and entropies, with and without `at`, so both vocabulary paths are crossed. */

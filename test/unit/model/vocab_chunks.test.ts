@@ -11,6 +11,7 @@ import { linear } from '../../../src/model/kernels';
 import { headLogProbs, logProbAndEntropy, tokenLogProbs } from '../../../src/model/logprobs';
 import { Qwen2 } from '../../../src/model/qwen2';
 import { initTestBackend } from '../../helpers/backend';
+import { relDiff } from '../../helpers/tensor_diff';
 
 before(async () => {
   await initTestBackend();
@@ -36,19 +37,6 @@ function unchunked(m: Qwen2, ids: tf.Tensor2D, mask: tf.Tensor2D, entropyGradien
     const [logp, entropy] = tf.unstack(logProbAndEntropy(logits, targets, entropyGradient), 1);
     return { logp: tf.reshape(logp, [B, L - 1]) as tf.Tensor2D, entropy: tf.reshape(entropy, [B, L - 1]) as tf.Tensor2D };
   });
-}
-
-/** Largest |a - b| / max(largest |b|, 1e-3). */
-function relDiff(a: tf.Tensor, b: tf.Tensor): number {
-  const x = a.dataSync();
-  const y = b.dataSync();
-  let scale = 1e-3;
-  let d = 0;
-  for (let i = 0; i < y.length; i++) {
-    scale = Math.max(scale, Math.abs(y[i]));
-    d = Math.max(d, Math.abs(x[i] - y[i]));
-  }
-  return d / scale;
 }
 
 for (const tied of [true, false]) {
