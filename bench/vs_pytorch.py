@@ -1,7 +1,9 @@
 """The PyTorch side of bench/vs_pytorch.ts: one update or one generation batch with transformers'
 Qwen2ForCausalLM (float32, 2 threads) on the workload the starpo side wrote into a folder (config.json,
 model.safetensors, workload.json, and after the starpo side's first update, advantages.json). Prints one JSON
-line: seconds, tokens, peak RSS and, for the update, the gradient norm before clipping.
+line: seconds, tokens, peak RSS and, for the update, the gradient norm before clipping and the seconds of the
+clip and AdamW step. With workload.json's gradientCheckpointing, the update recomputes each decoder layer in the
+backward (transformers' gradient_checkpointing_enable, non-reentrant).
 
 The update is the quickstart's loss as ROLL computes it on fresh rollouts: the importance ratio
 exp(logp - logp.detach()) times the trajectory's advantage (REINFORCE, one value on every response token),
@@ -48,6 +50,9 @@ def agg(values, mask, mode, rows_with_tokens, tokens):
 
 
 def update(model, w, advantages):
+    if w.get("gradientCheckpointing"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.train()
     kept = [t for t in w["trajectories"] if t["trajId"] in advantages]
     opt = torch.optim.AdamW(model.parameters(), lr=w["lr"], betas=tuple(w["betas"]), eps=1e-8, weight_decay=w["weightDecay"])
     shifted = [t["responseMask"][1:] for t in kept]
@@ -73,10 +78,16 @@ def update(model, w, advantages):
             entropy = torch.logsumexp(logits, -1) - (torch.softmax(logits, -1) * logits).sum(-1)
             loss = loss - w["entropyLossCoef"] * agg(entropy, mask, w["lossAggMode"], rows_with_tokens, tokens)
         loss.backward()
+    opt_started = time.perf_counter()
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), w["maxGradNorm"]).item()
     opt.step()
-    seconds = time.perf_counter() - started
-    return {"seconds": seconds, "tokens": sum(len(t["inputIds"]) for t in w["trajectories"]), "gradNorm": grad_norm}
+    ended = time.perf_counter()
+    return {
+        "seconds": ended - started,
+        "optimizerSeconds": ended - opt_started,
+        "tokens": sum(len(t["inputIds"]) for t in w["trajectories"]),
+        "gradNorm": grad_norm,
+    }
 
 
 def generation(model, w):

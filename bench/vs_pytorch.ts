@@ -1,18 +1,23 @@
 /**
  * starpo against PyTorch on this machine: one update (forward, backward, AdamW through starpo's own ppoUpdate)
- * and one generation batch (starpo's generate with a KV cache and host sampling) at three Qwen2 sizes, each
+ * and one generation batch (starpo's generate with a KV cache and host sampling) at Qwen2 sizes up to the whole
+ * Qwen2.5-0.5B, each
  * against transformers' Qwen2ForCausalLM (float32, 2 threads; bench/vs_pytorch.py) on the same weights,
  * trajectories and contexts. Rounds are interleaved (every cell once, then again); every cell is its own process,
  * so each figure has its own peak RSS, printed with the load average around it. The update's gradient norms are
  * printed side by side: they agree when both sides do the same work.
  *
  *   node --import tsx bench/vs_pytorch.ts [--rounds 3] [--sizes tiny,h256,slice] [--jobs update,generation]
- *     [--backend tensorflow] [--profile]
+ *     [--gradient-checkpointing off|on] [--backend tensorflow] [--profile]
  *
  * Sizes: tiny = the quickstart's model (105k parameters) on 64 quickstart trajectories; h256 = hidden 256, 4
  * layers (3.2M) on the same; slice = 2 of Qwen2.5-0.5B's 24 layers with its 151,936-id vocabulary on 16 random
- * trajectories of 128 tokens. Generation: 64 rows, prompts of ~200 tokens (the quickstart trajectories' opening,
- * random ids for the slice), 30 new tokens, the quickstart's train sampling settings.
+ * trajectories of 128 tokens; full = all 24 layers (494M) on 8 random trajectories of 256 tokens in micro-batches
+ * of 4 (`starpo backend check --layers 24`'s shapes), full-1024 = the same at 1024 tokens. Generation: 64 rows,
+ * prompts of ~200 tokens (the quickstart trajectories' opening, random ids for the slice), 30 new tokens; 8 rows
+ * of 128 random ids and 32 new tokens at the full sizes; the quickstart's train sampling settings.
+ * --gradient-checkpointing on recomputes each decoder layer in the backward on both sides (starpo's
+ * actor_train.model_args.disable_gradient_checkpointing=false, transformers' gradient_checkpointing_enable).
  * The PyTorch side runs in a Python venv with the pins of test/fixtures/hf/requirements.txt
  * (~/.cache/starpo/hf-venv, made on first use from PyPI); without python3 it is skipped, saying so.
  * --profile adds each side's 15 costliest ops (tf.profile kernels / torch.profiler) from one extra round.
@@ -47,13 +52,22 @@ import { generatingArgsOf } from '../src/rollout/plan';
 import { Rng } from '../src/util/rng';
 
 const QUICKSTART = 'configs/frozen_lake_solver.yaml';
-const SIZES = ['tiny', 'h256', 'slice'] as const;
+const SIZES = ['tiny', 'h256', 'slice', 'full', 'full-1024'] as const;
 const JOBS = ['update', 'generation'] as const;
 type Size = (typeof SIZES)[number];
 type Job = (typeof JOBS)[number];
 const ROWS = 64;
 const PROMPT = 200;
 const NEW_TOKENS = 30;
+/** The Qwen2.5-0.5B-shaped sizes: decoder layers, the update's trajectories and the generation batch. */
+const QWEN_SIZES: Record<
+  'slice' | 'full' | 'full-1024',
+  { layers: number; batch: number; microBatch: number; length: number; rows: number; prompt: number; newTokens: number }
+> = {
+  slice: { layers: 2, batch: 16, microBatch: 16, length: 128, rows: ROWS, prompt: PROMPT, newTokens: NEW_TOKENS },
+  full: { layers: 24, batch: 8, microBatch: 4, length: 256, rows: 8, prompt: 128, newTokens: 32 },
+  'full-1024': { layers: 24, batch: 8, microBatch: 4, length: 1024, rows: 8, prompt: 128, newTokens: 32 },
+};
 const VENV = join(homedir(), '.cache/starpo/hf-venv');
 const REQUIREMENTS = join(__dirname, '../test/fixtures/hf/requirements.txt');
 
@@ -70,6 +84,7 @@ interface Workload {
   betas: [number, number];
   weightDecay: number;
   maxGradNorm: number;
+  gradientCheckpointing: boolean;
   sampling: { temperature: number; top_p: number; top_k: number; do_sample: boolean };
 }
 
@@ -78,22 +93,32 @@ interface CellResult {
   tokens: number;
   peakRssBytes: number;
   gradNorm?: number;
+  /** The update's clip + AdamW seconds. */
+  optimizerSeconds?: number;
   ops?: Array<{ name: string; calls: number; ms: number }>;
   opCalls?: number;
   error?: string;
   load?: [number, number];
 }
 
+interface SizeSetup {
+  cfg: Qwen2Config;
+  config: RunConfig;
+  trajectories: Trajectory[];
+  contexts: number[][];
+  padId: number;
+  newTokens: number;
+}
+
 /** The model shape, run config, trajectories and contexts of a size, made the same way every time. */
-async function sizeSetup(
-  size: Size,
-): Promise<{ cfg: Qwen2Config; config: RunConfig; trajectories: Trajectory[]; contexts: number[][]; padId: number }> {
-  if (size === 'slice') {
-    const s = { batch: 16, microBatch: 16, length: 128 };
-    const cfg = qwen25HalfBShape(2);
+async function sizeSetup(size: Size, checkpointing: boolean): Promise<SizeSetup> {
+  const ckpt = `actor_train.model_args.disable_gradient_checkpointing=${!checkpointing}`;
+  if (size !== 'tiny' && size !== 'h256') {
+    const s = QWEN_SIZES[size];
+    const cfg = qwen25HalfBShape(s.layers);
     return {
       cfg,
-      config: atLength(loadConfigFile(QUICKSTART, batchOverrides(s)).config, s.length),
+      config: atLength(loadConfigFile(QUICKSTART, [...batchOverrides(s), ckpt]).config, s.length),
       trajectories: randomTrajectories({
         count: s.batch,
         length: s.length,
@@ -101,11 +126,12 @@ async function sizeSetup(
         groupSize: groupSizeFor(s.batch),
         seed: 1,
       }),
-      contexts: randomContexts({ rows: ROWS, prompt: PROMPT, vocab: cfg.vocab_size, seed: 1 }),
+      contexts: randomContexts({ rows: s.rows, prompt: s.prompt, vocab: cfg.vocab_size, seed: 1 }),
       padId: 0,
+      newTokens: s.newTokens,
     };
   }
-  const { config } = loadConfigFile(QUICKSTART);
+  const { config } = loadConfigFile(QUICKSTART, [ckpt]);
   const tokenizer = charTokenizer();
   const tiny = tinyPreset(tokenizer.vocabSize);
   const cfg = size === 'tiny' ? tiny : { ...tiny, hidden_size: 256, intermediate_size: 768, num_hidden_layers: 4 };
@@ -119,13 +145,13 @@ async function sizeSetup(
     const ids = trajectories[i % trajectories.length].inputIds;
     return ids.slice(0, Math.min(PROMPT, ids.length));
   });
-  return { cfg, config, trajectories, contexts, padId: tokenizer.padId };
+  return { cfg, config, trajectories, contexts, padId: tokenizer.padId, newTokens: NEW_TOKENS };
 }
 
 /** Writes a size's folder once: config.json, model.safetensors (seeded random init) and workload.json. */
-async function prepare(size: Size, dir: string): Promise<void> {
+async function prepare(size: Size, dir: string, checkpointing: boolean): Promise<void> {
   if (existsSync(join(dir, 'workload.json'))) return;
-  const { cfg, config, trajectories, contexts, padId } = await sizeSetup(size);
+  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing);
   const model = Qwen2.random(cfg, 1);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'model.safetensors'), await modelToSafetensors(model));
@@ -146,7 +172,7 @@ async function prepare(size: Size, dir: string): Promise<void> {
   const w: Workload = {
     trajectories: trajectories.map(({ trajId, inputIds, responseMask }) => ({ trajId, inputIds, responseMask })),
     contexts,
-    newTokens: NEW_TOKENS,
+    newTokens,
     padId,
     microBatch: args.per_device_train_batch_size,
     lossAggMode: config.loss_agg_mode,
@@ -155,19 +181,27 @@ async function prepare(size: Size, dir: string): Promise<void> {
     betas: [args.adam_beta1, args.adam_beta2],
     weightDecay: args.weight_decay,
     maxGradNorm: config.max_grad_norm,
+    gradientCheckpointing: checkpointing,
     sampling: { temperature: gen.temperature, top_p: gen.top_p, top_k: gen.top_k, do_sample: gen.do_sample },
   };
   writeFileSync(join(dir, 'workload.json'), JSON.stringify(w));
 }
 
 /** One starpo cell, in this process (a child): the job once on the size's weights; the first update writes advantages.json. */
-async function starpoCell(size: Size, job: Job, dir: string, backend: string, profile: boolean): Promise<CellResult> {
+async function starpoCell(
+  size: Size,
+  job: Job,
+  dir: string,
+  backend: string,
+  profile: boolean,
+  checkpointing: boolean,
+): Promise<CellResult> {
   await initBackend(backend);
-  const { cfg, config, trajectories, contexts, padId } = await sizeSetup(size);
+  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing);
   const model = modelFromTensors(cfg, decodeSafetensors(readFileSync(join(dir, 'model.safetensors'))).tensors);
   const run = async (): Promise<CellResult> => {
     if (job === 'generation') {
-      const t = timeGeneration({ model, config, contexts, newTokens: NEW_TOKENS, seed: 1 });
+      const t = timeGeneration({ model, config, contexts, newTokens, seed: 1 });
       return { seconds: t.seconds, tokens: t.tokens, peakRssBytes: 0 };
     }
     const t = await timeUpdate({ model, config, trajectories, padId });
@@ -177,7 +211,13 @@ async function starpoCell(size: Size, job: Job, dir: string, backend: string, pr
         .map(([id, s]) => [id, s.advantage]),
     );
     if (!existsSync(join(dir, 'advantages.json'))) writeFileSync(join(dir, 'advantages.json'), JSON.stringify(advantages));
-    return { seconds: t.seconds, tokens: t.tokens, peakRssBytes: 0, gradNorm: t.metrics['actor/grad_norm'] };
+    return {
+      seconds: t.seconds,
+      tokens: t.tokens,
+      peakRssBytes: 0,
+      gradNorm: t.metrics['actor/grad_norm'],
+      optimizerSeconds: t.parts.optimizer,
+    };
   };
   let result: CellResult;
   if (profile) {
@@ -252,12 +292,17 @@ async function main(): Promise<void> {
       jobs: { type: 'string', default: JOBS.join(',') },
       backend: { type: 'string', default: 'tensorflow' },
       profile: { type: 'boolean', default: false },
+      'gradient-checkpointing': { type: 'string', default: 'off' },
       child: { type: 'string' },
     },
   });
+  const ckptFlag = values['gradient-checkpointing'];
+  if (ckptFlag !== 'on' && ckptFlag !== 'off') throw new Error(`--gradient-checkpointing ${ckptFlag}: allowed: on, off`);
+  const checkpointing = ckptFlag === 'on';
   if (values.child) {
-    const [size, job, dir, backend, profile] = JSON.parse(values.child) as [Size, Job, string, string, boolean];
-    console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile)));
+    const [size, job, dir, backend, profile] = JSON.parse(values.child) as [Size, Job | 'prepare', string, string, boolean];
+    if (job === 'prepare') await prepare(size, dir, checkpointing);
+    else console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile, checkpointing)));
     return;
   }
   const rounds = Number(values.rounds);
@@ -269,16 +314,22 @@ async function main(): Promise<void> {
   const python = pythonFor();
   const root = mkdtempSync(join(tmpdir(), 'starpo-vs-pytorch-'));
   try {
-    for (const size of sizes) await prepare(size, join(root, size));
+    const child = (size: Size, job: Job | 'prepare', profile: boolean) => [
+      ...process.execArgv,
+      __filename,
+      '--gradient-checkpointing',
+      ckptFlag,
+      '--child',
+      JSON.stringify([size, job, join(root, size), values.backend, profile]),
+    ];
+    // A child writes each folder, so this process never holds a 2 GB model while the cells measure theirs.
+    for (const size of sizes) {
+      const r = spawnSync(process.execPath, child(size, 'prepare', false), { stdio: 'inherit' });
+      if (r.status !== 0) throw new Error(`preparing ${size} failed (exit ${r.signal ?? r.status})`);
+    }
     const results = new Map<string, CellResult[]>();
     const add = (key: string, r: CellResult) => results.set(key, [...(results.get(key) ?? []), r]);
-    const starpo = (size: Size, job: Job, profile: boolean) =>
-      spawnCell(process.execPath, [
-        ...process.execArgv,
-        __filename,
-        '--child',
-        JSON.stringify([size, job, join(root, size), values.backend, profile]),
-      ]);
+    const starpo = (size: Size, job: Job, profile: boolean) => spawnCell(process.execPath, child(size, job, profile));
     const torch = (size: Size, job: Job, profile: boolean) =>
       spawnCell(python!, [join(__dirname, 'vs_pytorch.py'), join(root, size), job, ...(profile ? ['--profile'] : [])]);
     for (let r = 0; r < rounds; r++) {
@@ -292,10 +343,10 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
+      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, gradient checkpointing ${ckptFlag}, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
     );
-    console.log('| job | size | side | seconds (rounds) | tokens/s | peak RSS GB | load | grad norm |');
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('| job | size | side | seconds (rounds) | optimizer s (rounds) | tokens/s | peak RSS GB | load | grad norm |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const [key, rs] of results) {
       const [size, job, side] = key.split(' ');
       const ok = rs.filter((x) => !x.error);
@@ -304,12 +355,13 @@ async function main(): Promise<void> {
       const cells = best
         ? [
             `${fmt(best.seconds, 2)} (${ok.map((x) => fmt(x.seconds, 2)).join(', ')})`,
+            job === 'update' ? ok.map((x) => fmt(x.optimizerSeconds, 2)).join(', ') : '',
             fmt(best.tokens / best.seconds, 1),
             gb(Math.max(...ok.map((x) => x.peakRssBytes))),
             `${fmt(Math.min(...loads), 1)}-${fmt(Math.max(...loads), 1)}`,
             job === 'update' ? ok.map((x) => fmt(x.gradNorm, 6)).join(', ') : '',
           ]
-        : [rs[0].error ?? 'failed', '-', '-', '-', ''];
+        : [rs[0].error ?? 'failed', '', '-', '-', '-', ''];
       console.log(`| ${job} | ${size} | ${side} | ${cells.join(' | ')} |`);
     }
     if (values.profile) {
