@@ -15,7 +15,6 @@ import {
   atLength,
   batchOverrides,
   groupSizeFor,
-  isOutOfWasmMemory,
   peakRssBytes,
   qwen25HalfBShape,
   randomContexts,
@@ -28,6 +27,7 @@ import type { RunConfig, Trajectory } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { headDim, type Qwen2Config, tinyPreset } from '../src/model/config';
 import { inspectNativeBuild } from '../src/model/native_build';
+import { outOfMemoryOf } from '../src/model/out_of_memory';
 import { Qwen2 } from '../src/model/qwen2';
 import { charTokenizer } from '../src/model/tokenizer';
 import { loadConfigFile } from '../src/preflight/load';
@@ -257,7 +257,7 @@ async function runCell(spec: CellSpec): Promise<CellResult> {
       tokens = t.tokens;
     }
   } catch (err) {
-    if (isOutOfWasmMemory(err)) return { ...id, error: 'out of wasm memory', peakRssBytes: peakRssBytes() };
+    if (outOfMemoryOf(err)?.details.backend === 'wasm') return { ...id, error: 'out of wasm memory', peakRssBytes: peakRssBytes() };
     throw err;
   }
   const peak = peakRssBytes();

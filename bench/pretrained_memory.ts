@@ -53,7 +53,7 @@ const gib = (bytes: number) => Math.round((bytes / 2 ** 30) * 100) / 100;
       const input = tf.tensor2d(ids(B * L, rng), [B, L], 'int32');
       const mask = tf.ones([B, L]) as tf.Tensor2D;
       const loss = () => tf.tidy(() => tf.neg(tf.sum(tokenLogProbs(model, input, mask).logp)) as tf.Scalar);
-      const acc = await accumulateGradients(model.trainableVariables(), [loss]);
+      const acc = await accumulateGradients(model.trainableVariables(), [{ rows: B, tokens: L, loss }]);
       for (const g of acc.grads.values()) g.dispose();
       tf.dispose([input, mask]);
     }

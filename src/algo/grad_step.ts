@@ -5,7 +5,15 @@
  * heartbeats go out.
  */
 import * as tf from '@tensorflow/tfjs';
+import { atShape } from '../model/out_of_memory';
 import { type AdamW, clipByGlobalNorm } from './adamw';
+
+/** One micro-batch's share of a minibatch loss: `rows` sequences padded to `tokens`, and the function building it. */
+export interface MicroBatchLoss {
+  rows: number;
+  tokens: number;
+  loss: () => tf.Scalar;
+}
 
 /** Result of one optimizer step. */
 export interface StepResult {
@@ -28,13 +36,14 @@ export interface AccumulatedGradients {
 
 /**
  * Sums the gradients and values of `lossFns` (each builds one micro-batch's share of the minibatch loss, so the sums
- * are the minibatch's loss and gradient).
+ * are the minibatch's loss and gradient). A backend running out of memory in one throws BackendOutOfMemoryError
+ * naming its shape.
  * @param vars trainable variables keyed by HF weight name
  * @param afterMicroBatch awaited after each micro-batch (heartbeat / event-loop yield)
  */
 export async function accumulateGradients(
   vars: Map<string, tf.Variable>,
-  lossFns: Array<() => tf.Scalar>,
+  lossFns: MicroBatchLoss[],
   afterMicroBatch?: () => Promise<void>,
 ): Promise<AccumulatedGradients> {
   const names = [...vars.keys()];
@@ -47,12 +56,14 @@ export async function accumulateGradients(
     // tfjs CPU backends run synchronously, so wall time splits cleanly into the loss and the gradient.
     const t0 = performance.now();
     let forwardMs = 0;
-    const { value, grads } = tf.variableGrads(() => {
-      const f0 = performance.now();
-      const out = fn();
-      forwardMs = performance.now() - f0;
-      return out;
-    }, varList);
+    const { value, grads } = atShape({ kind: 'micro-batch', rows: fn.rows, tokens: fn.tokens }, () =>
+      tf.variableGrads(() => {
+        const f0 = performance.now();
+        const out = fn.loss();
+        forwardMs = performance.now() - f0;
+        return out;
+      }, varList),
+    );
     seconds.forward += forwardMs / 1000;
     seconds.backward += (performance.now() - t0 - forwardMs) / 1000;
     loss += (await value.data())[0];
@@ -80,7 +91,7 @@ export async function accumulateGradients(
 export async function optimizerStep(opts: {
   vars: Map<string, tf.Variable>;
   optimizer: AdamW;
-  lossFns: Array<() => tf.Scalar>;
+  lossFns: MicroBatchLoss[];
   lr: number;
   maxGradNorm: number;
   afterMicroBatch?: () => Promise<void>;

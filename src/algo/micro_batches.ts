@@ -6,9 +6,11 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from '../contract';
 import { tokenLogProbs } from '../model/logprobs';
+import { atShape } from '../model/out_of_memory';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
-import { lengthBucketedMicroBatches, packBatch } from './batch';
+import { lengthBucketedMicroBatches, packBatch, paddedLength } from './batch';
+import type { MicroBatchLoss } from './grad_step';
 import { type KlPenalty, klFull, klPenalty } from './kl';
 
 /** What the no-gradient pass computes. All arrays are [B][T] shifted (T >= padded batch length - 1); see each for its zeros. */
@@ -83,27 +85,29 @@ export async function noGradPass(opts: {
       idx.map((i) => opts.trajectories[i]),
       opts.padId,
     );
-    tf.tidy(() => {
-      if (wantOld) {
-        // Only the response positions are kept (scatterRows): the vocabulary work runs there, unless the full KL needs every position.
-        const at = tf.tensor2d(batch.mask);
-        const actor = tokenLogProbs(opts.actor, batch.ids, batch.attentionMask, { withLogSoftmax: full && !!opts.reference, at });
-        scatterRows(out.oldLogp!, idx, actor.logp, batch.mask);
-        if (opts.reference) {
-          // The actor itself as the reference (its weights are the reference's): its log-probs serve twice.
-          const ref =
-            opts.reference === opts.actor
-              ? actor
-              : tokenLogProbs(opts.reference, batch.ids, batch.attentionMask, { withLogSoftmax: full, at });
-          scatterRows(out.refLogp!, idx, ref.logp, batch.mask);
-          const kl = full
-            ? klFull(actor.logSoftmax as tf.Tensor3D, ref.logSoftmax as tf.Tensor3D)
-            : klPenalty(actor.logp, ref.logp, opts.klPenalty as Exclude<KlPenalty, 'full'>);
-          scatterRows(out.tokenKl!, idx, kl, batch.mask);
+    atShape({ kind: 'micro-batch', rows: idx.length, tokens: batch.ids.shape[1] }, () =>
+      tf.tidy(() => {
+        if (wantOld) {
+          // Only the response positions are kept (scatterRows): the vocabulary work runs there, unless the full KL needs every position.
+          const at = tf.tensor2d(batch.mask);
+          const actor = tokenLogProbs(opts.actor, batch.ids, batch.attentionMask, { withLogSoftmax: full && !!opts.reference, at });
+          scatterRows(out.oldLogp!, idx, actor.logp, batch.mask);
+          if (opts.reference) {
+            // The actor itself as the reference (its weights are the reference's): its log-probs serve twice.
+            const ref =
+              opts.reference === opts.actor
+                ? actor
+                : tokenLogProbs(opts.reference, batch.ids, batch.attentionMask, { withLogSoftmax: full, at });
+            scatterRows(out.refLogp!, idx, ref.logp, batch.mask);
+            const kl = full
+              ? klFull(actor.logSoftmax as tf.Tensor3D, ref.logSoftmax as tf.Tensor3D)
+              : klPenalty(actor.logp, ref.logp, opts.klPenalty as Exclude<KlPenalty, 'full'>);
+            scatterRows(out.tokenKl!, idx, kl, batch.mask);
+          }
         }
-      }
-      if (opts.critic) scatterPrefixes(out.values!, idx, opts.critic.values(batch.ids, batch.attentionMask), lengths);
-    });
+        if (opts.critic) scatterPrefixes(out.values!, idx, opts.critic.values(batch.ids, batch.attentionMask), lengths);
+      }),
+    );
     batch.ids.dispose();
     batch.attentionMask.dispose();
     if (opts.afterMicroBatch) await opts.afterMicroBatch();
@@ -145,24 +149,28 @@ export function microBatchLosses(
   minibatch: readonly number[],
   microSize: number,
   loss: (mb: MicroBatch) => tf.Scalar,
-): Array<() => tf.Scalar> {
+): MicroBatchLoss[] {
   const lengths = rows.trajectories.map((t) => t.inputIds.length);
-  return lengthBucketedMicroBatches(minibatch, lengths, microSize).map((idx) => () => {
-    const batch = packBatch(
-      idx.map((i) => rows.trajectories[i]),
-      rows.padId,
-    );
-    const Tm = batch.mask[0].length;
-    const pick = (r: number[][]) =>
-      tf.tensor2d(
-        idx.map((i) => r[i].slice(0, Tm)),
-        [idx.length, Tm],
+  return lengthBucketedMicroBatches(minibatch, lengths, microSize).map((idx) => ({
+    rows: idx.length,
+    tokens: paddedLength(idx.map((i) => rows.trajectories[i])),
+    loss: () => {
+      const batch = packBatch(
+        idx.map((i) => rows.trajectories[i]),
+        rows.padId,
       );
-    try {
-      return loss({ ids: batch.ids, attentionMask: batch.attentionMask, mask: tf.tensor2d(batch.mask, [idx.length, Tm]), pick });
-    } finally {
-      batch.ids.dispose();
-      batch.attentionMask.dispose();
-    }
-  });
+      const Tm = batch.mask[0].length;
+      const pick = (r: number[][]) =>
+        tf.tensor2d(
+          idx.map((i) => r[i].slice(0, Tm)),
+          [idx.length, Tm],
+        );
+      try {
+        return loss({ ids: batch.ids, attentionMask: batch.attentionMask, mask: tf.tensor2d(batch.mask, [idx.length, Tm]), pick });
+      } finally {
+        batch.ids.dispose();
+        batch.attentionMask.dispose();
+      }
+    },
+  }));
 }

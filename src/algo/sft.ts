@@ -8,7 +8,7 @@ import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import { Rng } from '../util/rng';
 import { type AdamW, type LrSchedule, lrAt } from './adamw';
-import { lengthBucketedMicroBatches, packBatch } from './batch';
+import { lengthBucketedMicroBatches, packBatch, paddedLength } from './batch';
 import { optimizerStep } from './grad_step';
 
 /** Settings of an SFT run. */
@@ -48,23 +48,27 @@ export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; loss
     if (order.length < o.batchSize) order = order.concat(new Rng(o.seed, 'sft', epoch++).shuffle([...lengths.keys()]));
     const picked = order.splice(0, o.batchSize);
     const micro = lengthBucketedMicroBatches(picked, lengths, o.microBatchSize);
-    const lossFns = micro.map((idx) => () => {
-      const batch = packBatch(
-        idx.map((i) => o.trajectories[i]),
-        o.padId,
-      );
-      const mask = tf.tensor2d(batch.mask);
-      const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, {
-        at: mask,
-        entropyGradient: false,
-        gradientCheckpointing: o.gradientCheckpointing,
-      });
-      entropy.dispose();
-      const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
-      batch.ids.dispose();
-      batch.attentionMask.dispose();
-      return tf.div(nll, micro.length) as tf.Scalar;
-    });
+    const lossFns = micro.map((idx) => ({
+      rows: idx.length,
+      tokens: paddedLength(idx.map((i) => o.trajectories[i])),
+      loss: () => {
+        const batch = packBatch(
+          idx.map((i) => o.trajectories[i]),
+          o.padId,
+        );
+        const mask = tf.tensor2d(batch.mask);
+        const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, {
+          at: mask,
+          entropyGradient: false,
+          gradientCheckpointing: o.gradientCheckpointing,
+        });
+        entropy.dispose();
+        const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
+        batch.ids.dispose();
+        batch.attentionMask.dispose();
+        return tf.div(nll, micro.length) as tf.Scalar;
+      },
+    }));
     const res = await optimizerStep({ vars, optimizer: o.optimizer, lossFns, lr: lrAt(o.lr, step), maxGradNorm: o.maxGradNorm });
     losses.push(res.loss);
     if (o.afterStep) await o.afterStep(step, res.loss);

@@ -6,13 +6,11 @@
  * here. It lives at the algo level because it calls ppoUpdate.
  */
 import { writeFileSync } from 'node:fs';
-import * as tf from '@tensorflow/tfjs';
 import type { RunConfig, Trajectory, TrajectoryScoresFile } from '../contract';
 import { type Qwen2Config, validateQwen2Config } from '../model/config';
 import { generate } from '../model/generate';
 import type { Qwen2 } from '../model/qwen2';
 import { ValueModel } from '../model/value_model';
-import { WASM_HEAP_BYTES } from '../model/wasm_memory';
 import { generatingArgsOf } from '../rollout/plan';
 import { Rng } from '../util/rng';
 import { AdamW } from './adamw';
@@ -197,19 +195,6 @@ export function timeGeneration(opts: { model: Qwen2; config: RunConfig; contexts
 /** This process's peak resident set size so far, in bytes. */
 export function peakRssBytes(): number {
   return process.resourceUsage().maxRSS * 1024;
-}
-
-/**
- * true when `err` comes from the wasm backend running out of memory: emscripten's abort or a failed
- * allocation, or a WebAssembly RuntimeError (an allocation that failed silently corrupts what follows: "table
- * index is out of bounds") while the wasm memory is within 10% of its ceiling. The backend is unusable afterwards.
- */
-export function isOutOfWasmMemory(err: unknown): boolean {
-  if (tf.getBackend() !== 'wasm') return false;
-  const message = err instanceof Error ? err.message : String(err);
-  if (/Aborted\(|out of memory|Cannot enlarge memory|Memory\.grow|allocation failed/i.test(message)) return true;
-  const heap = (tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } }).wasm?.HEAPU8?.buffer.byteLength ?? 0;
-  return err instanceof Error && err.name === 'RuntimeError' && heap >= 0.9 * WASM_HEAP_BYTES;
 }
 
 /**

@@ -19,7 +19,7 @@ import { paddedLength } from './batch';
 import { collapseDetectionDue, collapseDiagnostics } from './collapse_detection';
 import { filterGroups, filterOptions } from './filter';
 import { filterLossScale } from './filter_strategies';
-import { optimizerStep, type StepResult } from './grad_step';
+import { type MicroBatchLoss, optimizerStep, type StepResult } from './grad_step';
 import type { KlController } from './kl';
 import { aggDenominators, aggLoss, entropyBonus, klLoss, PPO_STATS, ppoLoss, StatAccumulator, VALUE_STATS, valueLoss } from './loss';
 import { microBatchLosses, noGradPass, type UpdateRows } from './micro_batches';
@@ -293,7 +293,7 @@ export function actorLossFns(
   microSize: number,
   config: RunConfig,
   stats: StatAccumulator,
-): Array<() => tf.Scalar> {
+): MicroBatchLoss[] {
   const denom = aggDenominators(
     minibatch.map((i) => rows.mask[i]),
     config.sequence_length - 1,
@@ -342,7 +342,7 @@ export function criticLossFns(
   microSize: number,
   config: RunConfig,
   stats: StatAccumulator,
-): Array<() => tf.Scalar> {
+): MicroBatchLoss[] {
   return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
     const [b, L] = ids.shape;
     const values = tf.slice(model.values(ids, attentionMask), [0, 0], [b, L - 1]) as tf.Tensor2D;

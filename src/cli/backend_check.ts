@@ -10,7 +10,6 @@ import {
   atLength,
   batchOverrides,
   groupSizeFor,
-  isOutOfWasmMemory,
   PhasePeakRss,
   qwen25HalfBShape,
   randomContexts,
@@ -24,6 +23,7 @@ import type { GeneratingArgs } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { countParams } from '../model/config';
+import { outOfMemoryOf } from '../model/out_of_memory';
 import { Qwen2 } from '../model/qwen2';
 import { loadConfigFile } from '../preflight/load';
 import { generatingArgsOf } from '../rollout/plan';
@@ -166,12 +166,13 @@ function checkSizes(o: CheckOptions): void {
     throw new BadInputError(`--prompt ${o.prompt} + --new-tokens ${o.newTokens} exceed the model's ${max} positions`);
 }
 
-/** `err`, or when it is the wasm backend running out of memory, an error saying so and how to shrink the check. */
+/** `err`, or when it is the backend running out of memory, an error saying so and how to shrink the check. */
 function outOfMemory(err: unknown, doing: string, o: CheckOptions & { layers: number }): unknown {
-  if (!isOutOfWasmMemory(err)) return err;
+  const oom = outOfMemoryOf(err);
+  if (!oom) return err;
   return new Error(
-    `out of wasm memory (the wasm backend has at most 4 GB) in the ${doing} of the ${o.layers}-layer model with a ${o.vocab}-token vocabulary; ` +
-      'shrink the model or the batch (--layers, --vocab, --batch, --length, --rows) or use the native backend (--backend tensorflow)',
+    `${oom.message}, in the ${doing} of the ${o.layers}-layer model with a ${o.vocab}-token vocabulary; ` +
+      `shrink the model or the batch (--layers, --vocab, --batch, --length, --rows)${oom.details.backend === 'wasm' ? ' or use the native backend (--backend tensorflow)' : ''}`,
   );
 }
 

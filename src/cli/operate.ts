@@ -4,6 +4,7 @@
  * attributes and memo, and the visibility list of starpoTraining workflows.
  */
 import {
+  ApplicationFailure,
   type Client,
   type WorkflowExecutionDescription,
   WorkflowFailedError,
@@ -65,6 +66,15 @@ async function queryProgress(handle: WorkflowHandle): Promise<Progress | null> {
   }
 }
 
+/**
+ * What failed the run: the first application failure of the chain (a failed activity's failure reads
+ * "Activity task failed" and carries the activity's own failure as its cause).
+ */
+export function failureMessage(err: WorkflowFailedError): string {
+  for (let f: unknown = err.cause; f instanceof Error; f = f.cause) if (f instanceof ApplicationFailure) return f.message;
+  return err.cause?.message ?? err.message;
+}
+
 /** Collects a run's status. @throws WorkflowNotFoundError (exit 2) for an unknown run id */
 export async function runStatus(client: Client, runId: string): Promise<RunStatus> {
   const handle = client.workflow.getHandle(runId);
@@ -90,7 +100,7 @@ export async function runStatus(client: Client, runId: string): Promise<RunStatu
       await handle.result();
     } catch (err) {
       if (!(err instanceof WorkflowFailedError)) throw err;
-      out.failure = err.cause?.message ?? err.message;
+      out.failure = failureMessage(err);
     }
     out.note = `the run is closed; continue it from its latest checkpoint with: starpo resume ${runId}`;
   }

@@ -7,6 +7,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { endpointsToEnv } from '../../infra/env';
 import type { InfraEndpoints } from '../../infra/types';
+import { BACKEND_LOST_EXIT_CODE } from '../activities/out_of_memory';
 import { WATCHDOG_SIGNAL } from '../activities/watchdog';
 import type { Role } from '../contract';
 import type { BackendName } from '../model/backend_choice';
@@ -22,7 +23,8 @@ export interface WorkerProcesses {
   stop(graceSeconds?: number): Promise<void>;
   /**
    * Settles when a child exits by itself before `stop` (an error at start such as an unloadable backend, a
-   * crash, a kill from outside); never for a child the watchdog ended, which is started again.
+   * crash, a kill from outside); never for a child the watchdog ended or one whose backend ran out of memory
+   * (exit code BACKEND_LOST_EXIT_CODE), which are started again.
    */
   died: Promise<WorkerExit>;
 }
@@ -65,8 +67,9 @@ export function stopChild(child: ChildProcess, seconds = 40): Promise<void> {
 
 /**
  * Starts the given roles, each in its own process (a role listed twice gets two processes). A process that
- * the activity watchdog ended (signal WATCHDOG_SIGNAL, activities/watchdog.ts) is started again in its place,
- * logging to the same file, until `stop`.
+ * the activity watchdog ended (signal WATCHDOG_SIGNAL, activities/watchdog.ts) or that exited because its
+ * backend ran out of memory (BACKEND_LOST_EXIT_CODE, activities/out_of_memory.ts) is started again in its
+ * place, logging to the same file, until `stop`.
  * @param backends the `--backend` of each role's processes (a role left out uses the worker's default)
  */
 export function spawnWorkers(
@@ -84,7 +87,7 @@ export function spawnWorkers(
     entry.child = spawnWorker(entry.role, endpoints, logDir, suffix, backends[entry.role]);
     entry.child.once('exit', (code, signal) => {
       if (stopping) return;
-      if (signal === WATCHDOG_SIGNAL) start(entry, suffix);
+      if (signal === WATCHDOG_SIGNAL || code === BACKEND_LOST_EXIT_CODE) start(entry, suffix);
       else reportExit({ role: entry.role, code, signal, log: join(logDir, `${entry.role}${suffix}.log`) });
     });
   };

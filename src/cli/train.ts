@@ -24,7 +24,7 @@ import { ObjectStore } from '../storage/object_store';
 import { runDetails, runSummary } from '../workflows/run_text';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
-import { describeRun } from './operate';
+import { describeRun, failureMessage } from './operate';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
 
 /** Options shared by train and resume. */
@@ -185,7 +185,7 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
       }
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
-        opts.log(`run ${runId} did not complete: ${err.cause?.message ?? err.message}`);
+        opts.log(`run ${runId} did not complete: ${failureMessage(err)}`);
         opts.log(`continue it from its latest checkpoint with:  starpo resume ${runId}`);
       }
       throw err;

@@ -20,6 +20,33 @@ export const CHECKPOINT_CORRUPT_ERROR = 'CheckpointCorruptError';
  */
 export const ENV_FAILURE = 'EnvFailureError';
 
+/**
+ * A backend ran out of memory (wasm heap, a TensorFlow allocation). The worker that hit it exits so its
+ * supervisor restarts it clean; the failure is retried once, on a fresh process, only when the attempt ran in a
+ * process that had run other activities (docs/durability.md, "A backend out of memory").
+ */
+export const OUT_OF_MEMORY_ERROR = 'BackendOutOfMemoryError';
+
+/** details[0] of a BackendOutOfMemoryError failure. */
+export interface OutOfMemoryDetails {
+  /** The worker role whose backend failed: 'update' or 'rollout' (its task queue). */
+  role: string;
+  /** The activity type, e.g. 'update', 'rollout', 'prepareRun' (the warm-up). */
+  activity: string;
+  /** The tfjs backend: 'wasm' or 'tensorflow'. */
+  backend: string;
+  /** The micro-batch or generation batch it computed, when known. */
+  shape: { kind: string; rows: number; tokens: number } | null;
+  /** Bytes of the allocation that failed, when the backend says (the wasm guard, TensorFlow's message). */
+  requestBytes: number | null;
+  /** Bytes held by live tensors when it failed. */
+  heldBytes: number;
+  /** What the backend can hold: the wasm heap's ceiling, or the host's memory for TensorFlow. */
+  capacityBytes: number;
+  /** The backend's own words. */
+  reason: string;
+}
+
 /** Failure types an activity is not retried on: the same input would fail the same way. */
 export const NON_RETRYABLE_ERROR_TYPES: readonly string[] = [CONFIG_ERROR, CORRUPT_OBJECT_ERROR, INVALID_KEY_PART_ERROR, ENV_FAILURE];
 

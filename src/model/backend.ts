@@ -9,6 +9,7 @@ import { type BackendName, DEFAULT_BACKEND, requestedBackend } from './backend_c
 import { installZeroCopyIdentity } from './kernels';
 import { loadNativeBuild, type NativeLoad } from './native_backend';
 import { NativeBackendError, type NativeVariant, variantOf } from './native_build';
+import { guardWasmAllocations } from './out_of_memory';
 
 let initialized: Promise<string> | null = null;
 let initializedFor: BackendName | undefined;
@@ -51,6 +52,7 @@ async function activate(name: BackendName): Promise<void> {
   const tfName = name === 'tensorflow-gpu' ? 'tensorflow' : name;
   if (!(await tf.setBackend(tfName))) throw new Error(`initBackend: the ${tfName} backend failed to initialize`);
   await tf.ready();
+  if (name === 'wasm') guardWasmAllocations();
 }
 
 async function init(want: BackendName | undefined): Promise<string> {

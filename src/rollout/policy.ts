@@ -5,6 +5,7 @@
 import type { GeneratingArgs } from '../contract';
 import { generate } from '../model/generate';
 import { KvSession } from '../model/kv_session';
+import { atShape } from '../model/out_of_memory';
 import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import type { Rng } from '../util/rng';
@@ -64,17 +65,25 @@ export function modelPolicy(model: Qwen2, tokenizer: ChatTokenizer, args: Genera
   const session = new KvSession();
   return {
     async generate(request: PolicyRequest): Promise<PolicyResponse> {
-      return generate(model, request.contexts, {
-        maxNewTokens: request.maxNewTokens,
-        temperature: args.temperature,
-        topP: args.top_p,
-        topK: args.top_k,
-        doSample: args.do_sample,
-        stopIds: [...tokenizer.eosIds],
-        rngs: request.rngs,
-        session,
-        rowIds: request.rowIds,
-      });
+      // The longest row once generated: its context and its new tokens.
+      const shape = {
+        kind: 'generation batch' as const,
+        rows: request.contexts.length,
+        tokens: Math.max(...request.contexts.map((c, i) => c.length + request.maxNewTokens[i])),
+      };
+      return atShape(shape, () =>
+        generate(model, request.contexts, {
+          maxNewTokens: request.maxNewTokens,
+          temperature: args.temperature,
+          topP: args.top_p,
+          topK: args.top_k,
+          doSample: args.do_sample,
+          stopIds: [...tokenizer.eosIds],
+          rngs: request.rngs,
+          session,
+          rowIds: request.rowIds,
+        }),
+      );
     },
     endEpisodes(): void {
       session.clear();

@@ -9,6 +9,7 @@ import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { startHeartbeatRelay } from '../activities/heartbeat_relay';
+import { BACKEND_LOST_EXIT_CODE, backendMemoryGuard } from '../activities/out_of_memory';
 import { startWatchdog } from '../activities/watchdog';
 import type { Role } from '../contract';
 import { TASK_QUEUES, WATCHDOG_DEFAULT_SECONDS } from '../contract';
@@ -49,7 +50,9 @@ async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: s
  * once and a running activity gets SHUTDOWN_GRACE to finish; one still running after that is cancelled at
  * its next heartbeat (activities/runtime.ts) and fails, so the server retries it at once on another worker.
  * Rollout and update workers run the activity watchdog (activities/watchdog.ts) and the heartbeat relay
- * (activities/heartbeat_relay.ts).
+ * (activities/heartbeat_relay.ts). When an activity's backend runs out of memory (activities/out_of_memory.ts),
+ * every worker of the process shuts down as for SIGTERM and the process's exit code is BACKEND_LOST_EXIT_CODE,
+ * so its supervisor starts it again with a clean backend.
  * @throws Error when Temporal or the object store stays unreachable
  */
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
@@ -72,7 +75,18 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
     await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
     const activities = createActivities(store);
     const watchdog = startWatchdog(WATCHDOG_DEFAULT_SECONDS);
-    const interceptors = { activity: [watchdog, startHeartbeatRelay(temporalConnectOptions(endpoints), namespace)] };
+    const backendLost = () => {
+      if (process.exitCode === BACKEND_LOST_EXIT_CODE) return;
+      process.exitCode = BACKEND_LOST_EXIT_CODE;
+      log(
+        `the ${backendInfo().backend} backend ran out of memory: this worker process takes no more tasks and exits (code ${BACKEND_LOST_EXIT_CODE}) to be started again clean`,
+      );
+      for (const w of workers) w.shutdown();
+    };
+    // Innermost, so the watchdog and the relay see the failure it makes of the error.
+    const interceptors = {
+      activity: [watchdog, startHeartbeatRelay(temporalConnectOptions(endpoints), namespace), backendMemoryGuard(backendLost)],
+    };
     if (wants('rollout')) {
       workers.push(
         await Worker.create({

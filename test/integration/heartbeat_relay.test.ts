@@ -10,26 +10,13 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { temporal } from '@temporalio/proto';
 import { runInputFromFile } from '../../src/cli/run_input';
 import type { StarpoRunResult } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { activityAttempts } from '../helpers/history';
 import { useTrainingStack } from '../helpers/stack';
 
 const stack = useTrainingStack();
-
-/** The activity attempts the history records (the last started attempt of each activity): type and attempt number. */
-function activityAttempts(events: temporal.api.history.v1.IHistoryEvent[]): { type: string; attempt: number }[] {
-  const scheduled = new Map<string, string>();
-  const attempts: { type: string; attempt: number }[] = [];
-  for (const e of events) {
-    if (e.activityTaskScheduledEventAttributes)
-      scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
-    const started = e.activityTaskStartedEventAttributes;
-    if (started) attempts.push({ type: scheduled.get(String(started.scheduledEventId)) ?? '', attempt: started.attempt ?? 1 });
-  }
-  return attempts;
-}
 
 test('an update whose single micro-batch computes longer than the heartbeat timeout completes on its first attempt', async () => {
   const { input } = runInputFromFile('test/fixtures/tiny_frozen_lake.yaml', `it-relay-${Date.now()}`);

@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
 import type { StarpoRunResult } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
+import { activityAttempts } from '../helpers/history';
 import { useTrainingStack } from '../helpers/stack';
 import { STALL_ENV } from '../helpers/stall_fault';
 
@@ -37,14 +38,9 @@ test('an update that hangs in a synchronous loop is ended by the watchdog and re
   assert.match(log, /starpo watchdog: no activity progress for \d+ s \(watchdog_seconds 10\); ending worker process \d+ with SIGALRM/);
   assert.notEqual(updateWorker.child.pid, firstPid, 'the spawner started a new update worker');
   const history = await handle.fetchHistory();
-  const scheduled = new Map<string, string>();
-  const updateAttempts: number[] = [];
-  for (const e of history.events ?? []) {
-    if (e.activityTaskScheduledEventAttributes)
-      scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
-    const started = e.activityTaskStartedEventAttributes;
-    if (started && scheduled.get(String(started.scheduledEventId)) === 'update') updateAttempts.push(started.attempt ?? 1);
-  }
+  const updateAttempts = activityAttempts(history.events ?? [])
+    .filter((a) => a.type === 'update')
+    .map((a) => a.attempt);
   // Temporal records only the last attempt's started event; the hung one shows as attempt 2 of the first update.
   assert.deepEqual(updateAttempts, [2, 1]);
 });

@@ -24,7 +24,9 @@ test('a non-finite loss skips the optimizer step and leaves the weights untouche
     optimizer,
     lr: 1e-2,
     maxGradNorm: 1,
-    lossFns: [() => tf.mul(tf.sum(vars.get('model.norm.weight') as tf.Variable), tf.scalar(Number.NaN)) as tf.Scalar],
+    lossFns: [
+      { rows: 1, tokens: 1, loss: () => tf.mul(tf.sum(vars.get('model.norm.weight') as tf.Variable), tf.scalar(Number.NaN)) as tf.Scalar },
+    ],
   });
   assert.equal(res.applied, false);
   assert.deepEqual((vars.get('model.norm.weight') as tf.Variable).arraySync(), before);

@@ -11,7 +11,7 @@ import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../../../src/algo/adamw';
 import { paddedLength } from '../../../src/algo/batch';
-import { accumulateGradients } from '../../../src/algo/grad_step';
+import { accumulateGradients, type MicroBatchLoss } from '../../../src/algo/grad_step';
 import { klControllerFromConfig } from '../../../src/algo/kl';
 import { StatAccumulator } from '../../../src/algo/loss';
 import { noGradPass, type UpdateRows } from '../../../src/algo/micro_batches';
@@ -85,7 +85,7 @@ async function updateRows(actor: Qwen2, reference: Qwen2, critic: ValueModel): P
 /** Loss and gradients of the micro-batch builders; the caller disposes nothing (arrays are returned). */
 async function lossAndGrads(
   vars: Map<string, tf.Variable>,
-  fns: Array<() => tf.Scalar>,
+  fns: MicroBatchLoss[],
 ): Promise<{ loss: number; grads: Map<string, Float32Array> }> {
   const { grads, loss } = await accumulateGradients(vars, fns);
   const out = new Map([...grads].map(([k, g]) => [k, g.dataSync() as Float32Array]));
