@@ -4,8 +4,9 @@
  * and latest.json. Idempotent: an attempt whose checkpoint already verifies returns it instead of training again.
  */
 import { log } from '@temporalio/activity';
-import { AdamW, lrAt } from '../algo/adamw';
+import { AdamW } from '../algo/adamw';
 import { klControllerFromConfig } from '../algo/kl';
+import { lrAt } from '../algo/lr_schedule';
 import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
 import type { ObjectRef, RunConfig, UpdateInput, UpdateOutput } from '../contract';
 import { backendInfo } from '../model/backend';

@@ -3,7 +3,10 @@
  * schedule). AdamW (Loshchilov & Hutter 2019) as torch.optim.AdamW computes it, eps 1e-8 as in ROLL:
  *   p <- p * (1 - lr * wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
  *   p <- p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
- * Parameters are tf.Variables keyed by HF weight name; state (step, m, v) round-trips through optimizer.safetensors.
+ * Parameters are tf.Variables keyed by HF weight name. The moments are tensors on the backend that holds the
+ * weights and a step is elementwise tf kernels there: on a GPU nothing parameter-sized crosses to the host, and
+ * native TensorFlow spreads each kernel over the CPU's cores. Only the gradient norm (a scalar) is read back, for
+ * the metric and the non-finite skip. State (step, m, v) round-trips through optimizer.safetensors.
  */
 import * as tf from '@tensorflow/tfjs';
 import { decodeSafetensors, encodeSafetensors, type SafeTensor } from '../model/hf/safetensors';
@@ -25,15 +28,27 @@ export interface AdamWOptions {
   params?: Map<string, tf.Variable>;
 }
 
-/** Gradients by HF weight name: float32 tensors, or their values in host memory. */
+/** Gradients by HF weight name: float32 tensors, or values in host memory (uploaded once, for tests and small callers). */
 export type GradMap = Map<string, tf.Tensor | Float32Array> | Record<string, tf.Tensor | Float32Array>;
 
-/** The gradients' values in host memory (a tensor's are copied out once). */
-function hostEntries(g: GradMap): Array<[string, Float32Array]> {
-  return (g instanceof Map ? [...g.entries()] : Object.entries(g)).map(([k, x]) => [
-    k,
-    x instanceof Float32Array ? x : (x.dataSync() as Float32Array),
-  ]);
+/** The entries of a GradMap. */
+function entriesOf(g: GradMap): Array<[string, tf.Tensor | Float32Array]> {
+  return g instanceof Map ? [...g.entries()] : Object.entries(g);
+}
+
+/** The gradients as tensors: host arrays are uploaded in `shapeOf(name)` (1-D without it) and listed in `uploaded`. */
+function asTensors(
+  entries: Array<[string, tf.Tensor | Float32Array]>,
+  shapeOf?: (name: string) => number[],
+): { list: Array<[string, tf.Tensor]>; uploaded: tf.Tensor[] } {
+  const uploaded: tf.Tensor[] = [];
+  const list = entries.map(([k, x]): [string, tf.Tensor] => {
+    if (!(x instanceof Float32Array)) return [k, x];
+    const t = tf.tensor(x, shapeOf?.(k) ?? [x.length], 'float32');
+    uploaded.push(t);
+    return [k, t];
+  });
+  return { list, uploaded };
 }
 
 /** Default decay rule: no decay for biases and norm weights. */
@@ -42,57 +57,142 @@ export function defaultDecayFilter(name: string): boolean {
 }
 
 /**
- * Global L2 norm clip (torch.nn.utils.clip_grad_norm_): norm = sqrt(sum_i ||g_i||^2); when norm > maxNorm every
- * gradient is to be scaled by maxNorm / (norm + 1e-6), which `AdamW.applyGradients` does as it reads them. A
- * non-finite norm is reported and the scale is 1 (the caller should skip the step).
+ * Global L2 norm clip as torch.nn.utils.clip_grad_norm_: norm = ||(||g_1||, ..., ||g_n||)||, computed by the backend
+ * that holds the gradients (float32); every gradient is to be scaled by min(1, maxNorm / (norm + 1e-6)), which
+ * `AdamW.applyGradients` does as it reads each one (its gradScale). Only the norm is read to the host. A non-finite
+ * norm is reported and the scale is 1 (the caller should skip the step).
  * @param grads gradients (float32, any shapes); not disposed
  * @param maxNorm > 0 (Infinity = never clip)
- * @returns the PRE-clip norm (summed in float64) and the scale
+ * @returns the pre-clip norm and the scale
  * @throws RangeError when maxNorm is not > 0.
  */
 export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { norm: number; scale: number } {
   if (!(maxNorm > 0)) throw new RangeError(`clipByGlobalNorm: maxNorm = ${maxNorm}; allowed: a number > 0 (Infinity = no clip)`);
-  let sum = 0;
-  for (const [, g] of hostEntries(grads)) sum += sumOfSquares(g);
-  const norm = Math.sqrt(sum);
-  return { norm, scale: Number.isFinite(norm) && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1 };
-}
-
-/** sum(g^2) in float64, in four interleaved partial sums (a single running sum waits on each addition). */
-function sumOfSquares(g: Float32Array): number {
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  const n4 = g.length - (g.length % 4);
-  for (let i = 0; i < n4; i += 4) {
-    s0 += g[i] * g[i];
-    s1 += g[i + 1] * g[i + 1];
-    s2 += g[i + 2] * g[i + 2];
-    s3 += g[i + 3] * g[i + 3];
+  const { list, uploaded } = asTensors(entriesOf(grads));
+  try {
+    if (list.length === 0) return { norm: 0, scale: 1 };
+    // One norm per gradient (its square freed before the next is made), then the norm of the norms: torch's order.
+    const l2 = (x: tf.Tensor) => tf.sqrt(tf.sum(tf.square(x)));
+    const total = tf.tidy(() => l2(tf.stack(list.map(([, g]) => tf.tidy(() => l2(g))))));
+    const norm = total.dataSync()[0];
+    total.dispose();
+    return { norm, scale: Number.isFinite(norm) ? Math.min(1, maxNorm / (norm + 1e-6)) : 1 };
+  } finally {
+    tf.dispose(uploaded);
   }
-  for (let i = n4; i < g.length; i++) s0 += g[i] * g[i];
-  return s0 + s1 + s2 + s3;
 }
 
-/** A parameter's first and second moments (float32, host memory, row-major in the parameter's shape). */
+/** A parameter's first and second moments copied to the host (float32, row-major in the parameter's shape). */
 export interface Moments {
   shape: number[];
   m: Float32Array;
   v: Float32Array;
 }
 
-/** Optimizer state: step count and moments by parameter name. */
+/** Optimizer state in host memory: step count and moments by parameter name. */
 export interface AdamWState {
   step: number;
   moments: Map<string, Moments>;
 }
 
+/** A parameter's moments on the backend. */
+interface DeviceMoments {
+  m: tf.Tensor;
+  v: tf.Tensor;
+}
+
+/** The scalars of one step, uploaded once per step (a few bytes each). */
+interface StepScalars {
+  /** The clip's scale, or null when it is 1 (no kernel then). */
+  scale: tf.Scalar | null;
+  /** 1 - b1: the weight of torch's lerp_ of m towards g. */
+  mWeight: tf.Scalar;
+  beta2: tf.Scalar;
+  /** 1 - b2. */
+  vWeight: tf.Scalar;
+  /** sqrt(1 - b2^t). */
+  sqrtBc2: tf.Scalar;
+  eps: tf.Scalar;
+  /** lr / (1 - b1^t). */
+  stepSize: tf.Scalar;
+  /** 1 - lr * weight_decay, for the parameters that decay; null when nothing decays. */
+  decay: tf.Scalar | null;
+}
+
+/** f(x), then x freed. */
+function freeing(x: tf.Tensor, f: (x: tf.Tensor) => tf.Tensor): tf.Tensor {
+  const y = f(x);
+  x.dispose();
+  return y;
+}
+
+/** a + b, both freed. */
+function addFreeing(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+  const y = tf.add(a, b);
+  a.dispose();
+  b.dispose();
+  return y;
+}
+
 /**
- * AdamW over named tf.Variables. The moments live in host memory and each parameter is updated in one pass over
- * its elements, in float64 with one rounding to float32 per stored value: as tensors, the update is about ten
- * elementwise kernels, each reading and writing a tensor the size of the parameter (a 136M-entry embedding makes
- * that seconds and gigabytes of transients). It agrees with torch.optim.AdamW within float32 rounding.
+ * One parameter's AdamW update as tf kernels on the parameter's backend, in torch's order of operations (its
+ * single-tensor AdamW, float32): the closer the order, the fewer last-bit differences, which a moment made of
+ * terms of opposite signs magnifies. tfjs writes every result to a fresh buffer, so each intermediate is freed as
+ * soon as the next kernel has read it: at most three parameter-sized temporaries exist at once (a tf.tidy would
+ * keep all of them to its end). p is assigned its new value.
+ * @param release frees g once it is read
+ * @returns the new moments (the old ones are freed)
+ */
+function updateParameter(
+  p: tf.Variable,
+  g: tf.Tensor,
+  old: DeviceMoments | undefined,
+  k: StepScalars,
+  decays: boolean,
+  release: boolean,
+): DeviceMoments {
+  let gs = g; // the clipped gradient
+  if (k.scale) {
+    gs = tf.mul(g, k.scale);
+    if (release) g.dispose();
+  }
+  // m.lerp_(g, 1 - b1) = m + (1 - b1) (g - m); on the first step (m = 0) that is (1 - b1) g exactly.
+  const m = old
+    ? addFreeing(
+        old.m,
+        freeing(tf.sub(gs, old.m), (d) => tf.mul(d, k.mWeight)),
+      )
+    : tf.mul(gs, k.mWeight);
+  // v.mul_(b2).addcmul_(g, g, 1 - b2); on the first step (1 - b2) g g.
+  const gg = freeing(tf.mul(gs, k.vWeight), (x) => tf.mul(x, gs));
+  if (gs !== g || release) gs.dispose();
+  const v = old
+    ? addFreeing(
+        freeing(old.v, (x) => tf.mul(x, k.beta2)),
+        gg,
+      )
+    : gg;
+  // denom = sqrt(v) / sqrt(1 - b2^t) + eps; p.mul_(1 - lr wd).addcdiv_(m, denom, -lr / (1 - b1^t))
+  const denom = freeing(
+    freeing(tf.sqrt(v), (x) => tf.div(x, k.sqrtBc2)),
+    (x) => tf.add(x, k.eps),
+  );
+  const delta = freeing(
+    freeing(denom, (d) => tf.div(m, d)),
+    (x) => tf.mul(x, k.stepSize),
+  );
+  const base = decays && k.decay ? tf.mul(p, k.decay) : p;
+  const next = tf.sub(base, delta);
+  delta.dispose();
+  if (base !== p) base.dispose();
+  p.assign(next); // the variable takes next's buffer (no copy) and frees its old one
+  next.dispose();
+  return { m: tf.keep(m), v: tf.keep(v) };
+}
+
+/**
+ * AdamW over named tf.Variables, its moments as tensors beside the weights (see the file's comment). It agrees with
+ * torch.optim.AdamW within float32 rounding (test/fixtures/hf/adamw_*.json). Call dispose() to free the moments.
  */
 export class AdamW {
   readonly beta1: number;
@@ -102,7 +202,7 @@ export class AdamW {
   private readonly decayFilter: (name: string) => boolean;
   private params?: Map<string, tf.Variable>;
   private step = 0;
-  private moments = new Map<string, Moments>();
+  private moments = new Map<string, DeviceMoments>();
 
   /** @throws RangeError naming a hyper-parameter outside its allowed range. */
   constructor(opts: AdamWOptions = {}) {
@@ -136,74 +236,91 @@ export class AdamW {
   }
 
   /**
-   * One AdamW step for every named gradient.
-   * @param grads float32 gradients by parameter name (not disposed)
+   * One AdamW step for every named gradient, on the backend of the parameters; reads nothing back to the host.
+   * @param grads float32 gradients by parameter name (host arrays are uploaded in the parameter's shape)
    * @param lr learning rate (>= 0)
    * @param params the variables to update (default: those bound via options.params / bind())
-   * @param gradScale the gradients are multiplied by it first (the clip's scale)
-   * @throws Error when no parameters are known, a gradient has no parameter of that name, or sizes differ;
-   *   RangeError when lr is negative or not finite.
+   * @param gradScale the gradients are multiplied by it first (the clip's scale, >= 0)
+   * @param release frees each gradient tensor once its parameter is updated (the caller gives them up). Parameters
+   *   are updated smallest first, so the gradients already used are gone before the largest one's temporaries exist.
+   * @throws Error when no parameters are known, a gradient has no parameter of that name, or shapes differ;
+   *   RangeError when lr or gradScale is negative or not finite.
    */
-  applyGradients(grads: GradMap, lr: number, params?: Map<string, tf.Variable>, gradScale = 1): void {
+  applyGradients(grads: GradMap, lr: number, params?: Map<string, tf.Variable>, gradScale = 1, release = false): void {
     const vars = params ?? this.params;
     if (!vars) throw new Error('AdamW.applyGradients: no parameters; pass them as the third argument or bind() them');
     if (!(lr >= 0 && Number.isFinite(lr))) throw new RangeError(`AdamW.applyGradients: lr = ${lr}; allowed: a finite number >= 0`);
-    const list = hostEntries(grads);
-    for (const [name, g] of list) {
+    if (!(gradScale >= 0 && Number.isFinite(gradScale)))
+      throw new RangeError(`AdamW.applyGradients: gradScale = ${gradScale}; allowed: a finite number >= 0`);
+    const entries = entriesOf(grads);
+    for (const [name, g] of entries) {
       const p = vars.get(name);
       if (!p) throw new Error(`AdamW.applyGradients: gradient ${name} has no parameter of that name`);
-      if (p.size !== g.length)
-        throw new Error(`AdamW.applyGradients: gradient ${name} has ${g.length} values, parameter shape [${p.shape}]`);
+      const what =
+        g instanceof Float32Array
+          ? g.length === p.size
+            ? null
+            : `${g.length} values`
+          : g.shape.join(',') === p.shape.join(',')
+            ? null
+            : `[${g.shape}]`;
+      if (what) throw new Error(`AdamW.applyGradients: gradient ${name} is ${what}, parameter [${p.shape}]`);
+      const m = this.moments.get(name)?.m;
+      if (m && m.size !== p.size) throw new Error(`AdamW.applyGradients: moments of ${name} are [${m.shape}], parameter [${p.shape}]`);
     }
+    const { list, uploaded } = asTensors(entries, (name) => (vars.get(name) as tf.Variable).shape);
     this.step++;
     const t = this.step;
-    const bc1 = 1 - this.beta1 ** t;
-    const sqrtBc2 = Math.sqrt(1 - this.beta2 ** t);
-    for (const [name, g] of list) {
-      const p = vars.get(name) as tf.Variable;
-      const decay = this.weightDecay > 0 && this.decayFilter(name) ? 1 - lr * this.weightDecay : 1;
-      const old = this.moments.get(name);
-      const m = old?.m ?? new Float32Array(g.length);
-      const v = old?.v ?? new Float32Array(g.length);
-      // The new values go over the host copy of the old ones (fresh memory is costly at this size); the cpu
-      // backend hands out its own buffer, which a clone of the weights may share, so it gets a copy.
-      const host = p.dataSync() as Float32Array;
-      const values = tf.getBackend() === 'cpu' ? host.slice() : host;
-      adamWLoop(g, values, m, v, {
-        gradScale,
-        beta1: this.beta1,
-        beta2: this.beta2,
-        decay,
-        stepSize: lr / bc1,
-        sqrtBc2,
-        eps: this.eps,
-      });
-      this.moments.set(name, { shape: [...p.shape], m, v });
-      const pNew = tf.tensor(values, p.shape, 'float32');
-      p.assign(pNew);
-      pNew.dispose();
+    const s = (x: number) => tf.scalar(x, 'float32');
+    const k: StepScalars = {
+      scale: gradScale === 1 ? null : s(gradScale),
+      mWeight: s(1 - this.beta1),
+      beta2: s(this.beta2),
+      vWeight: s(1 - this.beta2),
+      sqrtBc2: s(Math.sqrt(1 - this.beta2 ** t)),
+      eps: s(this.eps),
+      stepSize: s(lr / (1 - this.beta1 ** t)),
+      decay: this.weightDecay > 0 ? s(1 - lr * this.weightDecay) : null,
+    };
+    try {
+      for (const [name, g] of [...list].sort((a, b) => a[1].size - b[1].size)) {
+        const p = vars.get(name) as tf.Variable;
+        const next = updateParameter(p, g, this.moments.get(name), k, this.decayFilter(name), release);
+        this.moments.set(name, next);
+      }
+    } finally {
+      tf.dispose([...uploaded, ...Object.values(k).filter((x): x is tf.Scalar => x !== null)]);
     }
   }
 
-  /** The live state (step, moments by name); do not modify the arrays. */
+  /** The state copied to the host: every moment is read from the backend (for tests; checkpoints use toSafetensors). */
   state(): AdamWState {
-    return { step: this.step, moments: new Map(this.moments) };
+    const read = (x: tf.Tensor) => (x.dataSync() as Float32Array).slice();
+    return {
+      step: this.step,
+      moments: new Map([...this.moments].map(([k, x]) => [k, { shape: [...x.m.shape], m: read(x.m), v: read(x.v) }])),
+    };
   }
 
-  /** Replaces the state with copies of the given arrays. @throws RangeError when step is not an integer >= 0. */
+  /** Replaces the state with the given one, uploaded to the backend. @throws RangeError when step is not an integer >= 0. */
   loadState(state: AdamWState): void {
     if (!Number.isInteger(state.step) || state.step < 0)
       throw new RangeError(`AdamW.loadState: step = ${state.step}; allowed: integer >= 0`);
+    this.dispose();
     this.step = state.step;
-    this.moments = new Map([...state.moments].map(([k, x]) => [k, { shape: [...x.shape], m: x.m.slice(), v: x.v.slice() }]));
+    // Copies: the pure-JS cpu backend would otherwise keep the caller's arrays as its own.
+    for (const [k, x] of state.moments) this.moments.set(k, { m: tf.tensor(x.m.slice(), x.shape), v: tf.tensor(x.v.slice(), x.shape) });
   }
 
-  /** optimizer.safetensors bytes: F32 tensors `m.<name>`, `v.<name>`; metadata step, betas, eps, weight_decay. */
+  /**
+   * optimizer.safetensors bytes: F32 tensors `m.<name>`, `v.<name>`; metadata step, betas, eps, weight_decay. The
+   * moments are read from the backend here, once per checkpoint.
+   */
   async toSafetensors(): Promise<Uint8Array> {
     const tensors: Record<string, SafeTensor> = {};
-    for (const [name, { shape, m, v }] of this.moments) {
-      tensors[`m.${name}`] = { dtype: 'F32', shape, data: m };
-      tensors[`v.${name}`] = { dtype: 'F32', shape, data: v };
+    for (const [name, { m, v }] of this.moments) {
+      tensors[`m.${name}`] = { dtype: 'F32', shape: [...m.shape], data: (await m.data()) as Float32Array };
+      tensors[`v.${name}`] = { dtype: 'F32', shape: [...v.shape], data: (await v.data()) as Float32Array };
     }
     return encodeSafetensors(tensors, {
       step: String(this.step),
@@ -214,8 +331,8 @@ export class AdamW {
   }
 
   /**
-   * Rebuilds an optimizer from optimizer.safetensors bytes; hyper-parameters come from `opts` (the checkpoint's
-   * trainer state), defaulting to the file's metadata.
+   * Rebuilds an optimizer from optimizer.safetensors bytes, its moments uploaded to the active backend;
+   * hyper-parameters come from `opts` (the checkpoint's trainer state), defaulting to the file's metadata.
    * @throws Error when the file is malformed or its step metadata is missing.
    */
   static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
@@ -223,14 +340,6 @@ export class AdamW {
     const step = Number(metadata.step);
     if (!Number.isInteger(step) || step < 0)
       throw new Error(`AdamW.fromSafetensors: metadata step = ${JSON.stringify(metadata.step)} is not an integer >= 0`);
-    const opt = new AdamW({
-      betas: opts.betas ?? (metadata.betas ? (JSON.parse(metadata.betas) as [number, number]) : undefined),
-      eps: opts.eps ?? (metadata.eps ? Number(metadata.eps) : undefined),
-      weightDecay: opts.weightDecay ?? (metadata.weight_decay ? Number(metadata.weight_decay) : undefined),
-      decayFilter: opts.decayFilter,
-      params: opts.params,
-    });
-    opt.step = step;
     const names = new Set<string>();
     for (const key of Object.keys(tensors)) {
       if (!key.startsWith('m.') && !key.startsWith('v.')) throw new Error(`AdamW.fromSafetensors: tensor ${key} is neither m.* nor v.*`);
@@ -242,10 +351,22 @@ export class AdamW {
       if (!m || !v) throw new Error(`AdamW.fromSafetensors: ${m ? `v.${name}` : `m.${name}`} is missing (each parameter has both moments)`);
       if (m.dtype !== 'F32' || v.dtype !== 'F32')
         throw new Error(`AdamW.fromSafetensors: moments of ${name} are ${m.dtype}/${v.dtype}; allowed: F32`);
+    }
+    const opt = new AdamW({
+      betas: opts.betas ?? (metadata.betas ? (JSON.parse(metadata.betas) as [number, number]) : undefined),
+      eps: opts.eps ?? (metadata.eps ? Number(metadata.eps) : undefined),
+      weightDecay: opts.weightDecay ?? (metadata.weight_decay ? Number(metadata.weight_decay) : undefined),
+      decayFilter: opts.decayFilter,
+      params: opts.params,
+    });
+    opt.step = step;
+    // decodeSafetensors hands out detached copies, so the tensors take them without another copy.
+    for (const name of names) {
+      const m = tensors[`m.${name}`];
+      const v = tensors[`v.${name}`];
       opt.moments.set(name, {
-        shape: [...m.shape],
-        m: new Float32Array(m.data as Float32Array),
-        v: new Float32Array(v.data as Float32Array),
+        m: tf.tensor(m.data as Float32Array, m.shape, 'float32'),
+        v: tf.tensor(v.data as Float32Array, v.shape, 'float32'),
       });
     }
     return opt;
@@ -253,71 +374,7 @@ export class AdamW {
 
   /** Frees the moments (not the parameters). */
   dispose(): void {
+    for (const { m, v } of this.moments.values()) tf.dispose([m, v]);
     this.moments.clear();
   }
-}
-
-/**
- * The AdamW update of one parameter's values p, in place on p, m and v. Zero moments (a first step) give the same
- * values as the formula: b * 0 + x is x.
- */
-function adamWLoop(
-  g: Float32Array,
-  p: Float32Array,
-  m: Float32Array,
-  v: Float32Array,
-  c: { gradScale: number; beta1: number; beta2: number; decay: number; stepSize: number; sqrtBc2: number; eps: number },
-): void {
-  const { gradScale, beta1, beta2, decay, stepSize, sqrtBc2, eps } = c;
-  const c1 = 1 - beta1;
-  const c2 = 1 - beta2;
-  for (let i = 0; i < g.length; i++) {
-    const gi = g[i] * gradScale;
-    const mi = m[i] * beta1 + gi * c1;
-    const vi = v[i] * beta2 + gi * gi * c2;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] * decay - (mi / (Math.sqrt(vi) / sqrtBc2 + eps)) * stepSize;
-  }
-}
-
-// Learning-rate schedules of actor_train.training_args (docs/numerics.md §2, §6): linear warmup over warmup_steps,
-// then constant, linear decay to 0, or cosine decay to 0 at total steps (HF transformers
-// get_{constant,linear,cosine}_schedule_with_warmup, as ROLL uses them).
-
-/** Schedule settings; steps count optimizer steps. */
-export interface LrSchedule {
-  /** learning_rate (>= 0). */
-  base: number;
-  /** lr_scheduler_type. */
-  type: 'constant' | 'linear' | 'cosine';
-  /** warmup_steps (>= 0). */
-  warmupSteps: number;
-  /** Steps at which linear / cosine reach 0 (>= 0). */
-  totalSteps: number;
-}
-
-/**
- * The learning rate at step `step` (0-based), as HF's LambdaLR factors times base:
- * step < warmupSteps: base * step / warmupSteps (0 at step 0); then constant: base; linear: base * (1 - p);
- * cosine: base * 0.5 * (1 + cos(pi p)), with p = min(1, (step - warmupSteps) / max(1, totalSteps - warmupSteps)).
- * Past totalSteps the rate stays 0 (HF's cosine would rise again; clamping p avoids it).
- * @returns the learning rate (same units as base)
- * @throws RangeError on a negative or non-finite base, step, warmupSteps or totalSteps.
- */
-export function lrAt(s: LrSchedule, step: number): number {
-  for (const [name, v] of [
-    ['learning_rate', s.base],
-    ['warmup_steps', s.warmupSteps],
-    ['total steps', s.totalSteps],
-    ['step', step],
-  ] as const) {
-    if (!(v >= 0 && Number.isFinite(v))) throw new RangeError(`lrAt: ${name} = ${v}; allowed: a finite number >= 0`);
-  }
-  if (step < s.warmupSteps) return (s.base * step) / s.warmupSteps;
-  if (s.type === 'constant') return s.base;
-  const span = Math.max(1, s.totalSteps - s.warmupSteps);
-  const progress = Math.min(1, (step - s.warmupSteps) / span);
-  if (s.type === 'linear') return s.base * (1 - progress);
-  return s.base * 0.5 * (1 + Math.cos(Math.PI * progress));
 }

@@ -36,8 +36,11 @@ export interface AccumulatedGradients {
 
 /**
  * Sums the gradients and values of `lossFns` (each builds one micro-batch's share of the minibatch loss, so the sums
- * are the minibatch's loss and gradient). A backend running out of memory in one throws BackendOutOfMemoryError
- * naming its shape.
+ * are the minibatch's loss and gradient). The sums stay on the backend: each micro-batch's gradient is added into the
+ * accumulator of its weight and freed at once, weight by weight. tfjs has no kernel that writes into its input, so
+ * an addition makes the new sum and frees the old one: one weight-sized temporary at a time, and no gradient of an
+ * earlier micro-batch is kept. Only the scalar losses are read to the host. A backend running out of memory in one
+ * throws BackendOutOfMemoryError naming its shape.
  * @param vars trainable variables keyed by HF weight name
  * @param afterMicroBatch awaited after each micro-batch (heartbeat / event-loop yield)
  */
@@ -52,39 +55,45 @@ export async function accumulateGradients(
   const acc = new Map<string, tf.Tensor>();
   let loss = 0;
   const seconds = { forward: 0, backward: 0 };
-  for (const fn of lossFns) {
-    // tfjs CPU backends run synchronously, so wall time splits cleanly into the loss and the gradient.
-    const t0 = performance.now();
-    let forwardMs = 0;
-    const { value, grads } = atShape({ kind: 'micro-batch', rows: fn.rows, tokens: fn.tokens }, () =>
-      tf.variableGrads(() => {
-        const f0 = performance.now();
-        const out = fn.loss();
-        forwardMs = performance.now() - f0;
-        return out;
-      }, varList),
-    );
-    seconds.forward += forwardMs / 1000;
-    seconds.backward += (performance.now() - t0 - forwardMs) / 1000;
-    loss += (await value.data())[0];
-    value.dispose();
-    for (const [tfName, g] of Object.entries(grads)) {
-      const name = byTfName.get(tfName) as string;
-      const prev = acc.get(name);
-      if (prev) {
-        acc.set(name, tf.add(prev, g));
-        prev.dispose();
-        g.dispose();
-      } else acc.set(name, g);
+  try {
+    for (const fn of lossFns) {
+      // tfjs CPU backends run synchronously, so wall time splits cleanly into the loss and the gradient.
+      const t0 = performance.now();
+      let forwardMs = 0;
+      const { value, grads } = atShape({ kind: 'micro-batch', rows: fn.rows, tokens: fn.tokens }, () =>
+        tf.variableGrads(() => {
+          const f0 = performance.now();
+          const out = fn.loss();
+          forwardMs = performance.now() - f0;
+          return out;
+        }, varList),
+      );
+      seconds.forward += forwardMs / 1000;
+      seconds.backward += (performance.now() - t0 - forwardMs) / 1000;
+      loss += (await value.data())[0];
+      value.dispose();
+      for (const [tfName, g] of Object.entries(grads)) {
+        const name = byTfName.get(tfName) as string;
+        const prev = acc.get(name);
+        if (prev) {
+          acc.set(name, tf.add(prev, g));
+          prev.dispose();
+          g.dispose();
+        } else acc.set(name, g);
+      }
+      if (afterMicroBatch) await afterMicroBatch();
     }
-    if (afterMicroBatch) await afterMicroBatch();
+  } catch (err) {
+    tf.dispose([...acc.values()]);
+    throw err;
   }
   return { grads: acc, loss, seconds };
 }
 
 /**
  * One optimizer step: accumulateGradients over the micro-batches' shares of the minibatch loss, clipping to
- * `maxGradNorm` and AdamW at `lr`.
+ * `maxGradNorm` and AdamW at `lr`, all on the backend that holds the weights; the loss and the gradient norm are
+ * the only values read back. AdamW frees each summed gradient as soon as its weight is updated.
  * @param vars trainable variables keyed by HF weight name
  * @param afterMicroBatch awaited after each micro-batch (heartbeat / event-loop yield)
  */
@@ -96,12 +105,14 @@ export async function optimizerStep(opts: {
   maxGradNorm: number;
   afterMicroBatch?: () => Promise<void>;
 }): Promise<StepResult> {
-  const { grads: acc, loss, seconds } = await accumulateGradients(opts.vars, opts.lossFns, opts.afterMicroBatch);
+  const { grads, loss, seconds } = await accumulateGradients(opts.vars, opts.lossFns, opts.afterMicroBatch);
   const t0 = performance.now();
-  const grads = new Map([...acc].map(([name, g]) => [name, g.dataSync() as Float32Array]));
-  for (const g of acc.values()) g.dispose();
-  const { norm, scale } = clipByGlobalNorm(grads, opts.maxGradNorm);
-  const applied = Number.isFinite(loss) && Number.isFinite(norm);
-  if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars, scale);
-  return { loss, gradNorm: norm, applied, seconds: { ...seconds, optimizer: (performance.now() - t0) / 1000 } };
+  try {
+    const { norm, scale } = clipByGlobalNorm(grads, opts.maxGradNorm);
+    const applied = Number.isFinite(loss) && Number.isFinite(norm);
+    if (applied) opts.optimizer.applyGradients(grads, opts.lr, opts.vars, scale, true);
+    return { loss, gradNorm: norm, applied, seconds: { ...seconds, optimizer: (performance.now() - t0) / 1000 } };
+  } finally {
+    tf.dispose([...grads.values()]); // those AdamW did not free (a skipped step, an error)
+  }
 }

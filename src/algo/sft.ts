@@ -7,9 +7,10 @@ import type { RunConfig, Trajectory } from '../contract';
 import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import { Rng } from '../util/rng';
-import { type AdamW, type LrSchedule, lrAt } from './adamw';
+import type { AdamW } from './adamw';
 import { lengthBucketedMicroBatches, packBatch, paddedLength } from './batch';
 import { optimizerStep } from './grad_step';
+import { type LrSchedule, lrAt } from './lr_schedule';
 
 /** Settings of an SFT run. */
 export interface SftOptions {

@@ -140,13 +140,13 @@ export async function timeUpdate(opts: {
     new AdamW({ betas: [a.adam_beta1, a.adam_beta2], eps: 1e-8, weightDecay: a.weight_decay });
   const critic = config.adv_estimator === 'gae' ? ValueModel.fromPolicy(model) : null;
   const actorArgs = config.actor_train.training_args;
+  // Their moments are tensors on the backend: freed below, or every round would keep its own.
+  const optimizers = { actor: adamW(actorArgs), critic: critic ? adamW(config.critic.training_args) : null };
   try {
     const started = performance.now();
     const { metrics, scores } = await ppoUpdate({
-      actor: { model, optimizer: adamW(actorArgs), lr: () => actorArgs.learning_rate },
-      critic: critic
-        ? { model: critic, optimizer: adamW(config.critic.training_args), lr: () => config.critic.training_args.learning_rate }
-        : null,
+      actor: { model, optimizer: optimizers.actor, lr: () => actorArgs.learning_rate },
+      critic: critic ? { model: critic, optimizer: optimizers.critic!, lr: () => config.critic.training_args.learning_rate } : null,
       reference: needsReference(config) ? model : null,
       klController: klControllerFromConfig(config),
       trajectories: opts.trajectories,
@@ -167,6 +167,8 @@ export async function timeUpdate(opts: {
     };
   } finally {
     critic?.dispose();
+    optimizers.actor.dispose();
+    optimizers.critic?.dispose();
   }
 }
 

@@ -17,7 +17,8 @@ export type ModelJob = 'rollout' | 'update';
  * A lower bound of the wasm heap bytes `job` needs for a model of `cfg`, counting only what must be held at
  * once whatever the batch: the float32 weights, the transposes `WeightTransposes` keeps (weights used by a
  * linear layer, up to KEEP_TRANSPOSE_MAX elements), one transpose of the largest weight over that (made per
- * call), and for an update a gradient per weight. Activations come on top.
+ * call), and for an update a gradient and AdamW's two moments per weight (the moments live beside the weights).
+ * Activations come on top.
  */
 export function wasmBytesAtLeast(cfg: Qwen2Config, job: ModelJob): number {
   let params = 0;
@@ -30,7 +31,7 @@ export function wasmBytesAtLeast(cfg: Qwen2Config, job: ModelJob): number {
     if (linear && n <= KEEP_TRANSPOSE_MAX) kept += n;
     else if (linear) largestTransient = Math.max(largestTransient, n);
   }
-  return 4 * (params + kept + largestTransient + (job === 'update' ? params : 0));
+  return 4 * (params + kept + largestTransient + (job === 'update' ? 3 * params : 0));
 }
 
 const GIB = 1024 ** 3;
@@ -44,6 +45,6 @@ export function assertFitsBackend(cfg: Qwen2Config, job: ModelJob, source: strin
   const need = wasmBytesAtLeast(cfg, job);
   if (need <= WASM_HEAP_BYTES) return;
   throw new ConfigError(source, [
-    `backend wasm: ${job === 'update' ? 'an update' : 'a rollout'} of this model (${cfg.num_hidden_layers} layers, hidden ${cfg.hidden_size}, vocabulary ${cfg.vocab_size}) needs at least ${(need / GIB).toFixed(2)} GiB of wasm memory (weights${job === 'update' ? ', gradients' : ''} and weight transposes, before activations); wasm holds at most ${(WASM_HEAP_BYTES / GIB).toFixed(2)} GiB. Run this role on the native backend: \`starpo backend install\`, then --backend tensorflow (docs/backends.md)`,
+    `backend wasm: ${job === 'update' ? 'an update' : 'a rollout'} of this model (${cfg.num_hidden_layers} layers, hidden ${cfg.hidden_size}, vocabulary ${cfg.vocab_size}) needs at least ${(need / GIB).toFixed(2)} GiB of wasm memory (weights${job === 'update' ? ', gradients, AdamW moments' : ''} and weight transposes, before activations); wasm holds at most ${(WASM_HEAP_BYTES / GIB).toFixed(2)} GiB. Run this role on the native backend: \`starpo backend install\`, then --backend tensorflow (docs/backends.md)`,
   ]);
 }
