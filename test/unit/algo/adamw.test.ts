@@ -151,3 +151,73 @@ test('AdamW: gradScale (the clip) equals stepping on gradients scaled beforehand
   const withoutV = encodeSafetensors({ 'm.w': tensors['m.w'] }, metadata);
   assert.throws(() => AdamW.fromSafetensors(withoutV), /v\.w is missing/);
 });
+
+/** torch's clip_grad_norm_ + AdamW over five steps (test/fixtures/hf/adamw_clip_fixtures.py). */
+interface ClipFixture {
+  betas: [number, number];
+  eps: number;
+  weightDecay: number;
+  maxNorm: number;
+  decay: string[];
+  clippedStep: number;
+  init: Record<string, { shape: number[]; values: number[] }>;
+  steps: Array<{
+    lr: number;
+    norm: number;
+    grads: Record<string, number[]>;
+    params: Record<string, number[]>;
+    m: Record<string, number[]>;
+    v: Record<string, number[]>;
+  }>;
+}
+
+/**
+ * got within 1e-6 of want, relative to each value, or with `normwise` to the largest |want| of the tensor. m is a
+ * sum of terms of opposite signs that can cancel to a value far smaller than the terms, and there one rounding
+ * of a term moves it by more than 1e-6 of itself: at step 2 of this fixture torch's m (its lerp_ fuses the
+ * multiply-add) is 1e-6 from the exact value of its own float32 inputs, ours 1e-7. The weights, what AdamW is
+ * for, and v (a sum of squares) are checked value by value.
+ */
+function assertRelative(got: ArrayLike<number>, want: number[], what: string, normwise = false): void {
+  assert.equal(got.length, want.length, `${what}: length`);
+  const scale = Math.max(...want.map(Math.abs));
+  want.forEach((w, i) =>
+    assert.ok(Math.abs(got[i] - w) <= 1e-6 * (normwise ? scale : Math.abs(w)), `${what}[${i}]: ${got[i]} vs torch ${w}`),
+  );
+}
+
+test('clip and AdamW equal torch over five steps (decay and no-decay groups, a changing lr, one clipped step), also across a checkpoint', async () => {
+  await initTestBackend();
+  const f = JSON.parse(readFileSync('test/fixtures/hf/adamw_clip_steps.json', 'utf8')) as ClipFixture;
+  const params = new Map(Object.entries(f.init).map(([name, p]) => [name, tf.variable(tf.tensor(p.values, p.shape))]));
+  // The fixture's groups are the default rule's: the matrix decays, the bias and the norm weight do not.
+  assert.deepEqual(
+    [...params.keys()].filter((n) => !['.bias', 'norm.weight'].some((s) => n.endsWith(s))),
+    f.decay,
+  );
+  let opt = new AdamW({ betas: f.betas, eps: f.eps, weightDecay: f.weightDecay, params });
+  for (const [k, step] of f.steps.entries()) {
+    if (k === 3) {
+      // Resume from optimizer.safetensors bytes midway: torch's numbers must go on.
+      const bytes = await opt.toSafetensors();
+      opt.dispose();
+      opt = AdamW.fromSafetensors(bytes, { params });
+      assert.deepEqual(await opt.toSafetensors(), bytes, 'the loaded state writes the same bytes');
+    }
+    const grads = new Map(Object.entries(step.grads).map(([name, g]) => [name, tf.tensor(g, f.init[name].shape)]));
+    const { norm, scale } = clipByGlobalNorm(grads, f.maxNorm);
+    assertRelative([norm], [step.norm], `step ${k + 1} norm`);
+    assert.equal(scale < 1, k === f.clippedStep, `step ${k + 1} is clipped: scale ${scale}`);
+    opt.applyGradients(grads, step.lr, undefined, scale);
+    const state = opt.state();
+    for (const [name, p] of params) {
+      assertRelative(p.dataSync(), step.params[name], `step ${k + 1} ${name}`);
+      assertRelative(state.moments.get(name)!.m, step.m[name], `step ${k + 1} m.${name}`, true);
+      assertRelative(state.moments.get(name)!.v, step.v[name], `step ${k + 1} v.${name}`);
+    }
+    tf.dispose([...grads.values()]);
+  }
+  assert.equal(opt.stepCount, 5);
+  opt.dispose();
+  for (const p of params.values()) p.dispose();
+});
