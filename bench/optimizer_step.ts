@@ -2,15 +2,20 @@
  * Seconds per optimizer step (the global-norm clip and AdamW, src/algo/adamw.ts) and peak RSS for a model of
  * `--params` parameters split into `--layers` decoder layers' worth of matrices (Llama/Qwen2 names and shapes:
  * q/k/v/o, gate/up/down, two norms per layer, an embedding of about a fifth of the parameters, a final norm),
- * with random weights and gradients made on the backend. The first step allocates the moments; the rest show
- * the steady rate. The same gradients are reused every step, so they are kept (optimizerStep frees each one as
- * soon as its weight is updated). Prints one JSON line. No assertions.
+ * with random weights and gradients held by the backend, as training holds them: a kernel copies each host-made
+ * random tensor to the backend and the host copy is collected at once (otherwise it would sit in the RSS of one
+ * implementation and be read in place by another), and each weight is a variable that alone holds its buffer (as
+ * the model's are). The first step allocates the moments; the rest show the steady rate. The same gradients are
+ * reused every step, so they are kept (optimizerStep frees each one as soon as its weight is updated). Prints one
+ * JSON line. No assertions.
  *
  *   node --import tsx bench/optimizer_step.ts [--params 135e6] [--layers 30] [--hidden 576] [--steps 5]
  *     [--backend tensorflow|wasm] [--weight-decay 0.1] [--max-grad-norm 1]
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW, clipByGlobalNorm } from '../src/algo/adamw';
 import { peakRssBytes } from '../src/algo/throughput';
@@ -65,9 +70,17 @@ function shapes(total: number, layers: number, h: number): Map<string, number[]>
   const layout = shapes(Number(o.params), Number(o.layers), Number(o.hidden));
   const params = new Map<string, tf.Variable>();
   const grads = new Map<string, tf.Tensor>();
+  setFlagsFromString('--expose-gc');
+  const collectGarbage = runInNewContext('gc') as () => void;
+  const onBackend = (shape: number[], std: number, seed: number) =>
+    tf.tidy(() => tf.mul(tf.randomNormal(shape, 0, std, 'float32', seed), 1));
   for (const [name, shape] of layout) {
-    params.set(name, tf.variable(tf.randomNormal(shape, 0, 0.02, 'float32', 1), true, name));
-    grads.set(name, tf.randomNormal(shape, 0, 1e-3, 'float32', 2));
+    params.set(
+      name,
+      tf.tidy(() => tf.variable(onBackend(shape, 0.02, 1), true, name)),
+    );
+    grads.set(name, onBackend(shape, 1e-3, 2));
+    collectGarbage();
   }
   const count = [...params.values()].reduce((s, p) => s + p.size, 0);
   const rssReady = process.memoryUsage().rss;

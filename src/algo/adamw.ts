@@ -9,7 +9,7 @@
  * the metric and the non-finite skip. State (step, m, v) round-trips through optimizer.safetensors.
  */
 import * as tf from '@tensorflow/tfjs';
-import { decodeSafetensors, encodeSafetensors, type SafeTensor } from '../model/hf/safetensors';
+import { decodeSafetensors, encodeLazySafetensors, type LazySafeTensor, type SafeTensor } from '../model/hf/safetensors';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {
@@ -95,6 +95,15 @@ export interface AdamWState {
   moments: Map<string, Moments>;
 }
 
+/**
+ * A decoded moment in backend memory now. A backend may keep an uploaded host array as the tensor's data until a
+ * kernel reads it (native TensorFlow does), and then the first step would copy every moment beside its own
+ * buffers; a full slice copies it here, without arithmetic (native TensorFlow's multiply flushes subnormals).
+ */
+function onBackend(t: SafeTensor): tf.Tensor {
+  return tf.tidy(() => tf.reshape(tf.slice(tf.tensor1d(t.data as Float32Array, 'float32'), 0, t.data.length), t.shape));
+}
+
 /** A parameter's moments on the backend. */
 interface DeviceMoments {
   m: tf.Tensor;
@@ -119,27 +128,35 @@ interface StepScalars {
   decay: tf.Scalar | null;
 }
 
-/** f(x), then x freed. */
+/** f(x), then x freed: the next kernel has read it. */
 function freeing(x: tf.Tensor, f: (x: tf.Tensor) => tf.Tensor): tf.Tensor {
   const y = f(x);
   x.dispose();
   return y;
 }
 
-/** a + b, both freed. */
-function addFreeing(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
-  const y = tf.add(a, b);
+/** op(a, b), then both freed. */
+function combineFreeing(a: tf.Tensor, b: tf.Tensor, op: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor): tf.Tensor {
+  const y = op(a, b);
   a.dispose();
   b.dispose();
   return y;
 }
 
+/** The variable takes y's buffer (no copy) and frees its old one. */
+function assignFreeing(p: tf.Variable, y: tf.Tensor): void {
+  p.assign(y);
+  y.dispose();
+}
+
 /**
  * One parameter's AdamW update as tf kernels on the parameter's backend, in torch's order of operations (its
  * single-tensor AdamW, float32): the closer the order, the fewer last-bit differences, which a moment made of
- * terms of opposite signs magnifies. tfjs writes every result to a fresh buffer, so each intermediate is freed as
- * soon as the next kernel has read it: at most three parameter-sized temporaries exist at once (a tf.tidy would
- * keep all of them to its end). p is assigned its new value.
+ * terms of opposite signs magnifies. tfjs writes every result to a fresh buffer, so the kernels are ordered for
+ * memory: each input is freed as soon as the kernel reading it last has run (a tf.tidy would keep them all to its
+ * end), each old moment as soon as its new value exists, and the weight decay is applied to p (and the old p freed)
+ * before the update's own temporaries are made. At most two parameter-sized temporaries exist at once beyond p, m, v
+ * and g (three while the caller keeps a gradient that the clip scales).
  * @param release frees g once it is read
  * @returns the new moments (the old ones are freed)
  */
@@ -151,28 +168,25 @@ function updateParameter(
   decays: boolean,
   release: boolean,
 ): DeviceMoments {
-  let gs = g; // the clipped gradient
-  if (k.scale) {
-    gs = tf.mul(g, k.scale);
-    if (release) g.dispose();
-  }
+  // clip_grad_norm_ scales g in place; here the scaled copy replaces g when the caller gives g up.
+  const gs = k.scale ? tf.mul(g, k.scale) : g;
+  if (gs !== g && release) g.dispose();
   // m.lerp_(g, 1 - b1) = m + (1 - b1) (g - m); on the first step (m = 0) that is (1 - b1) g exactly.
   const m = old
-    ? addFreeing(
+    ? combineFreeing(
         old.m,
         freeing(tf.sub(gs, old.m), (d) => tf.mul(d, k.mWeight)),
+        tf.add,
       )
     : tf.mul(gs, k.mWeight);
-  // v.mul_(b2).addcmul_(g, g, 1 - b2); on the first step (1 - b2) g g.
+  // v.mul_(b2).addcmul_(g, g, 1 - b2); on the first step (1 - b2) g g. The old v goes before g g is made.
+  const vDecayed = old ? freeing(old.v, (x) => tf.mul(x, k.beta2)) : null;
   const gg = freeing(tf.mul(gs, k.vWeight), (x) => tf.mul(x, gs));
   if (gs !== g || release) gs.dispose();
-  const v = old
-    ? addFreeing(
-        freeing(old.v, (x) => tf.mul(x, k.beta2)),
-        gg,
-      )
-    : gg;
-  // denom = sqrt(v) / sqrt(1 - b2^t) + eps; p.mul_(1 - lr wd).addcdiv_(m, denom, -lr / (1 - b1^t))
+  const v = vDecayed ? combineFreeing(vDecayed, gg, tf.add) : gg;
+  // p.mul_(1 - lr wd), its old buffer freed before the update's temporaries exist.
+  if (decays && k.decay) assignFreeing(p, tf.mul(p, k.decay));
+  // denom = sqrt(v) / sqrt(1 - b2^t) + eps; p.addcdiv_(m, denom, -lr / (1 - b1^t))
   const denom = freeing(
     freeing(tf.sqrt(v), (x) => tf.div(x, k.sqrtBc2)),
     (x) => tf.add(x, k.eps),
@@ -181,12 +195,10 @@ function updateParameter(
     freeing(denom, (d) => tf.div(m, d)),
     (x) => tf.mul(x, k.stepSize),
   );
-  const base = decays && k.decay ? tf.mul(p, k.decay) : p;
-  const next = tf.sub(base, delta);
-  delta.dispose();
-  if (base !== p) base.dispose();
-  p.assign(next); // the variable takes next's buffer (no copy) and frees its old one
-  next.dispose();
+  assignFreeing(
+    p,
+    freeing(delta, (d) => tf.sub(p, d)),
+  );
   return { m: tf.keep(m), v: tf.keep(v) };
 }
 
@@ -317,12 +329,13 @@ export class AdamW {
    * moments are read from the backend here, once per checkpoint.
    */
   async toSafetensors(): Promise<Uint8Array> {
-    const tensors: Record<string, SafeTensor> = {};
+    // Read one at a time into the file: the host never holds all the moments beside the file's own copy of them.
+    const tensors: Record<string, LazySafeTensor> = {};
     for (const [name, { m, v }] of this.moments) {
-      tensors[`m.${name}`] = { dtype: 'F32', shape: [...m.shape], data: (await m.data()) as Float32Array };
-      tensors[`v.${name}`] = { dtype: 'F32', shape: [...v.shape], data: (await v.data()) as Float32Array };
+      tensors[`m.${name}`] = { dtype: 'F32', shape: [...m.shape], read: () => m.dataSync() as Float32Array };
+      tensors[`v.${name}`] = { dtype: 'F32', shape: [...v.shape], read: () => v.dataSync() as Float32Array };
     }
-    return encodeSafetensors(tensors, {
+    return encodeLazySafetensors(tensors, {
       step: String(this.step),
       betas: JSON.stringify([this.beta1, this.beta2]),
       eps: String(this.eps),
@@ -360,15 +373,7 @@ export class AdamW {
       params: opts.params,
     });
     opt.step = step;
-    // decodeSafetensors hands out detached copies, so the tensors take them without another copy.
-    for (const name of names) {
-      const m = tensors[`m.${name}`];
-      const v = tensors[`v.${name}`];
-      opt.moments.set(name, {
-        m: tf.tensor(m.data as Float32Array, m.shape, 'float32'),
-        v: tf.tensor(v.data as Float32Array, v.shape, 'float32'),
-      });
-    }
+    for (const name of names) opt.moments.set(name, { m: onBackend(tensors[`m.${name}`]), v: onBackend(tensors[`v.${name}`]) });
     return opt;
   }
 

@@ -18,10 +18,21 @@ export interface SafeTensor {
 
 const BYTES: Record<SafeDtype, number> = { F32: 4, I32: 4, F16: 2, BF16: 2 };
 
-function checkTensor(name: string, t: SafeTensor): void {
+/** A tensor whose data is made when it is written: one at a time, so a caller's host copies need not coexist. */
+export interface LazySafeTensor {
+  dtype: SafeDtype;
+  shape: number[];
+  read: () => SafeTensor['data'];
+}
+
+function checkHeader(name: string, t: Pick<SafeTensor, 'dtype' | 'shape'>): void {
   if (!(t.dtype in BYTES)) throw new Error(`safetensors: tensor ${name} dtype ${JSON.stringify(t.dtype)}; allowed: F32, I32, F16, BF16`);
-  const n = t.shape.reduce((a, b) => a * b, 1);
   if (t.shape.some((d) => !Number.isInteger(d) || d < 0)) throw new Error(`safetensors: tensor ${name} shape [${t.shape}] is invalid`);
+}
+
+function checkTensor(name: string, t: SafeTensor): void {
+  checkHeader(name, t);
+  const n = t.shape.reduce((a, b) => a * b, 1);
   if (t.data.length !== n) throw new Error(`safetensors: tensor ${name} has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
   const want = t.dtype === 'F32' ? Float32Array : t.dtype === 'I32' ? Int32Array : Uint16Array;
   if (!(t.data instanceof want))
@@ -38,6 +49,17 @@ const WRITE_RANK: Record<SafeDtype, number> = { F32: 3, I32: 2, BF16: 1, F16: 0 
  */
 export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?: Record<string, string>): Uint8Array {
   for (const [name, t] of Object.entries(tensors)) checkTensor(name, t);
+  const lazy = Object.entries(tensors).map(([name, t]): [string, LazySafeTensor] => [name, { ...t, read: () => t.data }]);
+  return encodeLazySafetensors(Object.fromEntries(lazy), metadata);
+}
+
+/**
+ * encodeSafetensors for tensors whose data is read as it is copied into the file, each read's array dropped before
+ * the next one is made.
+ * @throws Error as encodeSafetensors (a read's data is checked against its dtype and shape)
+ */
+export function encodeLazySafetensors(tensors: Record<string, LazySafeTensor>, metadata?: Record<string, string>): Uint8Array {
+  for (const [name, t] of Object.entries(tensors)) checkHeader(name, t);
   const names = Object.keys(tensors).sort(
     (a, b) => WRITE_RANK[tensors[b].dtype] - WRITE_RANK[tensors[a].dtype] || (a < b ? -1 : a > b ? 1 : 0),
   );
@@ -48,7 +70,7 @@ export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?
   const offsets: number[] = [];
   for (const name of names) {
     const t = tensors[name];
-    const nbytes = t.data.length * BYTES[t.dtype];
+    const nbytes = t.shape.reduce((a, b) => a * b, 1) * BYTES[t.dtype];
     offsets.push(offset);
     entries.push(`${JSON.stringify(name)}:${JSON.stringify({ dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + nbytes] })}`);
     offset += nbytes;
@@ -61,9 +83,11 @@ export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata?
   out.fill(0x20, 8 + unpadded.length, 8 + headerLength); // spaces: the header stays valid JSON
   const base = 8 + headerLength;
   names.forEach((name, i) => {
-    const t = tensors[name];
+    const { dtype, shape, read } = tensors[name];
+    const data = read();
+    checkTensor(name, { dtype, shape, data });
     // Typed arrays are little-endian on every platform Node runs on.
-    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), base + offsets[i]);
+    out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), base + offsets[i]);
   });
   return out;
 }

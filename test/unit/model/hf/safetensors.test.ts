@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { decodeSafetensors, encodeSafetensors, toFloat32 } from '../../../../src/model/hf/safetensors';
+import { decodeSafetensors, encodeLazySafetensors, encodeSafetensors, toFloat32 } from '../../../../src/model/hf/safetensors';
 
 test('round trip F32, I32, F16, BF16 with metadata: wider types first, then by name, contiguous, header padded to 8', () => {
   const bytes = encodeSafetensors(
@@ -82,4 +82,36 @@ test('an integer-like tensor name keeps its data order in the header', () => {
     /^\{"a":\{[^}]*"data_offsets":\[0,4\]\},"7":\{[^}]*"data_offsets":\[4,6\]\}\}/,
   );
   assert.deepEqual(Array.from(toFloat32(decodeSafetensors(bytes).tensors['7'])), [2]);
+});
+
+test('lazy tensors: the same bytes, each read once as its data is written, a read of the wrong size refused', () => {
+  const data = {
+    'v.b': new Float32Array([5, 6, 7]),
+    'm.a': new Float32Array([1, 2]),
+    i: new Int32Array([9]),
+  };
+  const shapes: Record<string, number[]> = { 'v.b': [3], 'm.a': [2, 1], i: [1] };
+  const reads: string[] = [];
+  const lazy = Object.fromEntries(
+    Object.entries(data).map(([name, d]) => [
+      name,
+      {
+        dtype: d instanceof Float32Array ? ('F32' as const) : ('I32' as const),
+        shape: shapes[name],
+        read: () => {
+          reads.push(name);
+          return d;
+        },
+      },
+    ]),
+  );
+  const eager = Object.fromEntries(
+    Object.entries(lazy).map(([name, t]) => [name, { dtype: t.dtype, shape: t.shape, data: data[name as keyof typeof data] }]),
+  );
+  assert.deepEqual(encodeLazySafetensors(lazy, { step: '3' }), encodeSafetensors(eager, { step: '3' }));
+  assert.deepEqual(reads, ['m.a', 'v.b', 'i'], 'in the order of the data section');
+  assert.throws(
+    () => encodeLazySafetensors({ 'm.a': { dtype: 'F32', shape: [4], read: () => data['m.a'] } }),
+    /tensor m\.a has 2 elements, shape \[4\] needs 4/,
+  );
 });
