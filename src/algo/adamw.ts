@@ -82,19 +82,6 @@ export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { norm: numbe
   }
 }
 
-/** A parameter's first and second moments copied to the host (float32, row-major in the parameter's shape). */
-export interface Moments {
-  shape: number[];
-  m: Float32Array;
-  v: Float32Array;
-}
-
-/** Optimizer state in host memory: step count and moments by parameter name. */
-export interface AdamWState {
-  step: number;
-  moments: Map<string, Moments>;
-}
-
 /**
  * A decoded moment in backend memory now. A backend may keep an uploaded host array as the tensor's data until a
  * kernel reads it (native TensorFlow does), and then the first step would copy every moment beside its own
@@ -303,25 +290,6 @@ export class AdamW {
     } finally {
       tf.dispose([...uploaded, ...Object.values(k).filter((x): x is tf.Scalar => x !== null)]);
     }
-  }
-
-  /** The state copied to the host: every moment is read from the backend (for tests; checkpoints use toSafetensors). */
-  state(): AdamWState {
-    const read = (x: tf.Tensor) => (x.dataSync() as Float32Array).slice();
-    return {
-      step: this.step,
-      moments: new Map([...this.moments].map(([k, x]) => [k, { shape: [...x.m.shape], m: read(x.m), v: read(x.v) }])),
-    };
-  }
-
-  /** Replaces the state with the given one, uploaded to the backend. @throws RangeError when step is not an integer >= 0. */
-  loadState(state: AdamWState): void {
-    if (!Number.isInteger(state.step) || state.step < 0)
-      throw new RangeError(`AdamW.loadState: step = ${state.step}; allowed: integer >= 0`);
-    this.dispose();
-    this.step = state.step;
-    // Copies: the pure-JS cpu backend would otherwise keep the caller's arrays as its own.
-    for (const [k, x] of state.moments) this.moments.set(k, { m: tf.tensor(x.m.slice(), x.shape), v: tf.tensor(x.v.slice(), x.shape) });
   }
 
   /**

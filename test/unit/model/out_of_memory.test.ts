@@ -10,6 +10,7 @@ import { OUT_OF_MEMORY_ERROR } from '../../../src/contract';
 import { initBackend } from '../../../src/model/backend';
 import { atShape, BackendOutOfMemoryError, outOfMemoryOf } from '../../../src/model/out_of_memory';
 import { WASM_HEAP_BYTES } from '../../../src/model/wasm_memory';
+import { nativeOrSkip } from '../../helpers/native_or_skip';
 
 const shape = { kind: 'micro-batch', rows: 128, tokens: 768 } as const;
 
@@ -87,17 +88,7 @@ test('wasm: an emscripten abort is out of memory; other errors pass through atSh
 });
 
 test('native: a TensorFlow allocation failure is out of memory, with the bytes of the tensor it could not allocate', async (t) => {
-  let active = '';
-  try {
-    active = await initBackend('tensorflow');
-  } catch (e) {
-    t.skip(`native build not installed: ${(e as Error).message.split('\n')[0]}`);
-    return;
-  }
-  if (active !== 'tensorflow') {
-    t.skip('STARPO_BACKEND names another backend for this process');
-    return;
-  }
+  if (!(await nativeOrSkip(t))) return;
   // A [100000, 100000] float product: 37 GiB, more than TensorFlow's allocator may take on any test host.
   const x = tf.ones([100000, 2]);
   let thrown: unknown;

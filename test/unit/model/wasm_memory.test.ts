@@ -5,6 +5,7 @@ import { ConfigError } from '../../../src/contract/errors';
 import { initBackend } from '../../../src/model/backend';
 import { tinyPreset } from '../../../src/model/config';
 import { assertFitsBackend, WASM_HEAP_BYTES, wasmBytesAtLeast } from '../../../src/model/wasm_memory';
+import { nativeOrSkip } from '../../helpers/native_or_skip';
 
 const GIB = 1024 ** 3;
 
@@ -32,16 +33,6 @@ test('wasm memory: Qwen2.5-0.5B cannot update on wasm (weights + gradients + Ada
 });
 
 test('wasm memory: the native backend is never refused by the wasm ceiling', async (t) => {
-  let active = '';
-  try {
-    active = await initBackend('tensorflow');
-  } catch (e) {
-    t.skip(`native build not installed: ${(e as Error).message.split('\n')[0]}`);
-    return;
-  }
-  if (active !== 'tensorflow') {
-    t.skip('STARPO_BACKEND names another backend for this process');
-    return;
-  }
+  if (!(await nativeOrSkip(t))) return;
   assertFitsBackend(qwen25HalfBShape(), 'update', 'checkpoints/step_0');
 });
