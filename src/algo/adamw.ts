@@ -6,7 +6,8 @@
  * Parameters are tf.Variables keyed by HF weight name; state (step, m, v) round-trips through optimizer.safetensors.
  */
 import * as tf from '@tensorflow/tfjs';
-import { decodeSafetensors, encodeSafetensors, type SafeTensor } from '../model/hf/safetensors';
+import type { StreamedObject } from '../contract';
+import { type DecodedSafetensors, decodeSafetensors, type SafeTensor, safetensorsStreamOf, streamedBytes } from '../model/hf/safetensors';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {
@@ -198,14 +199,17 @@ export class AdamW {
     this.moments = new Map([...state.moments].map(([k, x]) => [k, { shape: [...x.shape], m: x.m.slice(), v: x.v.slice() }]));
   }
 
-  /** optimizer.safetensors bytes: F32 tensors `m.<name>`, `v.<name>`; metadata step, betas, eps, weight_decay. */
-  async toSafetensors(): Promise<Uint8Array> {
+  /**
+   * optimizer.safetensors, streamed from the moments as they are (no copy): F32 tensors `m.<name>`, `v.<name>`;
+   * metadata step, betas, eps, weight_decay.
+   */
+  safetensors(): StreamedObject {
     const tensors: Record<string, SafeTensor> = {};
     for (const [name, { shape, m, v }] of this.moments) {
       tensors[`m.${name}`] = { dtype: 'F32', shape, data: m };
       tensors[`v.${name}`] = { dtype: 'F32', shape, data: v };
     }
-    return encodeSafetensors(tensors, {
+    return safetensorsStreamOf(tensors, {
       step: String(this.step),
       betas: JSON.stringify([this.beta1, this.beta2]),
       eps: String(this.eps),
@@ -213,13 +217,23 @@ export class AdamW {
     });
   }
 
+  /** safetensors()'s bytes in one buffer. */
+  async toSafetensors(): Promise<Uint8Array> {
+    return streamedBytes(this.safetensors());
+  }
+
+  /** Rebuilds an optimizer from optimizer.safetensors bytes (see fromTensors). */
+  static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
+    return AdamW.fromTensors(decodeSafetensors(bytes), opts);
+  }
+
   /**
-   * Rebuilds an optimizer from optimizer.safetensors bytes; hyper-parameters come from `opts` (the checkpoint's
-   * trainer state), defaulting to the file's metadata.
+   * Rebuilds an optimizer from decoded optimizer.safetensors, taking its arrays as the moments (no copy: the
+   * caller hands them over); hyper-parameters come from `opts` (the checkpoint's trainer state), defaulting to the
+   * file's metadata.
    * @throws Error when the file is malformed or its step metadata is missing.
    */
-  static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
-    const { tensors, metadata } = decodeSafetensors(bytes);
+  static fromTensors({ tensors, metadata }: DecodedSafetensors, opts: AdamWOptions = {}): AdamW {
     const step = Number(metadata.step);
     if (!Number.isInteger(step) || step < 0)
       throw new Error(`AdamW.fromSafetensors: metadata step = ${JSON.stringify(metadata.step)} is not an integer >= 0`);
@@ -242,11 +256,7 @@ export class AdamW {
       if (!m || !v) throw new Error(`AdamW.fromSafetensors: ${m ? `v.${name}` : `m.${name}`} is missing (each parameter has both moments)`);
       if (m.dtype !== 'F32' || v.dtype !== 'F32')
         throw new Error(`AdamW.fromSafetensors: moments of ${name} are ${m.dtype}/${v.dtype}; allowed: F32`);
-      opt.moments.set(name, {
-        shape: [...m.shape],
-        m: new Float32Array(m.data as Float32Array),
-        v: new Float32Array(v.data as Float32Array),
-      });
+      opt.moments.set(name, { shape: [...m.shape], m: m.data as Float32Array, v: v.data as Float32Array });
     }
     return opt;
   }
