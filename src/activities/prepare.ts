@@ -16,7 +16,7 @@ import { modelFromFolder } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';
 import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import { warmupDemonstrations } from '../rollout/demonstrations';
-import { readCheckpoint, writeInitial, writeLatest } from '../storage/checkpoint';
+import { readCheckpoint, verifyOnlySafetensors, writeInitial, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
 import { saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
@@ -111,7 +111,7 @@ async function verifiedWarmup(
   try {
     const ref = await rt.existing(manifestKey);
     if (!ref) return null;
-    return { ref, metrics: trainerStateOf((await readCheckpoint(rt.store, ref)).files).metrics };
+    return { ref, metrics: trainerStateOf((await readCheckpoint(rt.store, ref, verifyOnlySafetensors)).files).metrics };
   } catch (err) {
     if (!isUnusable(err)) throw err;
     log.warn(`the stored warm-up is not usable: ${err.message}; making it again`);

@@ -11,7 +11,7 @@ import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdat
 import type { ObjectRef, RunConfig, UpdateInput, UpdateOutput } from '../contract';
 import { backendInfo } from '../model/backend';
 import { ValueModel } from '../model/value_model';
-import { readCheckpoint, readOptimizerFiles, writeLatest } from '../storage/checkpoint';
+import { readCheckpoint, readOptimizerFiles, verifyOnlySafetensors, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import { disposeCheckpoint, dropOldCheckpointData, saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
@@ -34,8 +34,9 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
   try {
     const checkpoint = await rt.existing(manifestKey);
     if (!checkpoint) return null;
-    const state = trainerStateOf((await readCheckpoint(rt.store, checkpoint)).files);
-    await readOptimizerFiles(rt.store, manifestKey); // what the next update continues from
+    // Verified on the stream, the weights and optimizer state are not kept: this process may not hold them twice.
+    const state = trainerStateOf((await readCheckpoint(rt.store, checkpoint, verifyOnlySafetensors)).files);
+    await readOptimizerFiles(rt.store, manifestKey, verifyOnlySafetensors); // what the next update continues from
     return {
       checkpoint,
       metrics: state.metrics,

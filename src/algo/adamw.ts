@@ -9,7 +9,9 @@
  * the metric and the non-finite skip. State (step, m, v) round-trips through optimizer.safetensors.
  */
 import * as tf from '@tensorflow/tfjs';
-import { decodeSafetensors, encodeLazySafetensors, type LazySafeTensor, type SafeTensor } from '../model/hf/safetensors';
+import type { StreamedObject } from '../contract';
+import { type DecodedSafetensors, decodeSafetensors, type SafeTensor, streamedBytes } from '../model/hf/safetensors';
+import { tensorsSafetensors } from '../model/hf/weights';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {
@@ -293,17 +295,16 @@ export class AdamW {
   }
 
   /**
-   * optimizer.safetensors bytes: F32 tensors `m.<name>`, `v.<name>`; metadata step, betas, eps, weight_decay. The
-   * moments are read from the backend here, once per checkpoint.
+   * optimizer.safetensors, streamed: F32 tensors `m.<name>`, `v.<name>` read off the backend a row block at a time
+   * as the stream is consumed (the host never holds the moments); metadata step, betas, eps, weight_decay.
    */
-  async toSafetensors(): Promise<Uint8Array> {
-    // Read one at a time into the file: the host never holds all the moments beside the file's own copy of them.
-    const tensors: Record<string, LazySafeTensor> = {};
+  safetensors(): StreamedObject {
+    const named = new Map<string, tf.Tensor>();
     for (const [name, { m, v }] of this.moments) {
-      tensors[`m.${name}`] = { dtype: 'F32', shape: [...m.shape], read: () => m.dataSync() as Float32Array };
-      tensors[`v.${name}`] = { dtype: 'F32', shape: [...v.shape], read: () => v.dataSync() as Float32Array };
+      named.set(`m.${name}`, m);
+      named.set(`v.${name}`, v);
     }
-    return encodeLazySafetensors(tensors, {
+    return tensorsSafetensors(named, {
       step: String(this.step),
       betas: JSON.stringify([this.beta1, this.beta2]),
       eps: String(this.eps),
@@ -311,13 +312,22 @@ export class AdamW {
     });
   }
 
+  /** safetensors()'s bytes in one buffer. */
+  async toSafetensors(): Promise<Uint8Array> {
+    return streamedBytes(this.safetensors());
+  }
+
+  /** Rebuilds an optimizer from optimizer.safetensors bytes (see fromTensors). */
+  static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
+    return AdamW.fromTensors(decodeSafetensors(bytes), opts);
+  }
+
   /**
-   * Rebuilds an optimizer from optimizer.safetensors bytes, its moments uploaded to the active backend;
+   * Rebuilds an optimizer from decoded optimizer.safetensors, its moments uploaded to the active backend;
    * hyper-parameters come from `opts` (the checkpoint's trainer state), defaulting to the file's metadata.
    * @throws Error when the file is malformed or its step metadata is missing.
    */
-  static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
-    const { tensors, metadata } = decodeSafetensors(bytes);
+  static fromTensors({ tensors, metadata }: DecodedSafetensors, opts: AdamWOptions = {}): AdamW {
     const step = Number(metadata.step);
     if (!Number.isInteger(step) || step < 0)
       throw new Error(`AdamW.fromSafetensors: metadata step = ${JSON.stringify(metadata.step)} is not an integer >= 0`);

@@ -41,3 +41,21 @@ export type CheckpointManifest = z.infer<typeof checkpointManifestSchema>;
 export const latestPointerSchema = z.object({ runId: z.string(), step: z.number().int().nonnegative(), manifest: objectRefSchema });
 /** Contents of runs/<run>/latest.json (or initial.json). */
 export type LatestPointer = z.infer<typeof latestPointerSchema>;
+
+/**
+ * An object's content produced piece by piece, for objects too big to build as one buffer (a checkpoint's
+ * weights and optimizer state): `bytes` in all, yielded by `chunks()` in order. The store hashes the chunks as
+ * they pass and may reuse nothing of them after the next one is asked for.
+ */
+export interface StreamedObject {
+  bytes: number;
+  chunks(): AsyncIterable<Uint8Array>;
+}
+
+/**
+ * Takes an object's content piece by piece as the store reads it. The sha256 is checked once the last chunk has
+ * passed: when it fails, the store throws and whatever the sink built must be dropped.
+ */
+export interface ObjectSink {
+  write(chunk: Uint8Array): void;
+}

@@ -5,8 +5,10 @@
  * first values are 0 and deterministic.
  */
 import * as tf from '@tensorflow/tfjs';
+import type { StreamedObject } from '../contract';
 import type { Qwen2Config } from './config';
-import { decodeSafetensors, encodeSafetensors, type SafeTensor, toFloat32 } from './hf/safetensors';
+import { decodeSafetensors, type SafeTensor, streamedBytes, toFloat32 } from './hf/safetensors';
+import { tensorsSafetensors } from './hf/weights';
 import { Qwen2 } from './qwen2';
 
 /** HF name of the value head weight. */
@@ -51,13 +53,14 @@ export class ValueModel {
     return new Map([...this.trunk.trainableVariables(), [VALUE_HEAD, this.head]]);
   }
 
-  /** Serialises trunk and head as F32 safetensors with HF names (critic.safetensors). */
+  /** Trunk and head as F32 safetensors with HF names (critic.safetensors), streamed off the device. */
+  safetensors(): StreamedObject {
+    return tensorsSafetensors(this.trainableVariables());
+  }
+
+  /** safetensors()'s bytes in one buffer. */
   async toSafetensors(): Promise<Uint8Array> {
-    const tensors: Record<string, SafeTensor> = {};
-    for (const [name, t] of this.trainableVariables()) {
-      tensors[name] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
-    }
-    return encodeSafetensors(tensors, { format: 'pt' });
+    return streamedBytes(this.safetensors());
   }
 
   /**
@@ -66,7 +69,11 @@ export class ValueModel {
    * @throws Error naming a missing weight or a wrong head shape
    */
   static fromSafetensors(config: Qwen2Config, bytes: Uint8Array): ValueModel {
-    const { tensors } = decodeSafetensors(bytes);
+    return ValueModel.fromTensors(config, decodeSafetensors(bytes).tensors);
+  }
+
+  /** Loads a critic from decoded critic.safetensors tensors. @throws Error naming a missing weight or a wrong head shape */
+  static fromTensors(config: Qwen2Config, tensors: Record<string, SafeTensor>): ValueModel {
     const head = tensors[VALUE_HEAD];
     if (!head) throw new Error(`ValueModel.fromSafetensors: weight ${VALUE_HEAD} is missing`);
     if (head.shape.length !== 2 || head.shape[0] !== 1 || head.shape[1] !== config.hidden_size) {

@@ -11,6 +11,8 @@ import {
   type LatestPointer,
   latestPointerSchema,
   type ObjectRef,
+  type ObjectSink,
+  type StreamedObject,
   validateRunId,
 } from '../contract';
 import { CorruptObjectError, isUnusable, ObjectNotFoundError } from './errors';
@@ -33,8 +35,18 @@ const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export interface LoadedCheckpoint {
   ref: ObjectRef;
   manifest: CheckpointManifest;
+  /** Every file readCheckpoint was not given a sink for. */
   files: Record<string, Uint8Array>;
 }
+
+/**
+ * Where readCheckpoint streams a file (name, size in bytes) instead of returning its bytes; undefined to have the
+ * bytes. Called once per read attempt: the sink of the last call holds the file once readCheckpoint returns.
+ */
+export type SinkFor = (name: string, bytes: number) => ObjectSink | undefined;
+
+/** A sink for every safetensors file that keeps nothing: its bytes are read and verified on the stream, then dropped. */
+export const verifyOnlySafetensors: SinkFor = (name) => (name.endsWith('.safetensors') ? { write: () => undefined } : undefined);
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -52,14 +64,15 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
 
 /**
  * Writes every file under `prefix` (e.g. checkpointPrefix(runId, step)), THEN `<prefix><manifestName>`
- * with each object's key, bytes and sha256, `meta` and `createdAt`. Idempotent: when a manifest with the
+ * with each object's key, bytes and sha256, `meta` and `createdAt`. A file given as a StreamedObject (weights,
+ * optimizer state) is uploaded in parts as it is produced, its sha256 computed on the stream. Idempotent: when a manifest with the
  * same objects and meta already exists (a retried activity), it is kept and its reference returned.
  * @throws Error when prefix does not end with `/` or a file name is not [A-Za-z0-9._-] (or is a manifest's).
  */
 export async function writeCheckpoint(
   store: ObjectStore,
   prefix: string,
-  files: Record<string, Uint8Array>,
+  files: Record<string, Uint8Array | StreamedObject>,
   meta: Record<string, unknown>,
   manifestName = MANIFEST_NAME,
 ): Promise<ObjectRef> {
@@ -72,7 +85,10 @@ export async function writeCheckpoint(
       );
     }
   }
-  const refs = await mapLimit(names, 4, (name) => store.put(`${prefix}${name}`, files[name] as Uint8Array));
+  const refs = await mapLimit(names, 4, (name) => {
+    const file = files[name] as Uint8Array | StreamedObject;
+    return file instanceof Uint8Array ? store.put(`${prefix}${name}`, file) : store.putStreamed(`${prefix}${name}`, file);
+  });
   const objects = refs.map((r, i) => ({ name: names[i] as string, key: r.key, bytes: r.bytes, sha256: r.sha256 }));
   const manifestKey = `${prefix}${manifestName}`;
   const existing = await readManifestIfSame(store, manifestKey, objects, meta);
@@ -98,10 +114,12 @@ async function readManifestIfSame(
 
 /**
  * Reads a checkpoint by manifest reference (manifest verified too) or manifest key (manifest unverified),
- * then reads and verifies every object it lists.
- * @throws CorruptObjectError (bad bytes or malformed manifest, names the key), ObjectNotFoundError (missing object).
+ * then reads and verifies every object it lists: into the sink `sinkFor` gives it (verified on the stream, no
+ * buffer of the whole object), else as bytes.
+ * @throws CorruptObjectError (bad bytes or malformed manifest, names the key), ObjectNotFoundError (missing object),
+ *   a sink's error when an object verifies but its sink refuses it
  */
-export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | string): Promise<LoadedCheckpoint> {
+export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | string, sinkFor?: SinkFor): Promise<LoadedCheckpoint> {
   const ref = typeof manifest === 'string' ? await store.refOf(manifest) : manifest;
   const raw = await store.getJson(ref);
   const parsed = checkpointManifestSchema.safeParse(raw);
@@ -114,7 +132,15 @@ export async function readCheckpoint(store: ObjectStore, manifest: ObjectRef | s
     );
   const files: Record<string, Uint8Array> = {};
   await mapLimit(parsed.data.objects, 4, async (o) => {
-    files[o.name] = await store.get({ bucket: ref.bucket, key: o.key, sha256: o.sha256, bytes: o.bytes });
+    const objectRef = { bucket: ref.bucket, key: o.key, sha256: o.sha256, bytes: o.bytes };
+    let unused = sinkFor?.(o.name, o.bytes);
+    if (!unused) files[o.name] = await store.get(objectRef);
+    else
+      await store.readInto(objectRef, () => {
+        const sink = unused ?? (sinkFor?.(o.name, o.bytes) as ObjectSink); // a retried read starts afresh
+        unused = undefined;
+        return sink;
+      });
   });
   return { ref, manifest: parsed.data, files };
 }
@@ -296,10 +322,11 @@ export async function checkpointSteps(store: ObjectStore, runId: string): Promis
 }
 
 /**
- * The optimizer files of the checkpoint whose manifest.json is at `manifestKey`, verified.
+ * The optimizer files of the checkpoint whose manifest.json is at `manifestKey`, verified (streamed into the
+ * sinks `sinkFor` gives, as readCheckpoint does).
  * @throws ObjectNotFoundError when it kept no optimizer state, CorruptObjectError when it is damaged
  */
-export async function readOptimizerFiles(store: ObjectStore, manifestKey: string): Promise<Record<string, Uint8Array>> {
+export async function readOptimizerFiles(store: ObjectStore, manifestKey: string, sinkFor?: SinkFor): Promise<Record<string, Uint8Array>> {
   const key = `${manifestKey.slice(0, manifestKey.length - MANIFEST_NAME.length)}${OPTIMIZER_MANIFEST_NAME}`;
-  return (await readCheckpoint(store, key)).files;
+  return (await readCheckpoint(store, key, sinkFor)).files;
 }

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import * as Minio from 'minio';
 import type { S3Endpoint } from '../../infra/types';
-import type { ObjectRef } from '../contract';
+import type { ObjectRef, ObjectSink, StreamedObject } from '../contract';
 import { CorruptObjectError, ObjectNotFoundError } from './errors';
 
 const gzip = promisify(zlib.gzip);
@@ -53,11 +53,30 @@ async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Part size of the multipart uploads of streamed objects: what a streamed write holds in memory (twice: one part
+ * uploading while the next fills). S3 allows parts of 5 MiB to 5 GiB and 10,000 parts: objects up to 160 GiB.
+ */
+const PART_BYTES = 16 * 1024 * 1024;
+
 /** Reads a stream of chunks into one Uint8Array. */
 async function collect(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return new Uint8Array(Buffer.concat(chunks));
+}
+
+/** @throws CorruptObjectError when `bytes` and `sha256` (what was read) are not what `ref` promises. */
+function verify(ref: ObjectRef, bytes: number, sha256: string): void {
+  if (bytes !== ref.bytes) {
+    throw new CorruptObjectError(
+      ref.key,
+      `${ref.bytes} bytes (sha256 ${ref.sha256})`,
+      `${bytes} bytes (sha256 ${sha256})`,
+      'size and sha256 mismatch',
+    );
+  }
+  if (sha256 !== ref.sha256) throw new CorruptObjectError(ref.key, `sha256 ${ref.sha256}`, `sha256 ${sha256}`, 'sha256 mismatch');
 }
 
 /** Objects of one bucket on one S3 endpoint. Credentials stay in this process (never in Temporal history). */
@@ -103,21 +122,117 @@ export class ObjectStore {
   }
 
   /**
+   * Writes a streamed object at `key` (overwriting) and returns its reference, the sha256 computed on the stream.
+   * Only PART_BYTES-sized parts are held: one smaller than a part is one PUT, a bigger one a multipart upload
+   * (each part retried on its own, the upload aborted when the write fails). An upload a killed writer left for
+   * this key is aborted first, not resumed. The `minio` client's putObject of a stream buffers parts of 64 MiB and
+   * more (576 MiB when the size is not given) and resumes a left upload by matching part etags.
+   * @throws Error when the stream yields more or fewer than `body.bytes` bytes, or from the S3 server
+   */
+  async putStreamed(key: string, body: StreamedObject, contentType = 'application/octet-stream'): Promise<ObjectRef> {
+    const hash = createHash('sha256');
+    const parts = [Buffer.allocUnsafe(PART_BYTES), Buffer.allocUnsafe(PART_BYTES)];
+    let fill = 0;
+    let total = 0;
+    let uploadId: string | null = null;
+    const etags: Array<{ part: number; etag: string }> = [];
+    let uploading: Promise<void> = Promise.resolve();
+    const upload = async (data: Buffer) => {
+      uploadId ??= await this.startUpload(key, contentType);
+      const part = etags.length + 1;
+      etags.push({ part, etag: '' });
+      const id = uploadId;
+      const res = await withRetry(() =>
+        this.client.uploadPart({ bucketName: this.bucket, objectName: key, uploadID: id, partNumber: part, headers: {} }, data),
+      );
+      etags[part - 1] = { part, etag: res.etag };
+    };
+    try {
+      for await (const chunk of body.chunks()) {
+        hash.update(chunk);
+        total += chunk.length;
+        for (let at = 0; at < chunk.length; ) {
+          const take = Math.min(PART_BYTES - fill, chunk.length - at);
+          parts[0].set(chunk.subarray(at, at + take), fill);
+          fill += take;
+          at += take;
+          if (fill < PART_BYTES) continue;
+          await uploading; // the other buffer is free again
+          const full = parts[0];
+          uploading = upload(full);
+          uploading.catch(() => undefined); // seen at the next await; until then not an unhandled rejection
+          parts.reverse();
+          fill = 0;
+        }
+      }
+      if (total !== body.bytes) throw new Error(`streamed object ${key}: the stream gave ${total} bytes, it declared ${body.bytes}`);
+      await uploading;
+      const rest = parts[0].subarray(0, fill);
+      if (uploadId === null) {
+        await withRetry(() => this.client.putObject(this.bucket, key, rest, rest.length, { 'Content-Type': contentType }));
+      } else {
+        if (fill > 0) await upload(rest);
+        const id: string = uploadId;
+        await withRetry(() => this.client.completeMultipartUpload(this.bucket, key, id, etags));
+      }
+    } catch (err) {
+      await uploading.catch(() => undefined);
+      const id: string | null = uploadId;
+      if (id !== null) await this.client.abortMultipartUpload(this.bucket, key, id).catch(() => undefined);
+      throw err;
+    }
+    return { bucket: this.bucket, key, sha256: hash.digest('hex'), bytes: total };
+  }
+
+  /** Aborts the uploads left for `key` (by a writer that died mid-upload) and starts a new one. */
+  private async startUpload(key: string, contentType: string): Promise<string> {
+    for (let stale = await withRetry(() => this.client.findUploadId(this.bucket, key)); stale; ) {
+      const id = stale;
+      await withRetry(() => this.client.abortMultipartUpload(this.bucket, key, id));
+      stale = await withRetry(() => this.client.findUploadId(this.bucket, key));
+    }
+    return withRetry(() => this.client.initiateNewMultipartUpload(this.bucket, key, { 'Content-Type': contentType }));
+  }
+
+  /**
+   * Reads `ref` into a sink chunk by chunk, hashing the same chunks, and verifies length and sha256 at the end: no
+   * buffer of the whole object. `sink()` is called once per attempt (a retried read starts a fresh one). When the
+   * sink throws (say, a damaged header), the rest is still read and hashed, so damaged bytes are reported as such.
+   * @throws CorruptObjectError naming the key, expected and actual; ObjectNotFoundError when missing; the sink's
+   *   error when the bytes verify but the sink refuses them
+   */
+  async readInto(ref: ObjectRef, sink: () => ObjectSink): Promise<void> {
+    let refused: unknown = null;
+    const { sha256, bytes } = await this.reading(ref.bucket, ref.key, async (stream) => {
+      const target = sink();
+      refused = null;
+      const hash = createHash('sha256');
+      let n = 0;
+      for await (const chunk of stream) {
+        const data = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+        hash.update(data);
+        n += data.length;
+        if (refused === null && n <= ref.bytes) {
+          try {
+            target.write(data);
+          } catch (err) {
+            refused = err;
+          }
+        }
+      }
+      return { sha256: hash.digest('hex'), bytes: n };
+    });
+    verify(ref, bytes, sha256);
+    if (refused !== null) throw refused;
+  }
+
+  /**
    * Reads `ref` and verifies its length (bytes) and sha256.
    * @throws CorruptObjectError naming the key, expected and actual; ObjectNotFoundError when missing.
    */
   async get(ref: ObjectRef): Promise<Uint8Array> {
     const data = await this.read(ref.bucket, ref.key);
-    const actual = sha256Hex(data);
-    if (data.byteLength !== ref.bytes) {
-      throw new CorruptObjectError(
-        ref.key,
-        `${ref.bytes} bytes (sha256 ${ref.sha256})`,
-        `${data.byteLength} bytes (sha256 ${actual})`,
-        'size and sha256 mismatch',
-      );
-    }
-    if (actual !== ref.sha256) throw new CorruptObjectError(ref.key, `sha256 ${ref.sha256}`, `sha256 ${actual}`, 'sha256 mismatch');
+    verify(ref, data.byteLength, sha256Hex(data));
     return data;
   }
 
@@ -216,9 +331,14 @@ export class ObjectStore {
   }
 
   /** Reads a whole object. */
-  private async read(bucket: string, key: string): Promise<Uint8Array> {
+  private read(bucket: string, key: string): Promise<Uint8Array> {
+    return this.reading(bucket, key, collect);
+  }
+
+  /** `consume` of the object's stream, retried as a whole on transient errors. @throws ObjectNotFoundError when missing */
+  private async reading<T>(bucket: string, key: string, consume: (stream: NodeJS.ReadableStream) => Promise<T>): Promise<T> {
     try {
-      return await withRetry(async () => collect(await this.client.getObject(bucket, key)));
+      return await withRetry(async () => consume(await this.client.getObject(bucket, key)));
     } catch (err) {
       if (isNotFound(err)) throw new ObjectNotFoundError(bucket, key);
       throw err;

@@ -4,9 +4,10 @@
  * max_ckpt_to_keep, async_generation_ratio). docs/durability.md tells the story.
  */
 import { AdamW } from '../algo/adamw';
-import type { ObjectRef, RunConfig, TrainerState } from '../contract';
+import type { ObjectRef, RunConfig, StreamedObject, TrainerState } from '../contract';
+import { type DecodedSafetensors, SafetensorsDecoder } from '../model/hf/safetensors';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
-import { configFromJSONBytes, configToJSONBytes, modelFromSafetensors, modelToSafetensors } from '../model/hf/weights';
+import { configFromJSONBytes, configToJSONBytes, modelFromTensors, modelSafetensors } from '../model/hf/weights';
 import type { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { ValueModel } from '../model/value_model';
@@ -16,6 +17,7 @@ import {
   OPTIMIZER_MANIFEST_NAME,
   readCheckpoint,
   readOptimizerFiles,
+  type SinkFor,
   stepsListing,
   WEIGHT_FILES,
   writeCheckpoint,
@@ -53,7 +55,8 @@ export function trainerStateOf(files: Record<string, Uint8Array>): TrainerState 
 /**
  * Writes a checkpoint under `prefix` and returns its manifest ref: the optimizer state first (with its own
  * manifest, when the checkpoint carries one), then the weights, config, tokenizer (with an HF folder's chat
- * files), trainer_state.json and `extraFiles` (e.g. trajectory_scores.json), manifest.json last.
+ * files), trainer_state.json and `extraFiles` (e.g. trajectory_scores.json), manifest.json last. Weights and
+ * optimizer state stream to the store (multipart, sha256 on the stream): neither file is ever one buffer.
  * @throws Error from the object store (retried by Temporal)
  */
 export async function saveCheckpoint(
@@ -63,20 +66,44 @@ export async function saveCheckpoint(
   extraFiles: Record<string, Uint8Array> = {},
 ): Promise<ObjectRef> {
   const meta = { step: c.state.step };
-  const optimizer: Record<string, Uint8Array> = {};
-  if (c.optimizer) optimizer['optimizer.safetensors'] = await c.optimizer.toSafetensors();
-  if (c.criticOptimizer) optimizer['critic_optimizer.safetensors'] = await c.criticOptimizer.toSafetensors();
+  const optimizer: Record<string, StreamedObject> = {};
+  if (c.optimizer) optimizer['optimizer.safetensors'] = c.optimizer.safetensors();
+  if (c.criticOptimizer) optimizer['critic_optimizer.safetensors'] = c.criticOptimizer.safetensors();
   if (Object.keys(optimizer).length > 0) await writeCheckpoint(store, prefix, optimizer, meta, OPTIMIZER_MANIFEST_NAME);
-  const files: Record<string, Uint8Array> = {
+  const files: Record<string, Uint8Array | StreamedObject> = {
     ...extraFiles,
     ...c.tokenizer.chatFiles,
-    'model.safetensors': await modelToSafetensors(c.model),
+    'model.safetensors': modelSafetensors(c.model),
     'config.json': configToJSONBytes(c.model.config),
     'tokenizer.json': json(c.tokenizer.toJSON()),
     'trainer_state.json': json(c.state),
   };
-  if (c.critic) files['critic.safetensors'] = await c.critic.toSafetensors();
+  if (c.critic) files['critic.safetensors'] = c.critic.safetensors();
   return writeCheckpoint(store, prefix, files, meta);
+}
+
+/**
+ * Decodes every safetensors file of a checkpoint read as it streams in (each tensor's array filled from the
+ * stream, no buffer of the file): pass `sinkFor` to readCheckpoint, then `take` each file.
+ */
+class SafetensorsFiles {
+  private readonly decoders = new Map<string, SafetensorsDecoder>();
+
+  readonly sinkFor: SinkFor = (name, bytes) => {
+    if (!name.endsWith('.safetensors')) return undefined;
+    const decoder = new SafetensorsDecoder(bytes);
+    this.decoders.set(name, decoder);
+    return decoder;
+  };
+
+  /** The decoded file, or undefined when the checkpoint has none. @throws Error naming the object when it is malformed */
+  take(name: string, key: (name: string) => string): DecodedSafetensors | undefined {
+    try {
+      return this.decoders.get(name)?.finish();
+    } catch (err) {
+      throw new Error(`${key(name)}: ${(err as Error).message}`);
+    }
+  }
 }
 
 /**
@@ -86,34 +113,43 @@ export async function saveCheckpoint(
  */
 export async function attachOptimizer(store: ObjectStore, manifest: ObjectRef, c: PolicyCheckpoint): Promise<void> {
   if (c.optimizer || c.state.step === 0) return;
-  setOptimizers(c, await readOptimizerFiles(store, manifest.key));
+  const decoded = new SafetensorsFiles();
+  await readOptimizerFiles(store, manifest.key, decoded.sinkFor);
+  setOptimizers(c, decoded, (name) => `${manifest.key}: ${name}`);
 }
 
-/** Builds the checkpoint's optimizers from optimizer files (AdamW settings from its trainer state). */
-function setOptimizers(c: PolicyCheckpoint, files: Record<string, Uint8Array>): void {
+/** Builds the checkpoint's optimizers from decoded optimizer files (AdamW settings from its trainer state). */
+function setOptimizers(c: PolicyCheckpoint, decoded: SafetensorsFiles, key: (name: string) => string): void {
   const s = c.state;
-  c.optimizer = AdamW.fromSafetensors(files['optimizer.safetensors'], { betas: s.betas, weightDecay: s.weightDecay });
-  const critic = files['critic_optimizer.safetensors'];
-  if (critic && s.criticOptimizer) c.criticOptimizer = AdamW.fromSafetensors(critic, s.criticOptimizer);
+  const actor = decoded.take('optimizer.safetensors', key);
+  if (!actor) throw new Error(`${key('optimizer.safetensors')}: the optimizer state lists no optimizer.safetensors`);
+  c.optimizer = AdamW.fromTensors(actor, { betas: s.betas, weightDecay: s.weightDecay });
+  const critic = decoded.take('critic_optimizer.safetensors', key);
+  if (critic && s.criticOptimizer) c.criticOptimizer = AdamW.fromTensors(critic, s.criticOptimizer);
 }
 
 /**
- * Reads and verifies (sha256) a checkpoint and builds the model, tokenizer and critic; with `withOptimizer`
- * also its optimizer state (what an update continues from).
+ * Reads and verifies (sha256, on the stream) a checkpoint and builds the model, tokenizer and critic; with
+ * `withOptimizer` also its optimizer state (what an update continues from).
  * @throws CorruptObjectError when an object does not match its manifest, ObjectNotFoundError when one is missing,
  *   ConfigError when the backend cannot hold the model (wasm_memory.ts)
  */
 export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
-  const { files } = await readCheckpoint(store, manifest);
+  const decoded = new SafetensorsFiles();
+  const { files } = await readCheckpoint(store, manifest, decoded.sinkFor);
+  const key = (name: string) => `${manifest.key}: ${name}`;
   const config = configFromJSONBytes(files['config.json']);
   assertFitsBackend(config, withOptimizer ? 'update' : 'rollout', manifest.key);
   const state = trainerStateOf(files);
-  const model = modelFromSafetensors(config, files['model.safetensors']);
-  const tokenizer = tokenizerFromFiles(files, (name) => `${manifest.key}: ${name}`);
-  const critic = files['critic.safetensors'] ? ValueModel.fromSafetensors(config, files['critic.safetensors']) : null;
+  const weights = decoded.take('model.safetensors', key);
+  if (!weights) throw new Error(`${manifest.key}: the checkpoint lists no model.safetensors`);
+  const model = modelFromTensors(config, weights.tensors);
+  const tokenizer = tokenizerFromFiles(files, key);
+  const criticWeights = decoded.take('critic.safetensors', key);
+  const critic = criticWeights ? ValueModel.fromTensors(config, criticWeights.tensors) : null;
   const c: PolicyCheckpoint = { model, tokenizer, optimizer: null, critic, criticOptimizer: null, state };
   // Checkpoints written before the optimizer state had a manifest of its own list it in manifest.json.
-  if (withOptimizer && files['optimizer.safetensors']) setOptimizers(c, files);
+  if (withOptimizer && decoded.take('optimizer.safetensors', key)) setOptimizers(c, decoded, key);
   else if (withOptimizer) {
     try {
       await attachOptimizer(store, manifest, c);

@@ -5,22 +5,52 @@
  */
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
+import type { StreamedObject } from '../../contract';
 import { type Qwen2Config, validateQwen2Config } from '../config';
 import { Qwen2 } from '../qwen2';
 import type { ChatTokenizer } from '../tokenizer';
 import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './folder';
-import { decodeSafetensors, encodeSafetensors, type SafeTensor, toFloat32 } from './safetensors';
+import { decodeSafetensors, type SafeTensor, type SafeTensorSpec, safetensorsStream, streamedBytes, toFloat32 } from './safetensors';
+
+/** Elements per piece when a weight is read off the device for a stream (the largest, the embedding, is 100M+). */
+const PIECE_ELEMENTS = 8 * 1024 * 1024;
+
+/** A float32 tensor's values in blocks of whole rows of at most PIECE_ELEMENTS elements, each read and then freed. */
+async function* rowBlocks(t: tf.Tensor): AsyncIterable<Float32Array> {
+  const rows = t.shape[0] ?? 1;
+  if (t.size <= PIECE_ELEMENTS || t.rank === 0) {
+    yield (await t.data()) as Float32Array;
+    return;
+  }
+  const perBlock = Math.max(1, Math.floor(PIECE_ELEMENTS / (t.size / rows)));
+  for (let r = 0; r < rows; r += perBlock) {
+    const block = tf.slice(t, r, Math.min(perBlock, rows - r));
+    try {
+      yield (await block.data()) as Float32Array;
+    } finally {
+      block.dispose();
+    }
+  }
+}
 
 /**
- * Serializes the model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does).
- * Async because it reads tensor data with `data()` (does not block a GPU backend).
+ * Float32 tensors with HF names as a safetensors stream (metadata format pt), read off the device a row block at a
+ * time as the stream is consumed: what a checkpoint uploads, without the file or a copy of the weights in memory.
  */
+export function tensorsSafetensors(named: Map<string, tf.Tensor>, metadata: Record<string, string> = { format: 'pt' }): StreamedObject {
+  const specs: Record<string, SafeTensorSpec> = {};
+  for (const [name, t] of named) specs[name] = { dtype: 'F32', shape: [...t.shape] };
+  return safetensorsStream(specs, metadata, (name) => rowBlocks(named.get(name) as tf.Tensor));
+}
+
+/** The model's weights as F32 safetensors (HF names, [out, in] linear weights; tied lm_head omitted as HF does), streamed. */
+export function modelSafetensors(model: Qwen2): StreamedObject {
+  return tensorsSafetensors(model.toNamedTensors());
+}
+
+/** modelSafetensors's bytes in one buffer. */
 export async function modelToSafetensors(model: Qwen2): Promise<Uint8Array> {
-  const tensors: Record<string, SafeTensor> = {};
-  for (const [name, t] of model.toNamedTensors()) {
-    tensors[name] = { dtype: 'F32', shape: [...t.shape], data: (await t.data()) as Float32Array };
-  }
-  return encodeSafetensors(tensors, { format: 'pt' });
+  return streamedBytes(modelSafetensors(model));
 }
 
 /**

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { decodeSafetensors, encodeLazySafetensors, encodeSafetensors, toFloat32 } from '../../../../src/model/hf/safetensors';
+import {
+  decodeSafetensors,
+  encodeSafetensors,
+  SafetensorsDecoder,
+  safetensorsStream,
+  safetensorsStreamOf,
+  toFloat32,
+} from '../../../../src/model/hf/safetensors';
 
 test('round trip F32, I32, F16, BF16 with metadata: wider types first, then by name, contiguous, header padded to 8', () => {
   const bytes = encodeSafetensors(
@@ -84,34 +91,66 @@ test('an integer-like tensor name keeps its data order in the header', () => {
   assert.deepEqual(Array.from(toFloat32(decodeSafetensors(bytes).tensors['7'])), [2]);
 });
 
-test('lazy tensors: the same bytes, each read once as its data is written, a read of the wrong size refused', () => {
-  const data = {
-    'v.b': new Float32Array([5, 6, 7]),
-    'm.a': new Float32Array([1, 2]),
-    i: new Int32Array([9]),
+const sample = () => ({
+  'b.w': { dtype: 'F32' as const, shape: [2, 3], data: new Float32Array([1, 2, 3, 4, 5, 6]) },
+  'a.i': { dtype: 'I32' as const, shape: [3], data: new Int32Array([-1, 0, 7]) },
+  empty: { dtype: 'F32' as const, shape: [0, 4], data: new Float32Array(0) },
+  'c.h': { dtype: 'F16' as const, shape: [3], data: new Uint16Array([0x3c00, 0xc000, 0x3555]) },
+});
+
+async function collect(stream: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const part of stream) parts.push(new Uint8Array(part)); // a copy: the writer may reuse nothing, but be sure
+  return new Uint8Array(Buffer.concat(parts));
+}
+
+test('the streamed file is encodeSafetensors byte for byte, whatever pieces the tensors come in', async () => {
+  const tensors = sample();
+  const whole = encodeSafetensors(tensors, { format: 'pt' });
+  const streamed = safetensorsStreamOf(tensors, { format: 'pt' });
+  assert.equal(streamed.bytes, whole.length);
+  assert.deepEqual(await collect(streamed.chunks()), whole);
+  // The data of b.w in three row pieces, as a model's big weights are read from the device.
+  const pieces = safetensorsStream(tensors, { format: 'pt' }, (name) =>
+    name === 'b.w' ? [new Float32Array([1, 2, 3]), new Float32Array([4, 5]), new Float32Array([6])] : [tensors[name as 'a.i'].data],
+  );
+  assert.deepEqual(await collect(pieces.chunks()), whole);
+  const short = safetensorsStream(tensors, undefined, (name) => (name === 'b.w' ? [new Float32Array(5)] : [tensors[name as 'a.i'].data]));
+  await assert.rejects(collect(short.chunks()), /tensor b\.w gave 20 data bytes, shape \[2,3\] needs 24/);
+});
+
+test('the decoder fed pieces of every size gives what decodeSafetensors gives', () => {
+  const whole = encodeSafetensors(sample(), { format: 'pt' });
+  const expected = decodeSafetensors(whole);
+  for (const size of [1, 3, 7, 8, 9, 64, whole.length]) {
+    const decoder = new SafetensorsDecoder(whole.length);
+    for (let at = 0; at < whole.length; at += size) decoder.write(whole.subarray(at, at + size));
+    assert.deepEqual(decoder.finish(), expected, `pieces of ${size} bytes`);
+  }
+});
+
+test('the decoder refuses a truncated file, overlapping tensors and a header that claims more than the file', () => {
+  const whole = encodeSafetensors(sample());
+  const cut = new SafetensorsDecoder();
+  cut.write(whole.subarray(0, whole.length - 2));
+  assert.throws(() => cut.finish(), /tensor c\.h data_offsets end at \d+, the file has \d+ data bytes/);
+  const headerOnly = new SafetensorsDecoder();
+  headerOnly.write(whole.subarray(0, 12));
+  assert.throws(() => headerOnly.finish(), /header length \d+ exceeds the file size 12/);
+
+  const file = (header: string, dataBytes: number) => {
+    const hb = new TextEncoder().encode(header);
+    const buf = new Uint8Array(8 + hb.length + dataBytes);
+    new DataView(buf.buffer).setBigUint64(0, BigInt(hb.length), true);
+    buf.set(hb, 8);
+    return buf;
   };
-  const shapes: Record<string, number[]> = { 'v.b': [3], 'm.a': [2, 1], i: [1] };
-  const reads: string[] = [];
-  const lazy = Object.fromEntries(
-    Object.entries(data).map(([name, d]) => [
-      name,
-      {
-        dtype: d instanceof Float32Array ? ('F32' as const) : ('I32' as const),
-        shape: shapes[name],
-        read: () => {
-          reads.push(name);
-          return d;
-        },
-      },
-    ]),
+  const overlapping = file(
+    '{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}',
+    8,
   );
-  const eager = Object.fromEntries(
-    Object.entries(lazy).map(([name, t]) => [name, { dtype: t.dtype, shape: t.shape, data: data[name as keyof typeof data] }]),
-  );
-  assert.deepEqual(encodeLazySafetensors(lazy, { step: '3' }), encodeSafetensors(eager, { step: '3' }));
-  assert.deepEqual(reads, ['m.a', 'v.b', 'i'], 'in the order of the data section');
-  assert.throws(
-    () => encodeLazySafetensors({ 'm.a': { dtype: 'F32', shape: [4], read: () => data['m.a'] } }),
-    /tensor m\.a has 2 elements, shape \[4\] needs 4/,
-  );
+  assert.throws(() => decodeSafetensors(overlapping), /tensors x and y overlap/);
+  // 4 GB claimed by a 16-byte file: refused before anything is allocated.
+  const huge = file('{"x":{"dtype":"F32","shape":[1073741824],"data_offsets":[0,4294967296]}}', 0);
+  assert.throws(() => new SafetensorsDecoder(huge.length).write(huge), /tensor x data_offsets \[0, 4294967296\] do not fit/);
 });
