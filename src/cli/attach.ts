@@ -8,6 +8,7 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { Presets, SingleBar } from 'cli-progress';
+import { idleQueues } from '../activities/idle_queues';
 import { type Progress, progressQuery, type StarpoRunResult } from '../contract';
 import { formatNumber } from '../workflows/format';
 
@@ -46,33 +47,41 @@ async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | 
   return { done: details.warmupStep + 1, total: details.warmupSteps, loss: details.loss };
 }
 
+/** Seconds between looks at the pollers of the queues the run waits on (idle_queues.ts). */
+const IDLE_CHECK_SECONDS = 10;
+
 /**
- * Shows progress until the workflow completes, then returns its result.
+ * Shows progress until the workflow completes, then returns its result. When the run waits on a task
+ * queue no worker polls, the bar (or, before a bar is shown, a line) says which and how to start one.
  * @throws WorkflowFailedError when the run fails (the CLI maps it to exit code 1)
  */
-export async function attach(client: Client, runId: string, pollSeconds = 2): Promise<StarpoRunResult> {
+export async function attach(client: Client, runId: string, log: (line: string) => void, pollSeconds = 2): Promise<StarpoRunResult> {
   const handle = client.workflow.getHandle(runId);
   const warmupBar = new SingleBar(
-    { ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}' },
+    { ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}{idle}' },
     Presets.shades_classic,
   );
   const stepBar = new SingleBar(
-    { ...BAR_OPTIONS, format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step' },
+    { ...BAR_OPTIONS, format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step{idle}' },
     Presets.shades_classic,
   );
   let warmup: 'none' | 'shown' | 'done' = 'none';
   let steps = false;
   let finished = false;
+  let idle = '';
+  let idleCheckedAt = Date.now();
   const result = handle.result().finally(() => {
     finished = true;
   });
   while (!finished) {
+    let answered = false;
     try {
       const p: Progress = await handle.query(progressQuery);
+      answered = true;
       if (p.phase === 'preparing') {
         const w = await warmupProgress(handle);
-        if (w && warmup === 'none') warmupBar.start(w.total, w.done, { loss: formatNumber(w.loss) });
-        else if (w) warmupBar.update(w.done, { loss: formatNumber(w.loss) });
+        if (w && warmup === 'none') warmupBar.start(w.total, w.done, { loss: formatNumber(w.loss), idle });
+        else if (w) warmupBar.update(w.done, { loss: formatNumber(w.loss), idle });
         if (w) warmup = 'shown';
       } else {
         if (warmup === 'shown') {
@@ -85,13 +94,26 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
           success: formatNumber(p.lastMetrics['env/success']),
           score: formatNumber(p.lastMetrics['env/score']),
           sps: formatNumber(p.secondsPerStep, 1),
+          idle,
         };
         if (!steps) stepBar.start(p.maxSteps, p.step, payload);
         else stepBar.update(p.step, payload);
         steps = true;
       }
     } catch {
-      // no worker has answered the query yet (starting up); keep waiting
+      // no control worker has answered the query yet (starting up, or none runs); keep waiting
+    }
+    if (Date.now() - idleCheckedAt >= IDLE_CHECK_SECONDS * 1000) {
+      idleCheckedAt = Date.now();
+      const notes = await idleQueues(client, await handle.describe(), !answered).catch(() => null);
+      const next = notes && notes.length > 0 ? ` | ${notes.join('; ')}` : notes ? '' : idle;
+      if (next !== idle) {
+        // On the bar shown; before a bar shows (or between the two), a line of its own.
+        if (steps) stepBar.update({ idle: next });
+        else if (warmup === 'shown') warmupBar.update({ idle: next });
+        else log(next ? next.slice(3) : 'every task queue the run waits on has a worker again');
+      }
+      idle = next;
     }
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollSeconds * 1000))]);
   }

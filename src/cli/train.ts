@@ -170,7 +170,7 @@ export async function withWorkers<T>(
 async function follow(client: Client, e: InfraEndpoints, runId: string, config: RunConfig | null, opts: TrainOptions): Promise<void> {
   await withWorkers(e, runId, config, opts, async () => {
     try {
-      const result = await attach(client, runId);
+      const result = await attach(client, runId, opts.log);
       opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
       if (result.stoppedBy) opts.log(`stopped early by ${result.stoppedBy}`);
       if (result.validationCurve.length > 0) {

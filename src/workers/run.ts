@@ -9,6 +9,7 @@ import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { startHeartbeatRelay } from '../activities/heartbeat_relay';
+import { controlActivities } from '../activities/idle_queues';
 import { startWatchdog } from '../activities/watchdog';
 import type { Role } from '../contract';
 import { TASK_QUEUES, WATCHDOG_DEFAULT_SECONDS } from '../contract';
@@ -109,6 +110,7 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
         namespace,
         taskQueue: TASK_QUEUES.control,
         workflowsPath: require.resolve('../workflows'),
+        activities: controlActivities(),
         shutdownGraceTime,
       }),
     );

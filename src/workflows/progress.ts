@@ -34,9 +34,10 @@ export function show(progress: Progress): void {
   setCurrentDetails(currentDetails(progress));
 }
 
-/** Enters `phase` and shows it. */
+/** Enters `phase` and shows it; a note about a queue without workers was the last phase's. */
 export function enter(progress: Progress, phase: Progress['phase']): void {
   progress.phase = phase;
+  if (progress.workerNote) progress.workerNote = null;
   show(progress);
 }
 
