@@ -25,11 +25,11 @@ import {
   TASK_QUEUES,
 } from '../contract';
 import { pointText } from '../report/sweep_data';
-import { readLatestComplete } from '../storage/checkpoint';
 import { sweepKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { BadInputError } from './exit_codes';
 import { loadSweepSpec } from './known_run';
+import { resumePoint } from './resume_point';
 import { formatSweepTable, sweepRows } from './sweep_status';
 import { connectClient, refuseExistingRun, type TrainOptions, uiLink, withWorkers } from './train';
 
@@ -111,8 +111,8 @@ export async function resumeSweep(sweepId: string, opts: TrainOptions): Promise<
       if (done === 'not started') children.push(child);
       else if (done) finished.push(done);
       else {
-        const latest = await readLatestComplete(store, child.run.runId, opts.log);
-        children.push(latest ? { ...child, run: { ...child.run, resumeFrom: { checkpoint: latest.ref, step: latest.step } } } : child);
+        const resumeFrom = await resumePoint(store, child.run.runId, opts.log);
+        children.push(resumeFrom ? { ...child, run: { ...child.run, resumeFrom } } : child);
       }
     }
     if (finished.length === spec.children.length)

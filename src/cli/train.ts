@@ -18,13 +18,13 @@ import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
 import { readPretrainedConfig } from '../model/hf/folder';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';
 import { charTokenizer } from '../model/tokenizer';
-import { readLatestComplete } from '../storage/checkpoint';
 import { runKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { runDetails, runSummary } from '../workflows/run_text';
 import { attach } from './attach';
 import { BadInputError } from './exit_codes';
 import { describeRun } from './operate';
+import { resumePoint } from './resume_point';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
 
 /** Options shared by train and resume. */
@@ -271,20 +271,15 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
       if (!done.stoppedBy || done.steps >= spec.config.max_steps)
         throw new BadInputError(`run ${runId} already completed ${done.steps} steps; nothing to resume`);
     }
-    const latest = await readLatestComplete(store, runId, opts.log);
+    const latest = await resumePoint(store, runId, opts.log);
     if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
-    const input: RunSpec = {
-      runId,
-      configName: spec.configName,
-      config: spec.config,
-      resumeFrom: { checkpoint: latest.ref, step: latest.step },
-    };
+    const input: RunSpec = { runId, configName: spec.configName, config: spec.config, resumeFrom: latest };
     try {
       await startWorkflow(client, input, 'ALLOW_DUPLICATE');
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
-    opts.log(`run ${runId} was ${status.toLowerCase()}; continuing from step ${latest.step} (${latest.ref.key})`);
+    opts.log(`run ${runId} was ${status.toLowerCase()}; continuing from step ${latest.step} (${latest.checkpoint.key})`);
   } else opts.log(`run ${runId} is running; attaching workers`);
   opts.log(`Temporal UI: ${uiLink(e, runId)}`);
   await follow(client, e, runId, spec?.config ?? null, opts);

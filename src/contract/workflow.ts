@@ -6,7 +6,7 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { StepCompute } from './activities';
-import type { RunSpec } from './run';
+import type { RunSpec, ValidationPoint } from './run';
 import type { RunConfig } from './run_config';
 import type { ObjectRef } from './store';
 
@@ -38,12 +38,6 @@ export const SEARCH_ATTRIBUTE_KEYS = {
   step: defineSearchAttributeKey('StarpoStep', 'INT'),
   valSuccess: defineSearchAttributeKey('StarpoValSuccess', 'DOUBLE'),
 };
-
-/** Validation success of one evaluation (val/env/success) at the step it ran. */
-export interface ValidationPoint {
-  step: number;
-  success: number;
-}
 
 /** A checkpoint the workflow knows, by the pipeline step whose policy it holds. */
 export interface KnownPolicy {
