@@ -10,13 +10,13 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { Presets, SingleBar } from 'cli-progress';
 import { idleQueues } from '../activities/idle_queues';
 import { type Progress, progressQuery, type StarpoRunResult } from '../contract';
-import { formatNumber } from '../workflows/format';
+import { formatNumber, progressLine } from '../workflows/format';
 
 /** Options shared by both bars: on a TTY redrawn in place; when piped (CI, logs) a line every 10 s. */
 const BAR_OPTIONS = { hideCursor: false, noTTYOutput: true, notTTYSchedule: 10_000 };
 
 /** The warm-up's SFT progress: steps done (1-based), steps in all, last loss (nats per response token). */
-interface WarmupProgress {
+export interface WarmupProgress {
   done: number;
   total: number;
   loss?: number;
@@ -41,10 +41,24 @@ export function heartbeatDetails<T>(description: WorkflowExecutionDescription, a
  * (activities/prepare.ts heartbeats {warmupStep, warmupSteps, loss} after every SFT step); null before
  * its first heartbeat (demonstrations being played, or a stored warm-up being reused).
  */
-async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | null> {
+export async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | null> {
   const [details] = heartbeatDetails<{ warmupStep?: number; warmupSteps?: number; loss?: number }>(await handle.describe(), 'prepareRun');
   if (details?.warmupStep === undefined || details.warmupSteps === undefined) return null;
   return { done: details.warmupStep + 1, total: details.warmupSteps, loss: details.loss };
+}
+
+/**
+ * One line of a run's progress for logs (`starpo sweep`'s lines for each running run): the warm-up's SFT
+ * steps while it prepares, else the phase and the progress line; says so when no control worker answers.
+ */
+export async function progressText(handle: WorkflowHandle): Promise<string> {
+  const p = await handle.query(progressQuery).catch(() => null);
+  if (!p) return 'no control worker answered';
+  if (p.phase === 'preparing') {
+    const w = await warmupProgress(handle);
+    return w ? `warm-up ${w.done}/${w.total} SFT steps, loss ${formatNumber(w.loss)}` : 'preparing (warm-up starting or reused)';
+  }
+  return `${p.phase} · ${progressLine(p)}`;
 }
 
 /** Seconds between looks at the pollers of the queues the run waits on (idle_queues.ts). */
