@@ -5,9 +5,11 @@
 import type { ComputeInfo, StepCompute } from '../contract/activities';
 import type { Progress } from '../contract/workflow';
 
-/** A number with `digits` decimals, or '-' when missing. */
+/** A number with `digits` decimals, or '-' when missing; a value that rounds to zero prints without a sign ("0.0000", not "-0.0000"). */
 export function formatNumber(x: number | null | undefined, digits = 3): string {
-  return x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
+  if (x === null || x === undefined || Number.isNaN(x)) return '-';
+  const text = x.toFixed(digits);
+  return /^-0\.?0*$/.test(text) ? text.slice(1) : text;
 }
 
 /** e.g. "tensorflow (CPU)". */
