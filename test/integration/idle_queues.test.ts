@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -118,4 +118,11 @@ test('a queue without workers is named by status and the current details, and cl
   assert.match(plain.stdout, /^step +\d+\/500 · val success -$/m);
   assert.match(plain.stdout, /^phase +.+ \(from the pending activities\)$/m);
   await handle.terminate('test over');
+
+  // the workers' logs hold no expected-but-alarming SDK lines (a role not polling the other kind of task, webpack's report)
+  for (const role of ['control', 'rollout', 'update']) {
+    const text = readFileSync(join(logDir, `${role}.log`), 'utf8');
+    assert.match(text, new RegExp(`starpo worker \\(${role}\\) polling`));
+    assert.doesNotMatch(text, /No (workflows|activities) registered|webpack/);
+  }
 });
