@@ -16,7 +16,7 @@ import { type ControlActivities, TASK_QUEUES } from '../contract';
 export const POLL_GRACE_SECONDS = 70;
 
 /** Values of Temporal's enums PendingActivityState / PendingWorkflowTaskState (STARTED) and TaskQueueType. */
-const STARTED = 2;
+export const STARTED = 2;
 const QUEUE_TYPE = { workflow: 1, activity: 2 } as const;
 
 /** A queue a workflow waits on: its name and whether workflow or activity tasks wait there. */

@@ -8,7 +8,7 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { Presets, SingleBar } from 'cli-progress';
-import { idleQueues } from '../activities/idle_queues';
+import { idleQueues, STARTED } from '../activities/idle_queues';
 import { type Progress, progressQuery, type StarpoRunResult } from '../contract';
 import { formatNumber, progressLine } from '../workflows/format';
 
@@ -61,6 +61,18 @@ export async function progressText(handle: WorkflowHandle): Promise<string> {
   return `${p.phase} · ${progressLine(p)}`;
 }
 
+/**
+ * What a run is doing before its first bar, for a line of its own: the workers load for seconds, and the
+ * warm-up loads the model and plays its demonstrations before its first SFT step.
+ */
+function beforeBarText(answered: boolean, description: WorkflowExecutionDescription): string {
+  if (!answered) return 'waiting for a control worker to take the workflow (a starting worker bundles the workflow code first)';
+  const prepare = (description.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'prepareRun');
+  if (prepare && prepare.state !== STARTED)
+    return 'waiting for the update worker to take the warm-up (a starting worker loads its tfjs backend first)';
+  return 'warm-up: loading the model and playing the demonstrations it learns from (or reusing a stored warm-up); its bar follows';
+}
+
 /** Seconds between looks at the pollers of the queues the run waits on (idle_queues.ts). */
 const IDLE_CHECK_SECONDS = 10;
 
@@ -83,10 +95,18 @@ export async function attach(client: Client, runId: string, log: (line: string) 
   let steps = false;
   let finished = false;
   let idle = '';
+  let said = '';
   let idleCheckedAt = Date.now();
   const result = handle.result().finally(() => {
     finished = true;
   });
+  // Handled at once: a run that closes while the loop awaits a query is reported by `return result` below.
+  result.catch(() => undefined);
+  /** Logs `text` unless it was the last thing said; returns it. */
+  const sayOnce = (last: string, text: string): string => {
+    if (text !== last) log(text);
+    return text;
+  };
   while (!finished) {
     let answered = false;
     try {
@@ -94,6 +114,8 @@ export async function attach(client: Client, runId: string, log: (line: string) 
       answered = true;
       if (p.phase === 'preparing') {
         const w = await warmupProgress(handle);
+        const d = !w && warmup === 'none' ? await handle.describe().catch(() => null) : null;
+        if (d) said = sayOnce(said, beforeBarText(true, d));
         if (w && warmup === 'none') warmupBar.start(w.total, w.done, { loss: formatNumber(w.loss), idle });
         else if (w) warmupBar.update(w.done, { loss: formatNumber(w.loss), idle });
         if (w) warmup = 'shown';
@@ -116,6 +138,8 @@ export async function attach(client: Client, runId: string, log: (line: string) 
       }
     } catch {
       // no control worker has answered the query yet (starting up, or none runs); keep waiting
+      const d = warmup === 'none' && !steps ? await handle.describe().catch(() => null) : null;
+      if (d) said = sayOnce(said, beforeBarText(false, d));
     }
     if (Date.now() - idleCheckedAt >= IDLE_CHECK_SECONDS * 1000) {
       idleCheckedAt = Date.now();
