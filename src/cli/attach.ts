@@ -143,7 +143,10 @@ export async function attach(client: Client, runId: string, log: (line: string) 
     }
     if (Date.now() - idleCheckedAt >= IDLE_CHECK_SECONDS * 1000) {
       idleCheckedAt = Date.now();
-      const notes = await idleQueues(client, await handle.describe(), !answered).catch(() => null);
+      const notes = await handle
+        .describe()
+        .then((d) => idleQueues(client, d, !answered))
+        .catch(() => null); // the server did not answer: keep the last note
       const next = notes && notes.length > 0 ? ` | ${notes.join('; ')}` : notes ? '' : idle;
       if (next !== idle) {
         // On the bar shown; before a bar shows (or between the two), a line of its own.
