@@ -1,9 +1,13 @@
 /**
- * `starpo infra up|down|status`. Wired into the `starpo` command by src/cli/main.ts.
+ * `starpo infra up|down|status|env`. Wired into the `starpo` command by src/cli/main.ts.
  */
 import { existsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { s3Url } from './env';
+import { resolveCacheDir, TEMPORAL_BINARY } from './binaries';
+import { endpointsToEnv, s3Url } from './env';
+import { InfraUnavailableError } from './errors';
+import { cachedBinary } from './install';
 import { infraDown, infraStatus, infraUp } from './lifecycle';
 import type { InfraEndpoints } from './types';
 
@@ -38,9 +42,27 @@ function describe(endpoints: InfraEndpoints): string {
     `S3:        ${s3url} bucket ${e.s3.bucket}${e.managed ? '' : ' [from environment]'}`,
     `S3 keys:   ${e.s3.accessKey} / ${e.s3.secretKey}`,
     '',
-    'Environment for other hosts/tools:',
+    'Environment for other hosts/tools (this shell: eval "$(npx starpo infra env)"):',
     `  TEMPORAL_ADDRESS=${e.temporalAddress} S3_ENDPOINT=${s3url} S3_ACCESS_KEY=${e.s3.accessKey} S3_SECRET_KEY=${e.s3.secretKey} S3_BUCKET=${e.s3.bucket}`,
   ].join('\n');
+}
+
+/** Quotes a value for a POSIX shell when it holds anything but plain characters. */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * `infra env`: shell lines that point the `temporal` CLI (it reads TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE),
+ * starpo and other tools at the servers as they run, whatever ports they took, and put the installed
+ * `temporal` on PATH. For servers from the environment the secrets are left out (the shell has them).
+ */
+export function envLines(e: InfraEndpoints, temporalBin: string | null): string[] {
+  const vars = Object.entries(endpointsToEnv(e)).filter(([k]) => e.managed || (k !== 'S3_SECRET_KEY' && k !== 'S3_SESSION_TOKEN'));
+  return [
+    ...vars.map(([k, v]) => `export ${k}=${shellWord(v)}`),
+    ...(temporalBin ? [`export PATH=${shellWord(dirname(temporalBin))}:"$PATH"`] : []),
+  ];
 }
 
 /** `--state-dir`: a folder, created when missing; a file there is a usage error (exit 2) before anything starts. */
@@ -83,6 +105,16 @@ export function registerInfraCommands(program: Command): void {
     .action(async (o: InfraCliOptions) => {
       await infraDown({ stateDir: o.stateDir, log });
       process.stdout.write(o.json ? '{"stopped":true}\n' : 'infra stopped\n');
+    });
+  infra
+    .command('env')
+    .description('print `export` lines for the running servers (eval "$(starpo infra env)"; the temporal CLI reads them)')
+    .option('--state-dir <dir>', 'state folder', stateDirArgument)
+    .action(async (o: InfraCliOptions) => {
+      const s = await infraStatus({ stateDir: o.stateDir });
+      if (!s.endpoints || !s.running)
+        throw new InfraUnavailableError('the servers are not running; start them with: starpo infra up', { hint: false });
+      process.stdout.write(`${envLines(s.endpoints, cachedBinary(resolveCacheDir(), TEMPORAL_BINARY)).join('\n')}\n`);
     });
   infra
     .command('status')

@@ -33,10 +33,32 @@ function endpointsOf(state: InfraState): InfraEndpoints | undefined {
 }
 
 /**
+ * The servers the environment names (endpointsFromEnv), unless they are the local servers recorded in the
+ * state folder: `eval "$(starpo infra env)"` exports those for the `temporal` CLI, and `infra up|down|status`
+ * and the other commands must still treat them as the local servers (restart, stop, show their processes).
+ */
+function externalEndpoints(opts: InfraOptions = {}): InfraEndpoints | null {
+  const fromEnv = endpointsFromEnv();
+  if (!fromEnv) return null;
+  let local: InfraEndpoints | undefined;
+  try {
+    local = endpointsOf(readState(resolveStateDir(opts)));
+  } catch {
+    return fromEnv; // a damaged state file: the environment's servers are not the local ones anyway
+  }
+  const same =
+    local !== undefined &&
+    fromEnv.temporalAddress === local.temporalAddress &&
+    fromEnv.s3.endPoint === local.s3.endPoint &&
+    fromEnv.s3.port === local.s3.port;
+  return same ? null : fromEnv;
+}
+
+/**
  * Starts the Temporal dev server and the S3 server on 127.0.0.1 (installing binaries into the cache
  * first when needed), waits until both are healthy (Temporal answers with the search attributes
  * registered; the bucket exists and lists), and records ports, pids and keys in `<state>/infra.json`.
- * Idempotent: servers recorded in state that still run are reused (same pids). When endpointsFromEnv()
+ * Idempotent: servers recorded in state that still run are reused (same pids). When externalEndpoints()
  * is non-null nothing is started and those endpoints are returned (managed=false).
  * If one server fails, whatever this call started is stopped again before the error propagates.
  * @throws InfraUnavailableError when a binary can be neither found nor installed; InfraStartError when a
@@ -44,7 +66,7 @@ function endpointsOf(state: InfraState): InfraEndpoints | undefined {
  */
 export async function infraUp(opts: InfraOptions = {}): Promise<InfraEndpoints> {
   const log = opts.log ?? (() => undefined);
-  const fromEnv = endpointsFromEnv();
+  const fromEnv = externalEndpoints(opts);
   if (fromEnv) {
     log(
       `using servers from the environment: Temporal ${fromEnv.temporalAddress}, S3 ${fromEnv.s3.endPoint}:${fromEnv.s3.port} (nothing started)`,
@@ -93,7 +115,7 @@ export async function infraUp(opts: InfraOptions = {}): Promise<InfraEndpoints> 
  */
 export async function infraDown(opts: InfraOptions = {}): Promise<void> {
   const log = opts.log ?? (() => undefined);
-  if (endpointsFromEnv()) {
+  if (externalEndpoints(opts)) {
     log('servers come from the environment (TEMPORAL_ADDRESS, S3_ENDPOINT); nothing to stop');
     return;
   }
@@ -140,7 +162,7 @@ export interface InfraProcessStatus {
 export async function infraStatus(
   opts: InfraOptions = {},
 ): Promise<{ running: boolean; endpoints?: InfraEndpoints; processes: InfraProcessStatus[] }> {
-  const fromEnv = endpointsFromEnv();
+  const fromEnv = externalEndpoints(opts);
   if (fromEnv) {
     const [host, port] = fromEnv.temporalAddress.split(':');
     const up = await Promise.all([canConnect(host ?? '', Number(port)), canConnect(fromEnv.s3.endPoint, fromEnv.s3.port)]);
@@ -159,13 +181,13 @@ export async function infraStatus(
 }
 
 /**
- * Where the servers are, for CLI commands: the environment (TEMPORAL_ADDRESS + S3_ENDPOINT, see env.ts),
- * else the local servers `starpo infra up` records. With `start`, local servers are installed and
+ * Where the servers are, for CLI commands: the environment (TEMPORAL_ADDRESS + S3_ENDPOINT, see env.ts)
+ * when it names other servers than the local ones, else the local servers `starpo infra up` records. With `start`, local servers are installed and
  * started when not running.
  * @throws InfraUnavailableError when nothing is configured, nothing runs and `start` is false
  */
 export async function resolveEndpoints(opts: { start: boolean; log?: (line: string) => void }): Promise<InfraEndpoints> {
-  const fromEnv = endpointsFromEnv();
+  const fromEnv = externalEndpoints();
   if (fromEnv) return fromEnv;
   if (opts.start) return infraUp({ log: opts.log });
   const status = await infraStatus();

@@ -8,14 +8,15 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { Presets, SingleBar } from 'cli-progress';
+import { idleQueues, STARTED } from '../activities/idle_queues';
 import { type Progress, progressQuery, type StarpoRunResult } from '../contract';
-import { formatNumber } from '../workflows/format';
+import { formatNumber, progressLine } from '../workflows/format';
 
 /** Options shared by both bars: on a TTY redrawn in place; when piped (CI, logs) a line every 10 s. */
 const BAR_OPTIONS = { hideCursor: false, noTTYOutput: true, notTTYSchedule: 10_000 };
 
 /** The warm-up's SFT progress: steps done (1-based), steps in all, last loss (nats per response token). */
-interface WarmupProgress {
+export interface WarmupProgress {
   done: number;
   total: number;
   loss?: number;
@@ -40,39 +41,83 @@ export function heartbeatDetails<T>(description: WorkflowExecutionDescription, a
  * (activities/prepare.ts heartbeats {warmupStep, warmupSteps, loss} after every SFT step); null before
  * its first heartbeat (demonstrations being played, or a stored warm-up being reused).
  */
-async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | null> {
+export async function warmupProgress(handle: WorkflowHandle): Promise<WarmupProgress | null> {
   const [details] = heartbeatDetails<{ warmupStep?: number; warmupSteps?: number; loss?: number }>(await handle.describe(), 'prepareRun');
   if (details?.warmupStep === undefined || details.warmupSteps === undefined) return null;
   return { done: details.warmupStep + 1, total: details.warmupSteps, loss: details.loss };
 }
 
 /**
- * Shows progress until the workflow completes, then returns its result.
+ * One line of a run's progress for logs (`starpo sweep`'s lines for each running run): the warm-up's SFT
+ * steps while it prepares, else the phase and the progress line; says so when no control worker answers.
+ */
+export async function progressText(handle: WorkflowHandle): Promise<string> {
+  const p = await handle.query(progressQuery).catch(() => null);
+  if (!p) return 'no control worker answered';
+  if (p.phase === 'preparing') {
+    const w = await warmupProgress(handle);
+    return w ? `warm-up ${w.done}/${w.total} SFT steps, loss ${formatNumber(w.loss)}` : 'preparing (warm-up starting or reused)';
+  }
+  return `${p.phase} · ${progressLine(p)}`;
+}
+
+/**
+ * What a run is doing before its first bar, for a line of its own: the workers load for seconds, and the
+ * warm-up loads the model and plays its demonstrations before its first SFT step.
+ */
+function beforeBarText(answered: boolean, description: WorkflowExecutionDescription): string {
+  if (!answered) return 'waiting for a control worker to take the workflow (a starting worker bundles the workflow code first)';
+  const prepare = (description.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'prepareRun');
+  if (prepare && prepare.state !== STARTED)
+    return 'waiting for the update worker to take the warm-up (a starting worker loads its tfjs backend first)';
+  return 'warm-up: loading the model and playing the demonstrations it learns from (or reusing a stored warm-up); its bar follows';
+}
+
+/** Seconds between looks at the pollers of the queues the run waits on (idle_queues.ts). */
+const IDLE_CHECK_SECONDS = 10;
+
+/**
+ * Shows progress until the workflow completes, then returns its result. When the run waits on a task
+ * queue no worker polls, the bar (or, before a bar is shown, a line) says which and how to start one.
  * @throws WorkflowFailedError when the run fails (the CLI maps it to exit code 1)
  */
-export async function attach(client: Client, runId: string, pollSeconds = 2): Promise<StarpoRunResult> {
+export async function attach(client: Client, runId: string, log: (line: string) => void, pollSeconds = 2): Promise<StarpoRunResult> {
   const handle = client.workflow.getHandle(runId);
   const warmupBar = new SingleBar(
-    { ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}' },
+    { ...BAR_OPTIONS, format: 'warm-up {value}/{total} SFT steps [{bar}] loss {loss}{idle}' },
     Presets.shades_classic,
   );
   const stepBar = new SingleBar(
-    { ...BAR_OPTIONS, format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step' },
+    { ...BAR_OPTIONS, format: 'step {value}/{total} [{bar}] {phase} | train success {success} | score {score} | {sps} s/step{idle}' },
     Presets.shades_classic,
   );
   let warmup: 'none' | 'shown' | 'done' = 'none';
   let steps = false;
   let finished = false;
+  let idle = '';
+  let said = '';
+  let idleCheckedAt = Date.now();
   const result = handle.result().finally(() => {
     finished = true;
   });
+  // Handled at once: a run that closes while the loop awaits a query is reported by `return result` below.
+  result.catch(() => undefined);
+  /** Logs `text` unless it was the last thing said; returns it. */
+  const sayOnce = (last: string, text: string): string => {
+    if (text !== last) log(text);
+    return text;
+  };
   while (!finished) {
+    let answered = false;
     try {
       const p: Progress = await handle.query(progressQuery);
+      answered = true;
       if (p.phase === 'preparing') {
         const w = await warmupProgress(handle);
-        if (w && warmup === 'none') warmupBar.start(w.total, w.done, { loss: formatNumber(w.loss) });
-        else if (w) warmupBar.update(w.done, { loss: formatNumber(w.loss) });
+        const d = !w && warmup === 'none' ? await handle.describe().catch(() => null) : null;
+        if (d) said = sayOnce(said, beforeBarText(true, d));
+        if (w && warmup === 'none') warmupBar.start(w.total, w.done, { loss: formatNumber(w.loss), idle });
+        else if (w) warmupBar.update(w.done, { loss: formatNumber(w.loss), idle });
         if (w) warmup = 'shown';
       } else {
         if (warmup === 'shown') {
@@ -85,13 +130,31 @@ export async function attach(client: Client, runId: string, pollSeconds = 2): Pr
           success: formatNumber(p.lastMetrics['env/success']),
           score: formatNumber(p.lastMetrics['env/score']),
           sps: formatNumber(p.secondsPerStep, 1),
+          idle,
         };
         if (!steps) stepBar.start(p.maxSteps, p.step, payload);
         else stepBar.update(p.step, payload);
         steps = true;
       }
     } catch {
-      // no worker has answered the query yet (starting up); keep waiting
+      // no control worker has answered the query yet (starting up, or none runs); keep waiting
+      const d = warmup === 'none' && !steps ? await handle.describe().catch(() => null) : null;
+      if (d) said = sayOnce(said, beforeBarText(false, d));
+    }
+    if (Date.now() - idleCheckedAt >= IDLE_CHECK_SECONDS * 1000) {
+      idleCheckedAt = Date.now();
+      const notes = await handle
+        .describe()
+        .then((d) => idleQueues(client, d, !answered))
+        .catch(() => null); // the server did not answer: keep the last note
+      const next = notes && notes.length > 0 ? ` | ${notes.join('; ')}` : notes ? '' : idle;
+      if (next !== idle) {
+        // On the bar shown; before a bar shows (or between the two), a line of its own.
+        if (steps) stepBar.update({ idle: next });
+        else if (warmup === 'shown') warmupBar.update({ idle: next });
+        else log(next ? next.slice(3) : 'every task queue the run waits on has a worker again');
+      }
+      idle = next;
     }
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollSeconds * 1000))]);
   }

@@ -12,6 +12,7 @@ import { resolveEndpoints } from '../../infra/lifecycle';
 import type { EvalResult, Role } from '../contract';
 import { EVAL_WORKFLOW_TYPE, evalProgressQuery, evalWorkflowId, SEARCH_ATTRIBUTE_KEYS, TASK_QUEUES } from '../contract';
 import { loadConfigFile } from '../preflight/load';
+import { planShards } from '../rollout/plan';
 import { evalResultKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { formatNumber } from '../workflows/format';
@@ -60,8 +61,10 @@ export function rolloutActivityText(heartbeats: ReadonlyArray<Partial<RolloutHea
 /**
  * Shows a progress bar of the evaluation (on stderr) until it closes, then returns its result: shards
  * done of all shards, and what the running shards are doing (rolloutActivityText).
+ * @param plan the shards (planShards of its config) and episodes the evaluation plays, shown from the start:
+ *   the workflow knows them only once eval.json is written
  */
-async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResult> {
+async function follow(handle: WorkflowHandle, plan: { shards: number; episodes: number }, pollSeconds = 1): Promise<EvalResult> {
   const bar = new SingleBar(
     {
       format: 'eval step {step} [{bar}] {value}/{total} shards done | {phase} | {episodes} episodes | {inFlight}',
@@ -84,9 +87,10 @@ async function follow(handle: WorkflowHandle, pollSeconds = 1): Promise<EvalResu
         p.phase === 'validation'
           ? rolloutActivityText(heartbeatDetails<Partial<RolloutHeartbeat>>(await handle.describe(), 'rollout'))
           : '-';
-      const payload = { step: p.step, phase: p.phase, episodes: p.episodes, inFlight };
-      if (!started) bar.start(Math.max(p.shards, 1), p.shardsDone, payload);
-      else bar.setTotal(Math.max(p.shards, 1));
+      const payload = { step: p.step, phase: p.phase, episodes: p.episodes || plan.episodes, inFlight };
+      const total = p.shards || plan.shards;
+      if (!started) bar.start(total, p.shardsDone, payload);
+      else bar.setTotal(total);
       bar.update(p.shardsDone, payload);
       started = true;
     } catch {
@@ -143,7 +147,8 @@ export async function evaluate(args: EvalArgs, opts: EvalOptions): Promise<EvalO
       `validation settings of ${target.configName}: ${target.config.val_batch_size} episodes = ${target.config.val_batch_size / v.group_size} groups x group_size ${v.group_size}, ${valStates(target.config, request.step)}`,
     );
     opts.log(`Temporal UI: ${uiLink(e, workflowId)}`);
-    const result = await follow(await startEvaluation(client, target));
+    const plan = { shards: planShards(target.config, 'val', request.step).length, episodes: target.config.val_batch_size };
+    const result = await follow(await startEvaluation(client, target), plan);
     return { ...result, resultKey: evalResultKey(request.runId, request.name), workflowId };
   } finally {
     await workers?.stop();

@@ -17,6 +17,11 @@ export class NoControlWorkerError extends Error {
   override name = 'NoControlWorkerError';
 }
 
+/** A run closed without completing (failed, terminated, timed out, cancelled): exit 1, one message. */
+export class RunEndedError extends Error {
+  override name = 'RunEndedError';
+}
+
 /** Network error codes meaning a server did not answer at all. */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN']);
 
@@ -36,7 +41,7 @@ export function exitCodeOf(err: unknown): number {
   if (name === 'WorkflowNotFoundError') return EXIT.badInput; // an unknown run id (@temporalio/client)
   if (name === 'InfraUnavailableError' || name === 'InfraStartError' || name === 'NoControlWorkerError') return EXIT.infraUnavailable;
   if (name === 'NativeInstallError' || name === 'NativeBackendError') return EXIT.infraUnavailable; // the host lacks a tool or the native build
-  if (name === 'WorkflowFailedError') return EXIT.runFailed;
+  if (name === 'WorkflowFailedError' || name === 'RunEndedError') return EXIT.runFailed;
   return isUnreachable(err) ? EXIT.infraUnavailable : EXIT.runFailed;
 }
 

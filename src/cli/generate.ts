@@ -253,8 +253,19 @@ export function formatOutput(out: GenerateOutput, tokenizer: ChatTokenizer): str
   return [...lines, `${out.logprobs.reduce((a, b) => a + b, 0).toFixed(6)}\ttotal (${out.ids.length} tokens)`];
 }
 
-/** One stderr line on what ran: the model, the settings, and how generation ended. */
+/**
+ * Stderr lines on what ran: the model, the settings, and how generation ended; for the tiny preset, that its
+ * weights are random (its text is noise, which a new user would otherwise take for a broken install).
+ */
 export function describeRun(out: GenerateOutput): string {
+  const tiny = out.model.startsWith(`${TINY_PRESET} (`)
+    ? `\n${TINY_PRESET} is a preset with random weights, so its text is noise; for a trained model: --run <runId> or --model <HF folder>`
+    : '';
+  return describeOutput(out) + tiny;
+}
+
+/** The first line: the model, the settings, and how generation ended. */
+function describeOutput(out: GenerateOutput): string {
   if (out.mode === 'score') return `${out.model}: scored ${out.ids.length} tokens after a ${out.prompt_ids.length}-token prompt`;
   const a = out.generating_args as GeneratingArgs;
   const how =

@@ -27,6 +27,7 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   'sweep-json': [
     'starpo sweep-json configs/frozen_lake_solver.yaml --seeds 3 --sweep-id my-sweep -o sweep.json',
+    'eval "$(starpo infra env)"     # the temporal CLI reads TEMPORAL_ADDRESS: the servers as they run',
     'temporal workflow start --type starpoSweep --task-queue starpo --workflow-id my-sweep --input-file sweep.json',
   ],
   eval: [
@@ -60,6 +61,7 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   'run-json': [
     'starpo run-json configs/frozen_lake.yaml -o run.json --run-id my-run',
+    'eval "$(starpo infra env)"     # the temporal CLI reads TEMPORAL_ADDRESS: the servers as they run',
     'temporal workflow start --type starpoTraining --task-queue starpo --workflow-id my-run --input-file run.json',
   ],
   config: ['starpo config check configs/frozen_lake.yaml', 'starpo config print configs/examples/agent_val_frozen_lake.yaml seed=7'],
@@ -80,10 +82,11 @@ const EXAMPLES: Record<string, string[]> = {
     'starpo list --query \'StarpoConfig = "frozen_lake" AND ExecutionStatus = "Running"\' --limit 10',
     'starpo list --json',
   ],
-  infra: ['starpo infra up', 'starpo infra status --json', 'starpo infra down'],
+  infra: ['starpo infra up', 'starpo infra status --json', 'eval "$(starpo infra env)"', 'starpo infra down'],
   'infra up': ['starpo infra up', 'starpo infra up --json --state-dir /tmp/starpo-infra'],
   'infra down': ['starpo infra down'],
   'infra status': ['starpo infra status', 'starpo infra status --json'],
+  'infra env': ['eval "$(starpo infra env)"     # then: temporal workflow list', 'starpo infra env --state-dir /tmp/starpo-infra'],
   backend: ['starpo backend install', 'starpo backend status', 'STARPO_BACKEND=tensorflow npm start'],
   'backend install': ['starpo backend install', 'npm run backend:install', 'starpo backend install --force      # rebuild'],
   'backend status': ['starpo backend status', 'starpo backend status --json'],

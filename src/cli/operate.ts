@@ -12,6 +12,7 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
+import { idleQueues, pendingPhase } from '../activities/idle_queues';
 import {
   type ControlReply,
   isKeyName,
@@ -54,15 +55,18 @@ export async function describeRun(handle: WorkflowHandle, runId: string): Promis
   }
 }
 
-/** The `progress` query's answer, or null when no control worker answers within QUERY_SECONDS. */
+/**
+ * The `progress` query's answer, or null when no control worker answers within QUERY_SECONDS, or the
+ * server fails the query (it does when the worker that held the workflow went away mid-task).
+ */
 async function queryProgress(handle: WorkflowHandle): Promise<Progress | null> {
   // A deadline on the gRPC call itself, so an unanswered query does not keep the process alive.
   const deadline = Date.now() + QUERY_SECONDS * 1000;
   try {
     return await handle.client.connection.withDeadline(deadline, () => handle.query(progressQuery));
   } catch (err) {
-    if (Date.now() >= deadline) return null;
-    throw err;
+    if (err instanceof WorkflowNotFoundError) throw err;
+    return null;
   }
 }
 
@@ -90,7 +94,13 @@ export async function runStatus(client: Client, runId: string): Promise<RunStatu
   if (out.status === 'RUNNING') {
     const progress = await queryProgress(handle);
     if (progress) out.progress = progress;
-    else out.note = `no control worker answered within ${QUERY_SECONDS} s; start workers with: starpo resume ${runId}`;
+    else {
+      out.phase = pendingPhase(d);
+      out.maxSteps = typeof d.memo?.maxSteps === 'number' ? d.memo.maxSteps : null;
+      out.note = `no control worker answered within ${QUERY_SECONDS} s; what follows is what the server holds; start workers with: starpo resume ${runId}`;
+    }
+    const idle = await idleQueues(client, d, !progress);
+    if (idle.length > 0) out.idleQueues = idle;
   } else if (out.status === 'COMPLETED') {
     const result: StarpoRunResult = await handle.result();
     out.result = result;
@@ -135,9 +145,12 @@ export function formatStatus(s: RunStatus): string[] {
       lines.push(row('validation', r.validationCurve.map((v) => `${v.step}: ${formatNumber(v.success)}`).join(', ')));
     lines.push(row('checkpoint', r.finalCheckpoint.key));
   } else {
-    lines.push(row('step', `${s.step ?? '-'} · val success ${formatNumber(s.valSuccess)}`));
+    const max = s.maxSteps ? `/${s.maxSteps}` : '';
+    lines.push(row('step', `${s.step ?? '-'}${max} · val success ${formatNumber(s.valSuccess)}`));
+    if (s.phase) lines.push(row('phase', `${s.phase} (from the pending activities)`));
     if (s.failure) lines.push(row('failure', s.failure));
   }
+  for (const idle of s.idleQueues ?? []) lines.push(row('no worker', idle));
   if (s.note) lines.push(row('note', s.note));
   return lines;
 }

@@ -25,16 +25,20 @@ import {
   TASK_QUEUES,
 } from '../contract';
 import { pointText } from '../report/sweep_data';
-import { readLatestComplete } from '../storage/checkpoint';
 import { sweepKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
+import { progressText } from './attach';
 import { BadInputError } from './exit_codes';
 import { loadSweepSpec } from './known_run';
+import { resumePoint } from './resume_point';
+import { sweepShape } from './sweep_spec';
 import { formatSweepTable, sweepRows } from './sweep_status';
 import { connectClient, refuseExistingRun, type TrainOptions, uiLink, withWorkers } from './train';
 
 /** Seconds between two looks at a sweep's progress while following it. */
 const POLL_SECONDS = 2;
+/** Seconds between the progress lines of the running runs. */
+const PROGRESS_SECONDS = 10;
 
 /** Starts a new sweep and follows it. @throws ConfigError (exit 2) when the sweep id or a child's run id is taken */
 export async function sweep(spec: SweepSpec, opts: TrainOptions): Promise<SweepResult> {
@@ -49,9 +53,7 @@ export async function sweep(spec: SweepSpec, opts: TrainOptions): Promise<SweepR
   await startSweep(client, spec, 'REJECT_DUPLICATE').catch((err: unknown) => {
     throw err instanceof WorkflowExecutionAlreadyStartedError ? sweepIdTaken(spec.sweepId) : err;
   });
-  opts.log(
-    `sweep id: ${spec.sweepId}: ${spec.children.length} runs (${spec.points.length} grid points x ${spec.seeds.length} seeds), ${spec.parallel} at a time`,
-  );
+  opts.log(`sweep id: ${spec.sweepId}: ${sweepShape(spec)}, ${spec.parallel} at a time`);
   opts.log(`Temporal UI: ${uiLink(e, spec.sweepId)}`);
   return withWorkers(e, spec.sweepId, spec.children[0].run.config, opts, () => followSweep(client, spec, opts.log));
 }
@@ -69,7 +71,7 @@ async function startSweep(client: Client, input: SweepInput, reuse: 'REJECT_DUPL
     workflowId: input.sweepId,
     args: [input],
     workflowIdReusePolicy: reuse,
-    staticSummary: `StarPO sweep ${input.configName}: ${input.children.length} runs, ${input.points.length} grid points x ${input.seeds.length} seeds`,
+    staticSummary: `StarPO sweep ${input.configName}: ${sweepShape(input)}`,
     staticDetails: [
       `**Sweep \`${input.sweepId}\`** of config \`${input.configName}\`${input.overrides.length > 0 ? ` with ${input.overrides.map((o) => `\`${o}\``).join(' ')}` : ''}`,
       '',
@@ -111,8 +113,8 @@ export async function resumeSweep(sweepId: string, opts: TrainOptions): Promise<
       if (done === 'not started') children.push(child);
       else if (done) finished.push(done);
       else {
-        const latest = await readLatestComplete(store, child.run.runId, opts.log);
-        children.push(latest ? { ...child, run: { ...child.run, resumeFrom: { checkpoint: latest.ref, step: latest.step } } } : child);
+        const resumeFrom = await resumePoint(store, child.run.runId, opts.log);
+        children.push(resumeFrom ? { ...child, run: { ...child.run, resumeFrom } } : child);
       }
     }
     if (finished.length === spec.children.length)
@@ -174,9 +176,16 @@ async function followSweep(client: Client, spec: SweepSpec, log: (line: string) 
     () => (closed = true),
     () => (closed = true),
   );
+  let printedAt = Date.now();
   while (!closed) {
     const p = await handle.query(sweepProgressQuery).catch(() => null);
     if (p) report(p.children);
+    // State changes are rare (a run takes minutes): a line per running run every PROGRESS_SECONDS, as train's bar prints.
+    if (p && Date.now() - printedAt >= PROGRESS_SECONDS * 1000) {
+      printedAt = Date.now();
+      for (const c of p.children.filter((c) => c.state === 'running'))
+        log(`${c.runId}: ${await progressText(client.workflow.getHandle(c.runId))}`);
+    }
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, POLL_SECONDS * 1000))]);
   }
   try {

@@ -10,6 +10,16 @@ import { ConfigError, InvalidKeyPartError, type SweepChild, type SweepSpec, swee
 import { loadConfigFile } from '../preflight/load';
 import { newRunId, runInputFromFile } from './run_input';
 
+/** `n` and the noun, plural when n is not 1: "1 grid point", "4 grid points". */
+export function countOf(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** A sweep's shape, e.g. "12 runs, 4 grid points x 3 seeds" or "1 run, 1 grid point x 1 seed". */
+export function sweepShape(spec: Pick<SweepSpec, 'children' | 'points' | 'seeds'>): string {
+  return `${countOf(spec.children.length, 'run')}, ${countOf(spec.points.length, 'grid point')} x ${countOf(spec.seeds.length, 'seed')}`;
+}
+
 /** One `--grid` flag: a config key and the values it takes. */
 export interface GridAxis {
   key: string;

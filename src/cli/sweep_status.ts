@@ -20,6 +20,7 @@ import { formatNumber } from '../workflows/format';
 import { BadInputError, NoControlWorkerError } from './exit_codes';
 import { isStoredSweep, loadSweepSpec } from './known_run';
 import { alignedRows, describeRun } from './operate';
+import { sweepShape } from './sweep_spec';
 
 /** One child of a sweep as Temporal sees it. */
 export interface SweepRow {
@@ -94,7 +95,7 @@ export async function sweepStatus(client: Client, store: ObjectStore, sweepId: s
     ? [progress.paused ? 'paused' : '', progress.stopRequested ? `stopping (${progress.stopRequested})` : ''].filter(Boolean)
     : [];
   return [
-    `sweep ${sweepId} · ${status}${flags.length > 0 ? ` (${flags.join(', ')})` : ''} · config ${spec.configName} · ${spec.points.length} grid points x ${spec.seeds.length} seeds, ${spec.parallel} at a time`,
+    `sweep ${sweepId} · ${status}${flags.length > 0 ? ` (${flags.join(', ')})` : ''} · config ${spec.configName} · ${sweepShape(spec)}, ${spec.parallel} at a time`,
     ...formatSweepTable(spec, await sweepRows(client, spec)),
   ];
 }

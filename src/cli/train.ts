@@ -6,7 +6,16 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  CancelledFailure,
+  Client,
+  Connection,
+  TerminatedFailure,
+  TimeoutFailure,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import { InfraUnavailableError } from '../../infra/errors';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import { temporalConnectOptions } from '../../infra/temporal_profile';
@@ -18,13 +27,13 @@ import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
 import { readPretrainedConfig } from '../model/hf/folder';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';
 import { charTokenizer } from '../model/tokenizer';
-import { readLatestComplete } from '../storage/checkpoint';
 import { runKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { runDetails, runSummary } from '../workflows/run_text';
 import { attach } from './attach';
-import { BadInputError } from './exit_codes';
+import { BadInputError, RunEndedError } from './exit_codes';
 import { describeRun, failureMessage } from './operate';
+import { resumePoint } from './resume_point';
 import { spawnWorkers, type WorkerExit, type WorkerProcesses } from './spawn_workers';
 
 /** Options shared by train and resume. */
@@ -166,12 +175,50 @@ export async function withWorkers<T>(
   }
 }
 
-/** Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. */
-async function follow(client: Client, e: InfraEndpoints, runId: string, config: RunConfig | null, opts: TrainOptions): Promise<void> {
+/**
+ * The one error a run that closed without completing ends `train`/`resume` with (exit 1): how it closed
+ * (terminated, timed out, cancelled, failed) with the reason, and how to continue it.
+ */
+function runEndedError(runId: string, err: WorkflowFailedError): RunEndedError {
+  const cause = err.cause;
+  const how =
+    cause instanceof TerminatedFailure
+      ? 'was terminated'
+      : cause instanceof TimeoutFailure
+        ? 'timed out'
+        : cause instanceof CancelledFailure
+          ? 'was cancelled'
+          : 'failed';
+  const why = failureMessage(err);
+  return new RunEndedError(
+    `run ${runId} ${how}${why ? ` (${why})` : ''}; continue it from its latest checkpoint with:  starpo resume ${runId}`,
+  );
+}
+
+/** Minutes (or seconds, under two minutes) for the end-of-run summary. */
+function elapsedText(ms: number): string {
+  const s = ms / 1000;
+  return s < 120 ? `${s.toFixed(0)} s` : `${(s / 60).toFixed(1)} min`;
+}
+
+/**
+ * Spawns workers, follows the run, stops the workers; Ctrl-C leaves the run durable. At the end: the
+ * time since the command started, the validation curve, and what to do next (the report; the local
+ * servers keep running for the UI until `infra down`).
+ */
+async function follow(
+  client: Client,
+  e: InfraEndpoints,
+  runId: string,
+  config: RunConfig | null,
+  opts: TrainOptions & { startedAt: number },
+): Promise<void> {
   await withWorkers(e, runId, config, opts, async () => {
     try {
-      const result = await attach(client, runId);
-      opts.log(`run ${runId} finished: ${result.steps} steps; final checkpoint ${result.finalCheckpoint.key}`);
+      const result = await attach(client, runId, opts.log);
+      opts.log(
+        `run ${runId} finished: ${result.steps} steps, ${elapsedText(Date.now() - opts.startedAt)} for this command; final checkpoint ${result.finalCheckpoint.key}`,
+      );
       if (result.stoppedBy) opts.log(`stopped early by ${result.stoppedBy}`);
       if (result.validationCurve.length > 0) {
         opts.log(`validation success by step: ${result.validationCurve.map((v) => `${v.step}: ${v.success.toFixed(3)}`).join(', ')}`);
@@ -183,11 +230,18 @@ async function follow(client: Client, e: InfraEndpoints, runId: string, config: 
           .map(([k, v]) => `${k} ${v.toFixed(3)}`);
         opts.log(`validation at step ${val.step}: ${parts.join(', ')}`);
       }
+      // Steps count updates: a bar that ends at N played steps 0..N-1; step N is the final checkpoint only.
+      if (result.steps > 0)
+        opts.log(
+          `steps 0-${result.steps - 1} hold the rollouts (npx starpo trajectories ${runId} --step ${result.steps - 1}); checkpoint step ${result.steps} is the final policy`,
+        );
+      opts.log(`next: npx starpo report ${runId}   (one HTML file: curves, validation, trajectories)`);
+      if (e.managed)
+        opts.log(
+          `the local servers keep running, so the run stays in the Temporal UI (${uiLink(e, runId)}); stop them with: npx starpo infra down`,
+        );
     } catch (err) {
-      if (err instanceof WorkflowFailedError) {
-        opts.log(`run ${runId} did not complete: ${failureMessage(err)}`);
-        opts.log(`continue it from its latest checkpoint with:  starpo resume ${runId}`);
-      }
+      if (err instanceof WorkflowFailedError) throw runEndedError(runId, err);
       throw err;
     }
   });
@@ -236,6 +290,7 @@ async function startWorkflow(client: Client, input: RunSpec, reuse: 'REJECT_DUPL
 
 /** Starts a new run from a workflow input and follows it. */
 export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
+  const startedAt = Date.now();
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
   await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);
@@ -245,7 +300,7 @@ export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
   });
   opts.log(`run id: ${input.runId}`);
   opts.log(`Temporal UI: ${uiLink(e, input.runId)}`);
-  await follow(client, e, input.runId, input.config, opts);
+  await follow(client, e, input.runId, input.config, { ...opts, startedAt });
 }
 
 /**
@@ -256,6 +311,7 @@ export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
  *   completed all its steps; Error when it has no complete checkpoint
  */
 export async function resume(runId: string, opts: TrainOptions): Promise<void> {
+  const startedAt = Date.now();
   // The caller has started the servers: it had to, to learn whether the id is a run or a sweep.
   const e = await resolveEndpoints({ start: false });
   const client = await connectClient(e);
@@ -271,21 +327,16 @@ export async function resume(runId: string, opts: TrainOptions): Promise<void> {
       if (!done.stoppedBy || done.steps >= spec.config.max_steps)
         throw new BadInputError(`run ${runId} already completed ${done.steps} steps; nothing to resume`);
     }
-    const latest = await readLatestComplete(store, runId, opts.log);
+    const latest = await resumePoint(store, runId, opts.log);
     if (!latest) throw new Error(`run ${runId} has no complete checkpoint in the object store; start it again with starpo train`);
-    const input: RunSpec = {
-      runId,
-      configName: spec.configName,
-      config: spec.config,
-      resumeFrom: { checkpoint: latest.ref, step: latest.step },
-    };
+    const input: RunSpec = { runId, configName: spec.configName, config: spec.config, resumeFrom: latest };
     try {
       await startWorkflow(client, input, 'ALLOW_DUPLICATE');
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
-    opts.log(`run ${runId} was ${status.toLowerCase()}; continuing from step ${latest.step} (${latest.ref.key})`);
+    opts.log(`run ${runId} was ${status.toLowerCase()}; continuing from step ${latest.step} (${latest.checkpoint.key})`);
   } else opts.log(`run ${runId} is running; attaching workers`);
   opts.log(`Temporal UI: ${uiLink(e, runId)}`);
-  await follow(client, e, runId, spec?.config ?? null, opts);
+  await follow(client, e, runId, spec?.config ?? null, { ...opts, startedAt });
 }

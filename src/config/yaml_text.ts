@@ -5,7 +5,7 @@
  * expansion (billion laughs). Every problem names the key it sits under and its line.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { type Document, isAlias, isCollection, isPair, isScalar, LineCounter, type Node, parseDocument, visit } from 'yaml';
+import { type Document, isAlias, isCollection, isNode, isPair, isScalar, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import { clip } from './show';
 
 /** The largest config file read; ROLL's and starpo's configs are a few KB. */
@@ -132,6 +132,19 @@ function prototypeKeyProblems(doc: Document, lines: LineCounter): string[] {
   return problems;
 }
 
+/** A key given twice in one mapping, named with its path: the YAML library's message names only the line. */
+function duplicateKeyProblem(doc: Document, offset: number, line: number): string {
+  let at = `line ${line}`;
+  visit(doc, {
+    Pair(_key, pair, path) {
+      if (!isNode(pair.key) || pair.key.range?.[0] !== offset) return;
+      at = where([...path, pair], line);
+      return visit.BREAK;
+    },
+  });
+  return `${at}: the key is given twice in the same mapping; allowed: each key once (the second would replace the first unseen)`;
+}
+
 /** The deepest key under `node` whose own conversion already exceeds the alias limit. */
 function aliasBombPath(doc: Document, node: Node, path: string[]): string[] {
   if (!isCollection(node)) return path;
@@ -158,7 +171,9 @@ export function parseConfigYaml(text: string): unknown {
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
-    throw new YamlInputError([`not valid YAML: ${clip(e.message, 200)} (line ${lines.linePos(e.pos[0]).line})`]);
+    const line = lines.linePos(e.pos[0]).line;
+    if (e.code === 'DUPLICATE_KEY') throw new YamlInputError([duplicateKeyProblem(doc, e.pos[0], line)]);
+    throw new YamlInputError([`not valid YAML: ${clip(e.message, 200)} (line ${line})`]);
   }
   const problems = [...unknownTagProblems(doc, lines), ...prototypeKeyProblems(doc, lines)];
   if (problems.length > 0) throw new YamlInputError(problems);

@@ -173,6 +173,15 @@ export interface StarpoActivities {
   recordSweep(spec: SweepSpec): Promise<void>;
 }
 
+/**
+ * The local activity of the control worker (it runs where the workflow runs, so it needs no other
+ * worker): which task queues a workflow waits on have no worker polling them, as notes naming the queue
+ * and how to start a worker for it (empty when every queue it waits on has one).
+ */
+export interface ControlActivities {
+  idleQueues(workflowId: string): Promise<string[]>;
+}
+
 /** One step's scalars as writeMetrics stores them: runs/<run>/metrics/step-N.json. */
 export interface StepMetrics {
   step: number;

@@ -29,6 +29,12 @@ export function validateRunId(runId: string): string {
   return runId;
 }
 
+/** Validation success of one evaluation (val/env/success) at the step it ran. */
+export interface ValidationPoint {
+  step: number;
+  success: number;
+}
+
 /** The run record (RunSpec): run.json, the workflow input of a new or restarted run, prepareRun's input. */
 export interface RunSpec {
   /** Run id, also the workflow id (validateRunId). */
@@ -37,8 +43,12 @@ export interface RunSpec {
   configName: string;
   /** The validated config, defaults applied (plain JSON). */
   config: RunConfig;
-  /** Workflow input only, never stored: continue from this checkpoint manifest instead of preparing the run (`starpo resume`). */
-  resumeFrom?: { checkpoint: ObjectRef; step: number };
+  /**
+   * Workflow input only, never stored: continue from this checkpoint manifest instead of preparing the run
+   * (`starpo resume`), with the validation curve of the run's earlier executions (read from its metrics),
+   * so the run's curve stays whole.
+   */
+  resumeFrom?: { checkpoint: ObjectRef; step: number; validationCurve?: ValidationPoint[] };
 }
 
 /** One child run: its run spec (the config with its grid point and seed applied), grid point index and seed. */

@@ -6,7 +6,7 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { StepCompute } from './activities';
-import type { RunSpec } from './run';
+import type { RunSpec, ValidationPoint } from './run';
 import type { RunConfig } from './run_config';
 import type { ObjectRef } from './store';
 
@@ -38,12 +38,6 @@ export const SEARCH_ATTRIBUTE_KEYS = {
   step: defineSearchAttributeKey('StarpoStep', 'INT'),
   valSuccess: defineSearchAttributeKey('StarpoValSuccess', 'DOUBLE'),
 };
-
-/** Validation success of one evaluation (val/env/success) at the step it ran. */
-export interface ValidationPoint {
-  step: number;
-  success: number;
-}
 
 /** A checkpoint the workflow knows, by the pipeline step whose policy it holds. */
 export interface KnownPolicy {
@@ -114,6 +108,11 @@ export interface Progress {
   secondsPerStep: number | null;
   /** Where the last step's rollouts and update computed (null before the first step of this workflow run). */
   compute: StepCompute | null;
+  /**
+   * The task queues the phase waits on that no worker polls, with how to start one (the control worker
+   * checks once a phase has lasted a while; absent in histories recorded before it did), else null.
+   */
+  workerNote?: string | null;
 }
 
 /** Result of a finished training run. */
@@ -192,5 +191,13 @@ export interface RunStatus {
   result?: StarpoRunResult;
   /** Why the run closed (failed, terminated, ...). */
   failure?: string;
+  /**
+   * Running runs whose control worker did not answer: the phase read from the pending activities
+   * (e.g. 'rollout'; 'waiting for a control worker' when none is pending) and max_steps from the memo.
+   */
+  phase?: string;
+  maxSteps?: number | null;
+  /** Task queues the run waits on that no worker polls, each with how to start one. */
+  idleQueues?: string[];
   note?: string;
 }

@@ -51,8 +51,16 @@ function points(metrics: readonly StepMetrics[], value: (m: Record<string, numbe
 }
 
 /**
+ * Equal up to float rounding: two metrics computed along different paths (all groups' std, and the kept
+ * groups' when every group is kept) differ in the last bits, which no chart can show.
+ */
+function sameValue(a: number, b: number): boolean {
+  return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+}
+
+/**
  * Series of the given [name, key] pairs, dropping the ones with no points. A series with exactly the
- * points of an earlier one (e.g. kept groups = all groups with rollout_filter_ratio 1) would be drawn
+ * points of an earlier one, up to float rounding (e.g. kept groups = all groups with rollout_filter_ratio 1), would be drawn
  * hidden under it: it is merged into that one, named "earlier = later".
  */
 function seriesOf(metrics: readonly StepMetrics[], pairs: ReadonlyArray<readonly [string, string]>): Series[] {
@@ -61,7 +69,7 @@ function seriesOf(metrics: readonly StepMetrics[], pairs: ReadonlyArray<readonly
     const pts = points(metrics, (m) => m[key]);
     if (pts.length === 0) continue;
     const same = out.find(
-      (s) => s.points.length === pts.length && s.points.every((p, i) => p.step === pts[i].step && p.value === pts[i].value),
+      (s) => s.points.length === pts.length && s.points.every((p, i) => p.step === pts[i].step && sameValue(p.value, pts[i].value)),
     );
     if (same) same.name = `${same.name} = ${name}`;
     else out.push({ name, points: pts });

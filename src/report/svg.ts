@@ -27,6 +27,20 @@ export function yExtent(values: readonly number[], y: Chart['y']): [number, numb
   return [y === 'nonNegative' ? Math.max(0, lo) : lo, hi];
 }
 
+/** Pixels per character of a legend label (Vega's default 10 px sans-serif), and per entry for its symbol and gap. */
+const LABEL_CHAR_PX = 6;
+const ENTRY_PX = 30;
+
+/**
+ * Legend entries per row that fit the plot's width: one row of long names (e.g. the truncation chart's
+ * "train FrozenLake sequence_length" x 4) would make the SVG twice as wide, and the page then draws it at
+ * half its panel with unreadable labels.
+ */
+function legendColumns(names: readonly string[]): number {
+  const entry = Math.max(0, ...names.map((n) => n.length)) * LABEL_CHAR_PX + ENTRY_PX;
+  return Math.max(1, Math.floor(WIDTH / entry));
+}
+
 /** The Vega spec of a chart. */
 export function vegaSpec(c: Chart): Spec {
   const rows = c.series.flatMap((s) => s.points.map((p) => ({ series: s.name, step: p.step, value: p.value })));
@@ -62,7 +76,17 @@ export function vegaSpec(c: Chart): Spec {
         : { orient: 'bottom', scale: 'x', title: 'step', tickMinStep: 1, format: 'd' },
       { orient: 'left', scale: 'y', title: c.unit, grid: true },
     ],
-    legends: [{ stroke: 'color', fill: 'color', orient: 'bottom', direction: 'horizontal', symbolType: 'circle', labelLimit: 300 }],
+    legends: [
+      {
+        stroke: 'color',
+        fill: 'color',
+        orient: 'bottom',
+        direction: 'horizontal',
+        columns: legendColumns(c.series.map((x) => x.name)),
+        symbolType: 'circle',
+        labelLimit: 300,
+      },
+    ],
     marks: [
       {
         type: 'group',

@@ -4,11 +4,12 @@
  * three in one process (tfjs work blocks the event loop, so production keeps roles apart). Liveness and
  * shutdown are told in docs/durability.md.
  */
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
 import { createActivities } from '../activities';
 import { startHeartbeatRelay } from '../activities/heartbeat_relay';
+import { controlActivities } from '../activities/idle_queues';
 import { BACKEND_LOST_EXIT_CODE, backendMemoryGuard } from '../activities/out_of_memory';
 import { startWatchdog } from '../activities/watchdog';
 import type { Role } from '../contract';
@@ -16,6 +17,22 @@ import { TASK_QUEUES, WATCHDOG_DEFAULT_SECONDS } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { ObjectStore } from '../storage/object_store';
+
+/**
+ * SDK log lines that are expected and say nothing wrong: a role's worker does not poll the other kind of
+ * task, and webpack's report of the workflow bundle it built. A new user took them for alarms.
+ */
+const EXPECTED_LINES = [
+  /^No (workflows|activities|Nexus services) registered, not polling/,
+  /^[\s\S]*webpack [\d.]+ compiled successfully/,
+];
+
+/** The SDK's logger without EXPECTED_LINES. */
+class QuietLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (!EXPECTED_LINES.some((r) => r.test(message))) super.log(level, message, meta);
+  }
+}
 
 /** How long a shutting-down worker lets running activities finish (Worker shutdownGraceTime). */
 const SHUTDOWN_GRACE = '30 seconds';
@@ -56,6 +73,7 @@ async function untilUp<T>(what: string, attempt: () => Promise<T>, log: (line: s
  * @throws Error when Temporal or the object store stays unreachable
  */
 export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (line: string) => void = console.log): Promise<void> {
+  Runtime.install({ logger: new QuietLogger('INFO') });
   const connection = await untilUp(
     `Temporal at ${endpoints.temporalAddress}`,
     () => NativeConnection.connect(temporalConnectOptions(endpoints)),
@@ -123,6 +141,7 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
         namespace,
         taskQueue: TASK_QUEUES.control,
         workflowsPath: require.resolve('../workflows'),
+        activities: controlActivities(),
         shutdownGraceTime,
       }),
     );

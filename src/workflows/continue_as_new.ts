@@ -14,9 +14,12 @@ export const STEPS_PER_RUN = 100;
 /** The little state the loop carries from one workflow run to the next. */
 export type LoopState = Omit<StarpoContinuation, 'runId' | 'resumeFrom'>;
 
-/** The loop state a workflow run starts with: fresh for a new or restarted run, carried for a continued one. */
+/**
+ * The loop state a workflow run starts with: fresh for a new run, carried for a continued one; a restarted
+ * run (`starpo resume`) keeps the validation curve of its earlier executions.
+ */
 export function loopStateOf(input: StarpoWorkflowInput): LoopState {
-  return 'config' in input ? { collapseStreak: 0, paused: false, validationCurve: [] } : input;
+  return 'config' in input ? { collapseStreak: 0, paused: false, validationCurve: input.resumeFrom?.validationCurve ?? [] } : input;
 }
 
 /** Whether this workflow run should hand over after `stepsDone` steps of its own. */

@@ -5,9 +5,11 @@
 import type { ComputeInfo, StepCompute } from '../contract/activities';
 import type { Progress } from '../contract/workflow';
 
-/** A number with `digits` decimals, or '-' when missing. */
+/** A number with `digits` decimals, or '-' when missing; a value that rounds to zero prints without a sign ("0.0000", not "-0.0000"). */
 export function formatNumber(x: number | null | undefined, digits = 3): string {
-  return x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
+  if (x === null || x === undefined || Number.isNaN(x)) return '-';
+  const text = x.toFixed(digits);
+  return /^-0\.?0*$/.test(text) ? text.slice(1) : text;
 }
 
 /** e.g. "tensorflow (CPU)". */
@@ -51,11 +53,13 @@ export function progressLine(p: Progress): string {
  * The workflow's current details in the Temporal UI (setCurrentDetails): progressLine with the
  * phase after the step, e.g. "step 12/30 · rollout · train success 0.312 · val success 0.305
  * (step 10) · 12.1 s/step", and, once a step is done, where it computed on a second line
- * ("rollout wasm (CPU), update tensorflow (CPU)").
+ * ("rollout wasm (CPU), update tensorflow (CPU)"), after a note in bold when the phase waits on a task
+ * queue no worker polls.
  */
 export function currentDetails(p: Progress): string {
   const [step, ...rest] = progressParts(p);
   const note = requestNote(p);
   const line = [step, p.phase, ...rest, ...(note ? [note] : [])].join(' · ');
-  return p.compute ? `${line}\n\n${describeCompute(p.compute)}` : line;
+  const blocks = [line, ...(p.workerNote ? [`**${p.workerNote}**`] : []), ...(p.compute ? [describeCompute(p.compute)] : [])];
+  return blocks.join('\n\n');
 }

@@ -4,7 +4,7 @@
  * that writes the next checkpoint, the step's metrics. Beside it: pause/stop (control.ts), async
  * rollouts (train_rollouts.ts), continue-as-new (continue_as_new.ts). Deterministic, no I/O.
  */
-import { ApplicationFailure, log, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, log, patched, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { RolloutOutput, UpdateOutput } from '../contract/activities';
 import { CONFIG_ERROR, ENV_FAILURE } from '../contract/errors';
 import type { RunSpec } from '../contract/run';
@@ -21,6 +21,7 @@ import { announce, enter, newProgress, recordStep, recordValidation, show, stepC
 import { activityProxies } from './proxies';
 import { TrainRollouts } from './train_rollouts';
 import { playValidation } from './validation';
+import { watchWorkers } from './worker_watch';
 
 export { starpoEvaluation } from './evaluation';
 export { starpoSweep } from './sweep';
@@ -40,6 +41,8 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   // A new or restarted run brings its config; a continued run reads it back from run.json.
   let run: RunSpec | null = 'config' in input ? input : null;
   const control = new RunControl(progress, () => run?.config ?? null);
+  // Histories recorded before the watch existed replay without its timers.
+  if (patched('idle-queue-watch')) void watchWorkers(progress, runId);
   run ??= await activityProxies().update.loadRun.executeWithOptions({ summary: 'config from run.json (continued run)' }, [runId]);
   const { config, configName } = run;
   const { update } = activityProxies(config);

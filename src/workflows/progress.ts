@@ -34,9 +34,10 @@ export function show(progress: Progress): void {
   setCurrentDetails(currentDetails(progress));
 }
 
-/** Enters `phase` and shows it. */
+/** Enters `phase` and shows it; a note about a queue without workers was the last phase's. */
 export function enter(progress: Progress, phase: Progress['phase']): void {
   progress.phase = phase;
+  if (progress.workerNote) progress.workerNote = null;
   show(progress);
 }
 
@@ -59,12 +60,13 @@ export function announce(progress: Progress, { runId, configName, config }: RunS
   });
 }
 
-/** Records a validation's val/ metrics; its val/env/success joins the curve and the search attributes. */
+/** Records a validation's val/ metrics; its val/env/success joins the curve (replacing one of the same step) and the search attributes. */
 export function recordValidation(progress: Progress, step: number, metrics: Record<string, number>): void {
   progress.lastValidation = { step, metrics };
   const success = metrics['val/env/success'];
   if (success !== undefined) {
-    progress.validationCurve.push({ step, success });
+    // a resumed run evaluates again at the step an earlier execution stopped after
+    progress.validationCurve = [...progress.validationCurve.filter((v) => v.step !== step), { step, success }];
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.valSuccess, value: success }]);
   }
 }

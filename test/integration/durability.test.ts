@@ -153,6 +153,61 @@ test('a run terminated mid-way whose latest checkpoint is corrupted: `starpo res
   assert.deepEqual(await fingerprintOf(runId), reference.fingerprint);
 });
 
+test('a run terminated and resumed keeps the validation curve of its first execution in its result and summary', async () => {
+  const input = shortRunInput(`it-curve-${Date.now()}`, STEPS);
+  input.config.eval_steps = 1;
+  await stack.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUES.control, workflowId: input.runId, args: [input] });
+  // Terminate once step 2's validation is recorded: steps 0, 1 and 2 were evaluated by the first execution.
+  await waitForProgress(input.runId, (p) => p.step === 2 && p.phase === 'rollout');
+  const first = (await stack.client.workflow.getHandle(input.runId).query(progressQuery)).validationCurve;
+  assert.deepEqual(
+    first.map((v) => v.step),
+    [0, 1, 2],
+  );
+  const lines: string[] = [];
+  const env = endpointsToEnv(stack.servers.endpoints);
+  Object.assign(process.env, env);
+  try {
+    // following the running run (resume attaches), then terminated: one error saying so, with the reason
+    let attached!: () => void;
+    const following = resume(input.runId, {
+      workers: false,
+      rolloutWorkers: 1,
+      log: (line) => line.includes('is running; attaching') && attached(),
+    });
+    await new Promise<void>((r) => (attached = r));
+    await stack.client.workflow.getHandle(input.runId).terminate('durability test');
+    await assert.rejects(following, {
+      name: 'RunEndedError',
+      message: `run ${input.runId} was terminated (durability test); continue it from its latest checkpoint with:  starpo resume ${input.runId}`,
+    });
+    await resume(input.runId, { workers: false, rolloutWorkers: 1, log: (line) => lines.push(line) });
+  } finally {
+    for (const name of Object.keys(env)) delete process.env[name];
+  }
+  const result: StarpoRunResult = await stack.client.workflow.getHandle(input.runId).result();
+  // resumed from checkpoint 2: step 2 is evaluated again (same policy, same states), then 3 at the end
+  assert.deepEqual(
+    result.validationCurve.map((v) => v.step),
+    [0, 1, 2, 3],
+  );
+  assert.deepEqual(result.validationCurve.slice(0, 2), first.slice(0, 2));
+  assert.ok(
+    lines.some((l) => l.startsWith('validation success by step: 0: ')),
+    lines.join('\n'),
+  );
+  // the end says how long the command took and what to do next
+  assert.ok(
+    lines.some((l) => new RegExp(`^run ${input.runId} finished: 3 steps, \\d+ s for this command; final checkpoint `).test(l)),
+    lines.join('\n'),
+  );
+  assert.ok(lines.includes(`next: npx starpo report ${input.runId}   (one HTML file: curves, validation, trajectories)`), lines.join('\n'));
+  assert.ok(
+    lines.includes(`steps 0-2 hold the rollouts (npx starpo trajectories ${input.runId} --step 2); checkpoint step 3 is the final policy`),
+    lines.join('\n'),
+  );
+});
+
 test('a corrupted checkpoint found by a running step: the run replays from the previous checkpoint and ends with the reference weights', async () => {
   const runId = await startRun('replay');
   const handle = stack.client.workflow.getHandle(runId);

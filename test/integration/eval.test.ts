@@ -125,6 +125,9 @@ test('starpo eval of the final checkpoint reproduces the final validation on the
   // the CLI with a checkpoint key and --json: the same evaluation (its stored shards are reused)
   const cli = await starpo('eval', trained.finalCheckpoint.key, '--json', '--no-workers');
   assert.equal(cli.code, 0, cli.stderr);
+  // the bar counts the 2 shards from its first line (while eval.json is written too), not 0/1 then 2/2
+  assert.match(cli.stderr, /2\/2 shards done/);
+  assert.doesNotMatch(cli.stderr, /\/1 shards done/);
   const printed = JSON.parse(cli.stdout) as EvalOutput;
   assert.equal(printed.name, out.name);
   assert.deepEqual(printed.metrics, last.metrics);

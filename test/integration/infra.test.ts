@@ -4,6 +4,7 @@
  */
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -15,6 +16,7 @@ import { freePort } from '../../infra/ports';
 import { isAlive } from '../../infra/process';
 import { SEARCH_ATTRIBUTES } from '../../infra/search_attributes';
 import { readState } from '../../infra/state';
+import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import { ObjectStore } from '../../src/storage/object_store';
 
 const skip = endpointsFromEnv() ? 'TEMPORAL_ADDRESS/S3_ENDPOINT set: local infra is not started' : false;
@@ -92,4 +94,25 @@ test('infra up/status/up/down is idempotent and serves Temporal with the search 
     'restarted with new pids',
   );
   await infraDown({ stateDir });
+});
+
+test('`infra env` points the temporal CLI and starpo at the servers on the ports they took; infra status and down still treat them as local', {
+  skip,
+}, async () => {
+  const e = await infraUp({ stateDir }); // the free ports the first test picked, none of them a default
+  assert.notEqual(e.temporalAddress, '127.0.0.1:7233');
+  const starpo = `${JSON.stringify(process.execPath)} ${JSON.stringify(STARPO_BIN)}`;
+  const script = [
+    `eval "$(${starpo} infra env --state-dir ${stateDir})"`,
+    'temporal operator search-attribute list',
+    `temporal workflow list --query 'StarpoConfig="frozen_lake"'`,
+    `${starpo} infra status --state-dir ${stateDir}`,
+    `${starpo} infra down --state-dir ${stateDir}`,
+  ].join(' && ');
+  const out = execFileSync('bash', ['-c', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.match(out, /StarpoRunId/);
+  assert.match(out, /^infra running\n {2}temporal +pid \d+/m);
+  assert.match(out, new RegExp(`Temporal: +${e.temporalAddress.replaceAll('.', '\\.')} `));
+  assert.match(out, /^infra stopped$/m);
+  assert.equal((await infraStatus({ stateDir })).running, false);
 });

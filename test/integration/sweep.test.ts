@@ -113,7 +113,7 @@ test('a sweep of 3 seeds x 2 learning rates, 2 at a time, survives a SIGKILL of 
   assert.equal(status.code, 0, status.stderr);
   assert.match(
     status.stdout,
-    new RegExp(`sweep ${spec.sweepId} · COMPLETED · config tiny_frozen_lake · 2 grid points x 3 seeds, 2 at a time`),
+    new RegExp(`sweep ${spec.sweepId} · COMPLETED · config tiny_frozen_lake · 6 runs, 2 grid points x 3 seeds, 2 at a time`),
   );
   for (const c of spec.children)
     assert.match(status.stdout, new RegExp(`${c.run.runId}\\s+learning_rate=\\S+\\s+${c.seed}\\s+COMPLETED\\s+3/3`));

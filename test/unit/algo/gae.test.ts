@@ -215,3 +215,20 @@ test('computeAdvantages gae: needs values and lambd', () => {
   assert.throws(() => computeAdvantages(noLambd), /adv_estimator gae needs `lambd`/);
   assert.throws(() => computeAdvantages({ ...input, values: [[0, 0, 0, 0]] }), /values has 1 rows; expected 3/);
 });
+
+test("values past the slot after a trajectory's end: starpo's zeros and ROLL's pad-token values agree when gamma*lambd = 1, and only then", () => {
+  // One turn [0..2] scored 1, then the slot after its last token (V 0.7, read by both), then 3 pad slots: ROLL
+  // (agentic_compute_advantage) feeds its critic's outputs there ([0.3, -0.2, 0.6] stand for them), starpo 0.
+  const rewards = [[0, 0, 1, 0, 0, 0, 0]];
+  const start = [0.5, 0.4, 0.9, 0.7];
+  const roll = [[...start, 0.3, -0.2, 0.6]];
+  const starpo = [[...start, 0, 0, 0]];
+  const onTurn = (v: number[][], gamma: number, lambd: number) => gaeAdvantages(rewards, v, gamma, lambd).advantages[0].slice(0, 3);
+  // gamma lambd = 1: the pad TD errors telescope to -V[4] + V[4] ... = 0 past the slot after the end
+  closeM([onTurn(roll, 1, 1)], [onTurn(starpo, 1, 1)]);
+  // gamma 1, lambd 0.95, by hand: ROLL's pad advantages A6 = -0.6, A5 = 0.8 + 0.95 A6 = 0.23,
+  // A4 = -0.5 + 0.95 A5 = -0.2815; at the slot after the end ROLL's delta is 0.3 - 0.7 and starpo's 0 - 0.7, so
+  // A3 differs by 0.3 + 0.95 A4 = 0.032575, and each earlier slot by 0.95 times the next one's difference
+  const diff = onTurn(roll, 1, 0.95).map((a, t) => a - onTurn(starpo, 1, 0.95)[t]);
+  closeM([diff], [[0.95 ** 3 * 0.032575, 0.95 ** 2 * 0.032575, 0.95 * 0.032575]]);
+});

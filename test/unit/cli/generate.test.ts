@@ -113,6 +113,7 @@ test("tiny preset: the greedy reply is the model's argmax path, --json fields ag
     // text output: the reply without special tokens; score: one line per token and the sum
     const text = generate(['--model', 'tiny', '--seed', '7', '--prompt', 'Hi', '--score', 'ok<|im_end|>']);
     assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stderr, /^tiny is a preset with random weights, so its text is noise; for a trained model: --run <runId>/m);
     const lines = text.stdout.trim().split('\n');
     assert.equal(lines.length, 4);
     assert.match(lines[2] as string, /^-\d+\.\d{6}\t2\t"<\|im_end\|>"$/);

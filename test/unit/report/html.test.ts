@@ -225,3 +225,31 @@ test('the summary says where the steps computed: each rollout/update backend wit
     'rollout wasm (CPU), update wasm (CPU) (steps 0-1, 4); rollout wasm (CPU), update tensorflow (CPU) (step 2)',
   );
 });
+
+test('series equal up to float rounding are drawn once; long legend names wrap instead of widening the chart', async () => {
+  const rounded = [0, 1].map((step) => ({
+    step,
+    metrics: { 'rollout/in_group_std': 0.3, 'rollout/chosen_in_group_std': 0.1 + 0.2 }, // 0.30000000000000004
+  }));
+  const std = chartsOf(config, rounded).find((c) => c.id === 'in_group_std')!;
+  assert.deepEqual(
+    std.series.map((s) => s.name),
+    ['all groups = kept groups'],
+  );
+
+  const cause = (tag: string, k: number) => ({
+    [`env/${tag}/success`]: 0.5,
+    [`val/env/${tag}/success`]: 0.5,
+    [`env/${tag}/truncated_by_turn_cap`]: 0.1 * k,
+    [`env/${tag}/truncated_by_length`]: 0.2 * k,
+    [`val/env/${tag}/truncated_by_turn_cap`]: 0.3 * k,
+    [`val/env/${tag}/truncated_by_length`]: 0.05 * k,
+  });
+  const truncated = chartsOf(
+    config,
+    [1, 2].map((step) => ({ step, metrics: cause('FrozenLake', step) })),
+  ).find((c) => c.id === 'truncated')!;
+  assert.equal(truncated.series.length, 4);
+  const width = Number((await chartSvg(truncated)).match(/^<svg [^>]*width="([\d.]+)"/)?.[1]);
+  assert.ok(width < 600, `the truncation chart is ${width} px wide`);
+});

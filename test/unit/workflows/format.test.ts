@@ -89,4 +89,8 @@ test('formatNumber: fixed decimals, "-" for missing values', () => {
   assert.equal(formatNumber(0.12345), '0.123');
   assert.equal(formatNumber(2, 1), '2.0');
   for (const x of [undefined, null, Number.NaN]) assert.equal(formatNumber(x), '-');
+  // a tiny negative value rounds to zero without a sign
+  assert.equal(formatNumber(-2e-6, 4), '0.0000');
+  assert.equal(formatNumber(-0.4, 0), '0');
+  assert.equal(formatNumber(-0.5, 1), '-0.5');
 });
