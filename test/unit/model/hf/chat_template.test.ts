@@ -27,6 +27,7 @@ interface Expected {
   special_tokens_map: Record<string, string>;
   stop_ids: number[];
   strings: Array<{ text: string; ids: number[]; decoded: string; decoded_skip_special: string }>;
+  padded: Array<{ ids: number[]; decoded: string }>;
   renders: Array<{
     messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
     add_generation_prompt: boolean;
@@ -53,6 +54,12 @@ test(`the Qwen2.5 tokenizer encodes and decodes ${expected.strings.length} strin
     assert.equal(qwen.decode(s.ids), s.decoded, JSON.stringify(s.text));
     assert.equal(qwen.decode(s.ids, true), s.decoded_skip_special, JSON.stringify(s.text));
   }
+});
+
+test('ids past the tokenizer (the padded rows of the embedding) decode as nothing, as in transformers', () => {
+  assert.ok(expected.padded.length > 0);
+  for (const p of expected.padded) assert.equal(qwen.decode(p.ids), p.decoded, JSON.stringify(p.ids));
+  assert.throws(() => qwen.decode([-1]), /id -1; allowed: integers >= 0/);
 });
 
 test('the chat template renders as apply_chat_template: text and ids, default system prompt included', () => {
