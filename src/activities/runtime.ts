@@ -49,7 +49,12 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
    */
   async take(manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
     const key = `${manifest.key}@${manifest.sha256}`;
-    if (this.cached?.key !== key) return loadCheckpoint(this.store, manifest, withOptimizer);
+    if (this.cached?.key !== key) {
+      // Freed before the load, not after: a worker that moves to another run or checkpoint holds one policy, not
+      // two (weights and AdamW moments: 6 GB at Qwen2.5-0.5B).
+      this.drop();
+      return loadCheckpoint(this.store, manifest, withOptimizer);
+    }
     const hit = this.cached.checkpoint;
     this.cached = null;
     if (withOptimizer) {
@@ -79,8 +84,13 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
 
   /** Caches a checkpoint under its manifest ref, disposing the previous one. */
   keep(manifest: ObjectRef, checkpoint: PolicyCheckpoint): void {
-    if (this.cached) disposeCheckpoint(this.cached.checkpoint);
+    this.drop();
     this.cached = { key: `${manifest.key}@${manifest.sha256}`, checkpoint };
+  }
+
+  private drop(): void {
+    if (this.cached) disposeCheckpoint(this.cached.checkpoint);
+    this.cached = null;
   }
 
   /**
