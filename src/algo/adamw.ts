@@ -10,8 +10,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { StreamedObject } from '../contract';
-import { type DecodedSafetensors, decodeSafetensors, type SafeTensor, streamedBytes } from '../model/hf/safetensors';
-import { tensorsSafetensors } from '../model/hf/weights';
+import { decodeSafetensors, streamedBytes } from '../model/hf/safetensors';
+import { type BackendSafetensors, tensorOnBackend, tensorsSafetensors } from '../model/hf/weights';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {
@@ -82,15 +82,6 @@ export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { norm: numbe
   } finally {
     tf.dispose(uploaded);
   }
-}
-
-/**
- * A decoded moment in backend memory now. A backend may keep an uploaded host array as the tensor's data until a
- * kernel reads it (native TensorFlow does), and then the first step would copy every moment beside its own
- * buffers; a full slice copies it here, without arithmetic (native TensorFlow's multiply flushes subnormals).
- */
-function onBackend(t: SafeTensor): tf.Tensor {
-  return tf.tidy(() => tf.reshape(tf.slice(tf.tensor1d(t.data as Float32Array, 'float32'), 0, t.data.length), t.shape));
 }
 
 /** A parameter's moments on the backend. */
@@ -317,31 +308,41 @@ export class AdamW {
     return streamedBytes(this.safetensors());
   }
 
-  /** Rebuilds an optimizer from optimizer.safetensors bytes (see fromTensors). */
+  /** Rebuilds an optimizer from optimizer.safetensors bytes (see fromTensors). @throws Error also on moments that are not F32 */
   static fromSafetensors(bytes: Uint8Array, opts: AdamWOptions = {}): AdamW {
-    return AdamW.fromTensors(decodeSafetensors(bytes), opts);
+    const { tensors, metadata } = decodeSafetensors(bytes);
+    for (const [key, t] of Object.entries(tensors))
+      if (t.dtype !== 'F32') throw new Error(`AdamW.fromSafetensors: moment ${key} is ${t.dtype}; allowed: F32`);
+    const uploaded = new Map(Object.entries(tensors).map(([key, t]) => [key, tensorOnBackend(t)]));
+    try {
+      return AdamW.fromTensors({ tensors: uploaded, metadata }, opts);
+    } catch (err) {
+      tf.dispose([...uploaded.values()]);
+      throw err;
+    }
   }
 
   /**
-   * Rebuilds an optimizer from decoded optimizer.safetensors, its moments uploaded to the active backend;
-   * hyper-parameters come from `opts` (the checkpoint's trainer state), defaulting to the file's metadata.
+   * Rebuilds an optimizer from optimizer.safetensors's tensors on the backend, taking them as its moments (they are
+   * the optimizer's once it returns; on a throw they stay the caller's); hyper-parameters come from `opts` (the
+   * checkpoint's trainer state), defaulting to the file's metadata.
    * @throws Error when the file is malformed or its step metadata is missing.
    */
-  static fromTensors({ tensors, metadata }: DecodedSafetensors, opts: AdamWOptions = {}): AdamW {
+  static fromTensors({ tensors, metadata }: BackendSafetensors, opts: AdamWOptions = {}): AdamW {
     const step = Number(metadata.step);
     if (!Number.isInteger(step) || step < 0)
       throw new Error(`AdamW.fromSafetensors: metadata step = ${JSON.stringify(metadata.step)} is not an integer >= 0`);
     const names = new Set<string>();
-    for (const key of Object.keys(tensors)) {
+    for (const key of tensors.keys()) {
       if (!key.startsWith('m.') && !key.startsWith('v.')) throw new Error(`AdamW.fromSafetensors: tensor ${key} is neither m.* nor v.*`);
       names.add(key.slice(2));
     }
+    const moments = new Map<string, DeviceMoments>();
     for (const name of names) {
-      const m = tensors[`m.${name}`];
-      const v = tensors[`v.${name}`];
+      const m = tensors.get(`m.${name}`);
+      const v = tensors.get(`v.${name}`);
       if (!m || !v) throw new Error(`AdamW.fromSafetensors: ${m ? `v.${name}` : `m.${name}`} is missing (each parameter has both moments)`);
-      if (m.dtype !== 'F32' || v.dtype !== 'F32')
-        throw new Error(`AdamW.fromSafetensors: moments of ${name} are ${m.dtype}/${v.dtype}; allowed: F32`);
+      moments.set(name, { m, v });
     }
     const opt = new AdamW({
       betas: opts.betas ?? (metadata.betas ? (JSON.parse(metadata.betas) as [number, number]) : undefined),
@@ -351,7 +352,7 @@ export class AdamW {
       params: opts.params,
     });
     opt.step = step;
-    for (const name of names) opt.moments.set(name, { m: onBackend(tensors[`m.${name}`]), v: onBackend(tensors[`v.${name}`]) });
+    opt.moments = moments;
     return opt;
   }
 

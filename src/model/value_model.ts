@@ -7,7 +7,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { StreamedObject } from '../contract';
 import type { Qwen2Config } from './config';
-import { decodeSafetensors, type SafeTensor, streamedBytes, toFloat32 } from './hf/safetensors';
+import { decodeSafetensors, streamedBytes, toFloat32 } from './hf/safetensors';
 import { tensorsSafetensors } from './hf/weights';
 import { Qwen2 } from './qwen2';
 
@@ -69,29 +69,29 @@ export class ValueModel {
    * @throws Error naming a missing weight or a wrong head shape
    */
   static fromSafetensors(config: Qwen2Config, bytes: Uint8Array): ValueModel {
-    return ValueModel.fromTensors(config, decodeSafetensors(bytes).tensors);
+    const { tensors } = decodeSafetensors(bytes);
+    const uploaded = new Map(Object.entries(tensors).map(([name, t]) => [name, tf.tensor(toFloat32(t), t.shape, 'float32')]));
+    try {
+      return ValueModel.fromTensors(config, uploaded);
+    } finally {
+      tf.dispose([...uploaded.values()]);
+    }
   }
 
-  /** Loads a critic from decoded critic.safetensors tensors. @throws Error naming a missing weight or a wrong head shape */
-  static fromTensors(config: Qwen2Config, tensors: Record<string, SafeTensor>): ValueModel {
-    const head = tensors[VALUE_HEAD];
+  /**
+   * Loads a critic from critic.safetensors's tensors on the backend (the critic's variables share their data; the
+   * caller still owns and disposes the given tensors).
+   * @throws Error naming a missing weight or a wrong head shape
+   */
+  static fromTensors(config: Qwen2Config, tensors: Map<string, tf.Tensor>): ValueModel {
+    const head = tensors.get(VALUE_HEAD);
     if (!head) throw new Error(`ValueModel.fromSafetensors: weight ${VALUE_HEAD} is missing`);
     if (head.shape.length !== 2 || head.shape[0] !== 1 || head.shape[1] !== config.hidden_size) {
       throw new Error(`ValueModel.fromSafetensors: ${VALUE_HEAD} has shape [${head.shape}], expected [1, ${config.hidden_size}]`);
     }
-    const map = new Map<string, tf.Tensor>();
-    try {
-      for (const [name, t] of Object.entries(tensors)) {
-        if (name !== VALUE_HEAD) map.set(name, tf.tensor(toFloat32(t), t.shape, 'float32'));
-      }
-      const trunk = Qwen2.fromNamedTensors(config, map);
-      const headVar = tf.tidy(() =>
-        tf.variable(tf.tensor2d(toFloat32(head), [1, config.hidden_size]), true, `${VALUE_HEAD}#${uniqueSuffix()}`),
-      );
-      return new ValueModel(trunk, headVar);
-    } finally {
-      for (const t of map.values()) t.dispose();
-    }
+    const trunk = Qwen2.fromNamedTensors(config, tensors);
+    const headVar = tf.tidy(() => tf.variable(tf.cast(head, 'float32'), true, `${VALUE_HEAD}#${uniqueSuffix()}`));
+    return new ValueModel(trunk, headVar);
   }
 
   /** Frees the trunk and the head. */

@@ -3,12 +3,13 @@
  * saved and loaded through checkpoint.ts; and what of older steps the store keeps (save_steps,
  * max_ckpt_to_keep, async_generation_ratio). docs/durability.md tells the story.
  */
+import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../algo/adamw';
 import type { ObjectRef, RunConfig, StreamedObject, TrainerState } from '../contract';
-import { type DecodedSafetensors, SafetensorsDecoder } from '../model/hf/safetensors';
+import { SafetensorsDecoder } from '../model/hf/safetensors';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
-import { configFromJSONBytes, configToJSONBytes, modelFromTensors, modelSafetensors } from '../model/hf/weights';
-import type { Qwen2 } from '../model/qwen2';
+import { type BackendSafetensors, configFromJSONBytes, configToJSONBytes, modelSafetensors, tensorOnBackend } from '../model/hf/weights';
+import { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { ValueModel } from '../model/value_model';
 import { assertFitsBackend } from '../model/wasm_memory';
@@ -16,6 +17,7 @@ import {
   OPTIMIZER_FILES,
   OPTIMIZER_MANIFEST_NAME,
   readCheckpoint,
+  readCheckpointFile,
   readOptimizerFiles,
   type SinkFor,
   stepsListing,
@@ -83,28 +85,62 @@ export async function saveCheckpoint(
 }
 
 /**
- * Decodes every safetensors file of a checkpoint read as it streams in (each tensor's array filled from the
- * stream, no buffer of the file): pass `sinkFor` to readCheckpoint, then `take` each file.
+ * Puts every safetensors file of a checkpoint on the backend as it streams in: each tensor is uploaded once its
+ * bytes are in and its host array dropped, so a load never holds the checkpoint twice (host and backend). Pass
+ * `sinkFor` to readCheckpoint, then `take` each file once the read (and its sha256 check) succeeded; `dispose`
+ * frees whatever was not taken.
  */
 class SafetensorsFiles {
-  private readonly decoders = new Map<string, SafetensorsDecoder>();
+  private readonly files = new Map<string, { decoder: SafetensorsDecoder; tensors: Map<string, tf.Tensor> }>();
 
   readonly sinkFor: SinkFor = (name, bytes) => {
     if (!name.endsWith('.safetensors')) return undefined;
-    const decoder = new SafetensorsDecoder(bytes);
-    this.decoders.set(name, decoder);
+    this.drop(name); // a retried read starts afresh
+    const tensors = new Map<string, tf.Tensor>();
+    const decoder = new SafetensorsDecoder(bytes, (tensorName, t) => {
+      // starpo writes its checkpoints' weights and moments as F32
+      if (t.dtype !== 'F32') throw new Error(`${name}: tensor ${tensorName} is ${t.dtype}; allowed: F32`);
+      tensors.set(tensorName, tensorOnBackend(t));
+    });
+    this.files.set(name, { decoder, tensors });
     return decoder;
   };
 
-  /** The decoded file, or undefined when the checkpoint has none. @throws Error naming the object when it is malformed */
-  take(name: string, key: (name: string) => string): DecodedSafetensors | undefined {
+  /**
+   * The file's tensors, now the caller's, or undefined when the checkpoint has none.
+   * @throws Error naming the object when it is malformed
+   */
+  take(name: string, key: (name: string) => string): BackendSafetensors | undefined {
+    const file = this.files.get(name);
+    if (!file) return undefined;
+    let metadata: Record<string, string>;
     try {
-      return this.decoders.get(name)?.finish();
+      metadata = file.decoder.finish().metadata;
     } catch (err) {
       throw new Error(`${key(name)}: ${(err as Error).message}`);
     }
+    this.files.delete(name);
+    return { tensors: file.tensors, metadata };
+  }
+
+  /** Whether the checkpoint read has this file (and it was not taken yet). */
+  has(name: string): boolean {
+    return this.files.has(name);
+  }
+
+  /** Frees the tensors of every file not taken. */
+  dispose(): void {
+    for (const name of [...this.files.keys()]) this.drop(name);
+  }
+
+  private drop(name: string): void {
+    const file = this.files.get(name);
+    if (file) tf.dispose([...file.tensors.values()]);
+    this.files.delete(name);
   }
 }
+
+const disposeAll = (file: BackendSafetensors | undefined) => tf.dispose([...(file?.tensors.values() ?? [])]);
 
 /**
  * Adds the optimizer state to a checkpoint loaded without it (a no-op when it has one, or for the step-0
@@ -114,8 +150,12 @@ class SafetensorsFiles {
 export async function attachOptimizer(store: ObjectStore, manifest: ObjectRef, c: PolicyCheckpoint): Promise<void> {
   if (c.optimizer || c.state.step === 0) return;
   const decoded = new SafetensorsFiles();
-  await readOptimizerFiles(store, manifest.key, decoded.sinkFor);
-  setOptimizers(c, decoded, (name) => `${manifest.key}: ${name}`);
+  try {
+    await readOptimizerFiles(store, manifest.key, decoded.sinkFor);
+    setOptimizers(c, decoded, (name) => `${manifest.key}: ${name}`);
+  } finally {
+    decoded.dispose();
+  }
 }
 
 /** Builds the checkpoint's optimizers from decoded optimizer files (AdamW settings from its trainer state). */
@@ -123,9 +163,22 @@ function setOptimizers(c: PolicyCheckpoint, decoded: SafetensorsFiles, key: (nam
   const s = c.state;
   const actor = decoded.take('optimizer.safetensors', key);
   if (!actor) throw new Error(`${key('optimizer.safetensors')}: the optimizer state lists no optimizer.safetensors`);
-  c.optimizer = AdamW.fromTensors(actor, { betas: s.betas, weightDecay: s.weightDecay });
+  c.optimizer = adopt(actor, (f) => AdamW.fromTensors(f, { betas: s.betas, weightDecay: s.weightDecay }));
   const critic = decoded.take('critic_optimizer.safetensors', key);
-  if (critic && s.criticOptimizer) c.criticOptimizer = AdamW.fromTensors(critic, s.criticOptimizer);
+  if (critic && s.criticOptimizer) {
+    const settings = s.criticOptimizer;
+    c.criticOptimizer = adopt(critic, (f) => AdamW.fromTensors(f, settings));
+  } else disposeAll(critic);
+}
+
+/** An optimizer built from a file's tensors, which it owns from then on (freed here when building it failed). */
+function adopt(file: BackendSafetensors, build: (file: BackendSafetensors) => AdamW): AdamW {
+  try {
+    return build(file);
+  } catch (err) {
+    disposeAll(file);
+    throw err;
+  }
 }
 
 /**
@@ -136,29 +189,45 @@ function setOptimizers(c: PolicyCheckpoint, decoded: SafetensorsFiles, key: (nam
  */
 export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
   const decoded = new SafetensorsFiles();
-  const { files } = await readCheckpoint(store, manifest, decoded.sinkFor);
-  const key = (name: string) => `${manifest.key}: ${name}`;
-  const config = configFromJSONBytes(files['config.json']);
-  assertFitsBackend(config, withOptimizer ? 'update' : 'rollout', manifest.key);
-  const state = trainerStateOf(files);
-  const weights = decoded.take('model.safetensors', key);
-  if (!weights) throw new Error(`${manifest.key}: the checkpoint lists no model.safetensors`);
-  const model = modelFromTensors(config, weights.tensors);
-  const tokenizer = tokenizerFromFiles(files, key);
-  const criticWeights = decoded.take('critic.safetensors', key);
-  const critic = criticWeights ? ValueModel.fromTensors(config, criticWeights.tensors) : null;
-  const c: PolicyCheckpoint = { model, tokenizer, optimizer: null, critic, criticOptimizer: null, state };
-  // Checkpoints written before the optimizer state had a manifest of its own list it in manifest.json.
-  if (withOptimizer && decoded.take('optimizer.safetensors', key)) setOptimizers(c, decoded, key);
-  else if (withOptimizer) {
+  let c: PolicyCheckpoint | null = null;
+  try {
+    // The raw config is checked before the weights stream in: a model the backend cannot hold fails first.
+    const config = configFromJSONBytes((await readCheckpointFile(store, manifest.key, 'config.json')) ?? new Uint8Array());
+    assertFitsBackend(config, withOptimizer ? 'update' : 'rollout', manifest.key);
+    const { files } = await readCheckpoint(store, manifest, decoded.sinkFor);
+    const key = (name: string) => `${manifest.key}: ${name}`;
+    const state = trainerStateOf(files);
+    const weights = decoded.take('model.safetensors', key);
+    if (!weights) throw new Error(`${manifest.key}: the checkpoint lists no model.safetensors`);
+    const tokenizer = tokenizerFromFiles(files, key);
+    // The variables share the uploaded tensors' data: the map's own references go either way.
+    let model: Qwen2;
     try {
-      await attachOptimizer(store, manifest, c);
-    } catch (err) {
-      disposeCheckpoint(c);
-      throw err;
+      model = Qwen2.fromNamedTensors(config, weights.tensors);
+    } finally {
+      disposeAll(weights);
     }
+    const criticWeights = decoded.take('critic.safetensors', key);
+    let critic: ValueModel | null = null;
+    try {
+      if (criticWeights) critic = ValueModel.fromTensors(config, criticWeights.tensors);
+    } catch (err) {
+      model.dispose();
+      throw err;
+    } finally {
+      disposeAll(criticWeights);
+    }
+    c = { model, tokenizer, optimizer: null, critic, criticOptimizer: null, state };
+    // Checkpoints written before the optimizer state had a manifest of its own list it in manifest.json.
+    if (withOptimizer && decoded.has('optimizer.safetensors')) setOptimizers(c, decoded, key);
+    else if (withOptimizer) await attachOptimizer(store, manifest, c);
+    return c;
+  } catch (err) {
+    if (c) disposeCheckpoint(c);
+    throw err;
+  } finally {
+    decoded.dispose();
   }
-  return c;
 }
 
 /**

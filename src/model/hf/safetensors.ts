@@ -194,6 +194,8 @@ interface Slot {
   bytes: Uint8Array;
 }
 
+const NO_BYTES = new Uint8Array(0);
+
 /**
  * Decodes a safetensors file fed in pieces of any size (an object read from the store), copying each piece's bytes
  * straight into its tensor's array: no buffer of the whole file. Tensors must not overlap (the Python reader
@@ -208,8 +210,16 @@ export class SafetensorsDecoder implements ObjectSink {
   private position = 0; // bytes of the data section seen
   private result: DecodedSafetensors | null = null;
 
-  /** @param fileBytes the file's size when known (an object's manifest says it): a header claiming more is refused before any allocation */
-  constructor(private readonly fileBytes?: number) {}
+  /**
+   * @param fileBytes the file's size when known (an object's manifest says it): a header claiming more is refused
+   *   before any allocation
+   * @param onTensor when given, each tensor is handed to it as soon as its last byte is in, and the decoder keeps no
+   *   reference to it (finish() then lists none): a consumer that moves it elsewhere frees it tensor by tensor
+   */
+  constructor(
+    private readonly fileBytes?: number,
+    private readonly onTensor?: (name: string, tensor: SafeTensor) => void,
+  ) {}
 
   /** Takes the next piece of the file. @throws Error on a header that is not JSON, an unsupported dtype or offsets that do not fit */
   write(chunk: Uint8Array): void {
@@ -268,6 +278,15 @@ export class SafetensorsDecoder implements ObjectSink {
       if (b.begin < a.end) throw new Error(`safetensors: tensors ${a.name} and ${b.name} overlap; allowed: disjoint data_offsets`);
     }
     this.result = { tensors, metadata };
+    for (const [name, t] of Object.entries(tensors)) if (t.data.length === 0) this.handOver(name);
+  }
+
+  /** Gives a complete tensor to onTensor and forgets it (a no-op without onTensor). */
+  private handOver(name: string): void {
+    if (!this.onTensor || !this.result) return;
+    const t = this.result.tensors[name];
+    delete this.result.tensors[name];
+    this.onTensor(name, t);
   }
 
   /** Copies data-section bytes [position, position + piece.length) into the tensors they belong to. */
@@ -280,6 +299,10 @@ export class SafetensorsDecoder implements ObjectSink {
       const lo = Math.max(from, s.begin);
       const hi = Math.min(to, s.end);
       s.bytes.set(piece.subarray(lo - from, hi - from), lo - s.begin);
+      if (hi === s.end && this.onTensor) {
+        s.bytes = NO_BYTES;
+        this.handOver(s.name);
+      }
     }
     this.position = to;
   }

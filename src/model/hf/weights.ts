@@ -33,6 +33,22 @@ async function* rowBlocks(t: tf.Tensor): AsyncIterable<Float32Array> {
   }
 }
 
+/** A safetensors file's tensors on the backend (float32), by name, and its __metadata__ map. */
+export interface BackendSafetensors {
+  tensors: Map<string, tf.Tensor>;
+  metadata: Record<string, string>;
+}
+
+/**
+ * A decoded float32 tensor in backend memory now. A backend may keep an uploaded host array as the tensor's data
+ * until a kernel reads it (native TensorFlow does), so the host copy would live on beside the backend's; a full
+ * slice copies it here, without arithmetic (native TensorFlow's multiply flushes subnormals), and the host array
+ * can go at once.
+ */
+export function tensorOnBackend(t: SafeTensor): tf.Tensor {
+  return tf.tidy(() => tf.reshape(tf.slice(tf.tensor1d(toFloat32(t), 'float32'), 0, t.data.length), t.shape));
+}
+
 /**
  * Float32 tensors with HF names as a safetensors stream (metadata format pt), read off the device a row block at a
  * time as the stream is consumed: what a checkpoint uploads, without the file or a copy of the weights in memory.

@@ -129,6 +129,33 @@ test('the decoder fed pieces of every size gives what decodeSafetensors gives', 
   }
 });
 
+test('the decoder with onTensor hands each tensor over once, complete, once its last byte is in, and keeps none', () => {
+  const whole = encodeSafetensors(sample(), { format: 'pt' });
+  const headerLength = Number(new DataView(whole.buffer).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(whole.subarray(8, 8 + headerLength)));
+  // an empty tensor is complete with the header; the others once the byte before their end is in
+  const fileEnd = (name: string) => {
+    const [begin, end] = header[name].data_offsets;
+    return end === begin ? 8 + headerLength : 8 + headerLength + end;
+  };
+  const expected = decodeSafetensors(whole).tensors;
+  for (const size of [1, 5, 64, whole.length]) {
+    const got: Record<string, unknown> = {};
+    let fed = 0;
+    const decoder = new SafetensorsDecoder(whole.length, (name, t) => {
+      assert.equal(got[name], undefined, `${name} handed over once`);
+      assert.ok(fed >= fileEnd(name), `${name} handed over after its last byte (pieces of ${size} bytes)`);
+      got[name] = t;
+    });
+    for (let at = 0; at < whole.length; at += size) {
+      fed = Math.min(at + size, whole.length);
+      decoder.write(whole.subarray(at, fed));
+    }
+    assert.deepEqual(got, expected, `pieces of ${size} bytes`);
+    assert.deepEqual(decoder.finish(), { tensors: {}, metadata: { format: 'pt' } });
+  }
+});
+
 test('the decoder refuses a truncated file, overlapping tensors and a header that claims more than the file', () => {
   const whole = encodeSafetensors(sample());
   const cut = new SafetensorsDecoder();
