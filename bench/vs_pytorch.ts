@@ -285,7 +285,7 @@ function spawnCell(cmd: string, args: string[]): CellResult {
 }
 
 const fmt = (x: number | undefined, digits: number) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits));
-const gb = (bytes: number) => (bytes / 2 ** 30).toFixed(1);
+const gb = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -353,7 +353,7 @@ async function main(): Promise<void> {
     console.log(
       `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, gradient checkpointing ${ckptFlag}${layers === undefined ? '' : `, ${layers} decoder layers`}, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
     );
-    console.log('| job | size | side | seconds (rounds) | optimizer s (rounds) | tokens/s | peak RSS GB | load | grad norm |');
+    console.log('| job | size | side | seconds (rounds) | optimizer s (rounds) | tokens/s | peak RSS GiB | load | grad norm |');
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const [key, rs] of results) {
       const [size, job, side] = key.split(' ');
