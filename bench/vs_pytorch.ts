@@ -8,7 +8,7 @@
  * printed side by side: they agree when both sides do the same work.
  *
  *   node --import tsx bench/vs_pytorch.ts [--rounds 3] [--sizes tiny,h256,slice] [--jobs update,generation]
- *     [--gradient-checkpointing off|on] [--backend tensorflow] [--profile]
+ *     [--gradient-checkpointing off|on] [--layers n] [--backend tensorflow] [--profile]
  *
  * Sizes: tiny = the quickstart's model (105k parameters) on 64 quickstart trajectories; h256 = hidden 256, 4
  * layers (3.2M) on the same; slice = 2 of Qwen2.5-0.5B's 24 layers with its 151,936-id vocabulary on 16 random
@@ -18,6 +18,8 @@
  * of 128 random ids and 32 new tokens at the full sizes; the quickstart's train sampling settings.
  * --gradient-checkpointing on recomputes each decoder layer in the backward on both sides (starpo's
  * actor_train.model_args.disable_gradient_checkpointing=false, transformers' gradient_checkpointing_enable).
+ * --layers n gives the Qwen2.5-0.5B-shaped sizes (slice, full, full-1024) n decoder layers instead of theirs: the
+ * same shapes at a few layer counts give each side's memory per decoder layer.
  * The PyTorch side runs in a Python venv with the pins of test/fixtures/hf/requirements.txt
  * (~/.cache/starpo/hf-venv, made on first use from PyPI); without python3 it is skipped, saying so.
  * --profile adds each side's 15 costliest ops (tf.profile kernels / torch.profiler) from one extra round.
@@ -111,11 +113,11 @@ interface SizeSetup {
 }
 
 /** The model shape, run config, trajectories and contexts of a size, made the same way every time. */
-async function sizeSetup(size: Size, checkpointing: boolean): Promise<SizeSetup> {
+async function sizeSetup(size: Size, checkpointing: boolean, layers?: number): Promise<SizeSetup> {
   const ckpt = `actor_train.model_args.disable_gradient_checkpointing=${!checkpointing}`;
   if (size !== 'tiny' && size !== 'h256') {
     const s = QWEN_SIZES[size];
-    const cfg = qwen25HalfBShape(s.layers);
+    const cfg = qwen25HalfBShape(layers ?? s.layers);
     return {
       cfg,
       config: atLength(loadConfigFile(QUICKSTART, [...batchOverrides(s), ckpt]).config, s.length),
@@ -149,9 +151,9 @@ async function sizeSetup(size: Size, checkpointing: boolean): Promise<SizeSetup>
 }
 
 /** Writes a size's folder once: config.json, model.safetensors (seeded random init) and workload.json. */
-async function prepare(size: Size, dir: string, checkpointing: boolean): Promise<void> {
+async function prepare(size: Size, dir: string, checkpointing: boolean, layers?: number): Promise<void> {
   if (existsSync(join(dir, 'workload.json'))) return;
-  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing);
+  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing, layers);
   const model = Qwen2.random(cfg, 1);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'model.safetensors'), await modelToSafetensors(model));
@@ -195,9 +197,10 @@ async function starpoCell(
   backend: string,
   profile: boolean,
   checkpointing: boolean,
+  layers?: number,
 ): Promise<CellResult> {
   await initBackend(backend);
-  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing);
+  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing, layers);
   const model = modelFromTensors(cfg, decodeSafetensors(readFileSync(join(dir, 'model.safetensors'))).tensors);
   const run = async (): Promise<CellResult> => {
     if (job === 'generation') {
@@ -282,7 +285,7 @@ function spawnCell(cmd: string, args: string[]): CellResult {
 }
 
 const fmt = (x: number | undefined, digits: number) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits));
-const gb = (bytes: number) => (bytes / 2 ** 30).toFixed(1);
+const gb = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -293,16 +296,20 @@ async function main(): Promise<void> {
       backend: { type: 'string', default: 'tensorflow' },
       profile: { type: 'boolean', default: false },
       'gradient-checkpointing': { type: 'string', default: 'off' },
+      layers: { type: 'string' },
       child: { type: 'string' },
     },
   });
   const ckptFlag = values['gradient-checkpointing'];
   if (ckptFlag !== 'on' && ckptFlag !== 'off') throw new Error(`--gradient-checkpointing ${ckptFlag}: allowed: on, off`);
   const checkpointing = ckptFlag === 'on';
+  const layers = values.layers === undefined ? undefined : Number(values.layers);
+  if (layers !== undefined && !(Number.isInteger(layers) && layers >= 1 && layers <= 24))
+    throw new Error(`--layers ${values.layers}: allowed: an integer 1..24`);
   if (values.child) {
     const [size, job, dir, backend, profile] = JSON.parse(values.child) as [Size, Job | 'prepare', string, string, boolean];
-    if (job === 'prepare') await prepare(size, dir, checkpointing);
-    else console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile, checkpointing)));
+    if (job === 'prepare') await prepare(size, dir, checkpointing, layers);
+    else console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile, checkpointing, layers)));
     return;
   }
   const rounds = Number(values.rounds);
@@ -319,6 +326,7 @@ async function main(): Promise<void> {
       __filename,
       '--gradient-checkpointing',
       ckptFlag,
+      ...(layers === undefined ? [] : ['--layers', String(layers)]),
       '--child',
       JSON.stringify([size, job, join(root, size), values.backend, profile]),
     ];
@@ -343,9 +351,9 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, gradient checkpointing ${ckptFlag}, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
+      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, gradient checkpointing ${ckptFlag}${layers === undefined ? '' : `, ${layers} decoder layers`}, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
     );
-    console.log('| job | size | side | seconds (rounds) | optimizer s (rounds) | tokens/s | peak RSS GB | load | grad norm |');
+    console.log('| job | size | side | seconds (rounds) | optimizer s (rounds) | tokens/s | peak RSS GiB | load | grad norm |');
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const [key, rs] of results) {
       const [size, job, side] = key.split(' ');

@@ -13,15 +13,11 @@ import { type AttentionMask, causalMask, disposeMask } from './attention_mask';
 import { type CheckpointStage, checkpointedStages } from './checkpoint';
 import { activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
 import { embedLookup, FusedWeights, fusedLinear, gatherRows, linear, WeightTransposes } from './kernels';
+import { type DecoderLayerWeights, type LinearWeights, leanDecoderLayer } from './lean_layer';
+import { rmsNorm } from './rms_norm';
 import { applyRope, type RopeTables, ropeCosSin } from './rope';
 
-// ---------------------------------------------------------------------------------------------------------
-// RMSNorm (Zhang & Sennrich 2019; HF Qwen2RMSNorm)
-
-/** w * x / sqrt(mean(x^2, -1) + eps). @param x float32 [..., E]; w float32 [E] -> float32 [..., E] */
-export function rmsNorm<T extends tf.Tensor>(x: T, w: tf.Tensor1D, eps: number): T {
-  return tf.tidy(() => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w) as T);
-}
+export { rmsNorm };
 
 /** [B, L, KVH, D] -> [B, KVH, L, D] (a reshape when L = 1). */
 function headsFirst(x: tf.Tensor4D): tf.Tensor4D {
@@ -286,10 +282,18 @@ export class Qwen2 {
     return stages;
   }
 
-  /** One decoder layer: x + self-attention(RMSNorm(x)), then + MLP(RMSNorm(.)). x float32 [B * Lq, E]. */
+  /**
+   * One decoder layer: x + self-attention(RMSNorm(x)), then + MLP(RMSNorm(.)). x float32 [B * Lq, E]. A training
+   * forward off wasm runs it as one op with its own backward pass (lean_layer.ts), which keeps far less for it.
+   */
   private decoderLayer(l: number, x: tf.Tensor2D, rope: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const p = `model.layers.${l}.`;
     const eps = this.config.rms_norm_eps;
+    if (!inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm') {
+      const [B, L] = inp.ids.shape;
+      const { num_attention_heads: H, num_key_value_heads: KVH } = this.config;
+      return leanDecoderLayer(x, this.layerWeights(p), { B, L, H, KVH, D: headDim(this.config), eps }, rope, inp.mask);
+    }
     const attnIn = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps);
     const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, attnIn, rope, inp, cache));
     return tf.add<tf.Tensor2D>(h, this.mlp(p, rmsNorm(h, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, eps)));
@@ -314,7 +318,7 @@ export class Qwen2 {
       vProj = this.linear(x, `${p}v_proj`);
     } else {
       // One matmul for q, k and v, and RoPE on q and k together.
-      const [qk, vPart] = tf.split(this.stackedQKV(x, p), [(H + KVH) * D, KVH * D], 1);
+      const [qk, vPart] = tf.split(this.stackedQKV(x, l), [(H + KVH) * D, KVH * D], 1);
       [q, kRope] = tf.split(applyRope(tf.reshape(qk, [B, Lq, H + KVH, D]), cos, sin), [H, KVH], 2) as [tf.Tensor4D, tf.Tensor4D];
       vProj = vPart as tf.Tensor2D;
     }
@@ -350,13 +354,34 @@ export class Qwen2 {
     return linear(x, w, this.vars.get(`${prefix}.bias`) as tf.Tensor1D | undefined, this.transposes.of(prefix, w));
   }
 
-  /** q, k and v of layer prefix `p` (a `...self_attn.` prefix) as one matmul on their stacked weights (not on wasm). */
-  private stackedQKV(x: tf.Tensor2D, p: string): tf.Tensor2D {
-    const names = ['q_proj', 'k_proj', 'v_proj'];
-    const ws = names.map((n) => this.w(`${p}${n}.weight`) as tf.Tensor2D);
-    const bs = this.config.attention_bias ? names.map((n) => this.w(`${p}${n}.bias`) as tf.Tensor1D) : undefined;
-    const { stacked, bias } = this.fused.of(p, ws, bs);
-    return fusedLinear(x, ws, stacked, bs, bias);
+  /** The weights of the layer of prefix `p` (`model.layers.<l>.`), the stacked q/k/v included. */
+  private layerWeights(p: string): DecoderLayerWeights {
+    const lin = (name: string): LinearWeights => ({
+      w: this.w(`${p}${name}.weight`) as tf.Tensor2D,
+      b: this.vars.get(`${p}${name}.bias`) as tf.Tensor1D | undefined,
+    });
+    const [q, k, v] = ['q_proj', 'k_proj', 'v_proj'].map((n) => lin(`self_attn.${n}`));
+    const bs = q.b && k.b && v.b ? [q.b, k.b, v.b] : undefined;
+    const { stacked, bias } = this.fused.of(`${p}self_attn.`, [q.w, k.w, v.w], bs);
+    return {
+      inputNorm: this.w(`${p}input_layernorm.weight`) as tf.Tensor1D,
+      q,
+      k,
+      v,
+      qkv: { w: stacked, b: bias },
+      o: lin('self_attn.o_proj'),
+      postNorm: this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D,
+      gate: lin('mlp.gate_proj'),
+      up: lin('mlp.up_proj'),
+      down: lin('mlp.down_proj'),
+    };
+  }
+
+  /** q, k and v of layer l as one matmul on their stacked weights (not on wasm). */
+  private stackedQKV(x: tf.Tensor2D, l: number): tf.Tensor2D {
+    const { q, k, v, qkv } = this.layerWeights(`model.layers.${l}.`);
+    const bs = q.b && k.b && v.b ? [q.b, k.b, v.b] : undefined;
+    return fusedLinear(x, [q.w, k.w, v.w], qkv.w, bs, qkv.b);
   }
 
   private w(name: string): tf.Variable {

@@ -48,3 +48,15 @@ export function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): t
     return tf.add(tf.mul(x, cos), tf.mul(rot, sin)) as tf.Tensor4D;
   });
 }
+
+/**
+ * The gradient of `applyRope` w.r.t. x: dy * cos + rotate_half^T(dy * sin), where rotate_half^T = -rotate_half
+ * (its matrix is antisymmetric). @param dy float32 [B, L, H, D]; cos, sin [B, L, 1, D] -> [B, L, H, D]
+ */
+export function applyRopeGrad(dy: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+  return tf.tidy(() => {
+    const [B, L, H, D] = dy.shape;
+    const rot = tf.reshape(rotateHalf(tf.reshape(tf.mul(dy, sin), [B * L * H, D]) as tf.Tensor2D), [B, L, H, D]);
+    return tf.sub(tf.mul(dy, cos), rot) as tf.Tensor4D;
+  });
+}

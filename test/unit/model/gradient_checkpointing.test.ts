@@ -98,9 +98,15 @@ async function peakExtraBytes(f: () => void): Promise<number> {
 
 test('checkpointing keeps less for the backward pass: the peak of a forward + backward of 4 layers drops', async (t) => {
   const m = Qwen2.random(tinyPreset(101, { num_hidden_layers: 4 }), 7);
-  const L = 96;
-  const ids = tf.tensor2d([Array.from({ length: L }, (_, i) => 1 + (i % 90))], [1, L], 'int32');
-  const mask = tf.ones([1, L]) as tf.Tensor2D;
+  // 4 rows: enough tokens that the layers' activations, not the weights' gradients, make the peak without checkpointing
+  // (off wasm each layer keeps only what its backward needs, lean_layer.ts).
+  const [B, L] = [4, 96];
+  const ids = tf.tensor2d(
+    Array.from({ length: B }, (_, b) => Array.from({ length: L }, (_, i) => 1 + ((i + b) % 90))),
+    [B, L],
+    'int32',
+  );
+  const mask = tf.ones([B, L]) as tf.Tensor2D;
   const vars = [...m.trainableVariables().values()];
   m.forward(ids, mask).dispose(); // the model's kept weight transposes (wasm) are made once, before measuring
   const peak = (checkpoint: boolean) =>
