@@ -44,8 +44,7 @@ import {
 import type { RunConfig, Trajectory } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { type Qwen2Config, tinyPreset } from '../src/model/config';
-import { decodeSafetensors } from '../src/model/hf/safetensors';
-import { modelFromTensors, modelToSafetensors } from '../src/model/hf/weights';
+import { modelFromSafetensorsFiles, modelToSafetensors } from '../src/model/hf/weights';
 import { Qwen2 } from '../src/model/qwen2';
 import { charTokenizer } from '../src/model/tokenizer';
 import { loadConfigFile } from '../src/preflight/load';
@@ -201,7 +200,7 @@ async function starpoCell(
 ): Promise<CellResult> {
   await initBackend(backend);
   const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing, layers);
-  const model = modelFromTensors(cfg, decodeSafetensors(readFileSync(join(dir, 'model.safetensors'))).tensors);
+  const model = modelFromSafetensorsFiles(cfg, [join(dir, 'model.safetensors')]);
   const run = async (): Promise<CellResult> => {
     if (job === 'generation') {
       const t = timeGeneration({ model, config, contexts, newTokens, seed: 1 });

@@ -3,14 +3,22 @@
  * checkpoints write and read them, and the model of an HF folder (folder.ts). Apart from folder.ts because it
  * needs tfjs, which config-time checks of a folder do not load.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import type { StreamedObject } from '../../contract';
 import { type Qwen2Config, validateQwen2Config } from '../config';
 import { Qwen2 } from '../qwen2';
 import type { ChatTokenizer } from '../tokenizer';
 import { readPretrainedConfig, readPretrainedTokenizer, weightFiles } from './folder';
-import { decodeSafetensors, type SafeTensor, type SafeTensorSpec, safetensorsStream, streamedBytes, toFloat32 } from './safetensors';
+import {
+  decodeSafetensors,
+  type SafeTensor,
+  type SafeTensorSpec,
+  SafetensorsDecoder,
+  safetensorsStream,
+  streamedBytes,
+  toFloat32,
+} from './safetensors';
 
 /** Elements per piece when a weight is read off the device for a stream (the largest, the embedding, is 100M+). */
 const PIECE_ELEMENTS = 8 * 1024 * 1024;
@@ -110,7 +118,35 @@ export function configFromJSONBytes(bytes: Uint8Array): Qwen2Config {
 export function modelFromFolder(dir: string): { model: Qwen2; tokenizer: ChatTokenizer } {
   const config = readPretrainedConfig(dir);
   const tokenizer = readPretrainedTokenizer(dir);
-  const tensors: Record<string, SafeTensor> = {};
-  for (const file of weightFiles(dir)) Object.assign(tensors, decodeSafetensors(readFileSync(file)).tensors);
-  return { model: modelFromTensors(config, tensors), tokenizer };
+  return { model: modelFromSafetensorsFiles(config, weightFiles(dir)), tokenizer };
+}
+
+/** Bytes read from a weights file at a time. */
+const READ_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Builds a model from safetensors files (the shards of a folder), read a piece at a time: each tensor goes to the
+ * backend (as float32) once its bytes are in, so neither the files nor a host copy of the weights are held.
+ * @throws Error from the decoder (corrupt file) or Qwen2.fromNamedTensors (missing weight, shape mismatch)
+ */
+export function modelFromSafetensorsFiles(config: Qwen2Config, files: readonly string[]): Qwen2 {
+  const map = new Map<string, tf.Tensor>();
+  const piece = Buffer.allocUnsafe(READ_BYTES);
+  try {
+    for (const file of files) {
+      const fd = openSync(file, 'r');
+      try {
+        const decoder = new SafetensorsDecoder(fstatSync(fd).size, (name, t) => map.set(name, tensorOnBackend(t)));
+        for (let n = readSync(fd, piece); n > 0; n = readSync(fd, piece)) decoder.write(piece.subarray(0, n));
+        decoder.finish();
+      } catch (err) {
+        throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return Qwen2.fromNamedTensors(config, map);
+  } finally {
+    tf.dispose([...map.values()]);
+  }
 }
