@@ -145,7 +145,7 @@ export interface MicroBatch {
  * micro-batch, calls `loss` on it and frees the packed ids. The optimizer step (grad_step.ts) sums their gradients.
  */
 export function microBatchLosses(
-  rows: UpdateRows,
+  rows: Pick<UpdateRows, 'trajectories' | 'padId'>,
   minibatch: readonly number[],
   microSize: number,
   loss: (mb: MicroBatch) => tf.Scalar,

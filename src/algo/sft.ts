@@ -8,9 +8,9 @@ import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import { Rng } from '../util/rng';
 import type { AdamW } from './adamw';
-import { lengthBucketedMicroBatches, packBatch, paddedLength } from './batch';
-import { optimizerStep } from './grad_step';
+import { type MicroBatchLoss, optimizerStep } from './grad_step';
 import { type LrSchedule, lrAt } from './lr_schedule';
+import { microBatchLosses } from './micro_batches';
 
 /** Settings of an SFT run. */
 export interface SftOptions {
@@ -41,35 +41,23 @@ export interface SftOptions {
 export async function sftTrain(o: SftOptions): Promise<{ finalLoss: number; losses: number[] }> {
   if (o.trajectories.length === 0) throw new RangeError('sftTrain: no trajectories');
   const vars = o.model.trainableVariables();
-  const lengths = o.trajectories.map((t) => t.inputIds.length);
   const losses: number[] = [];
   let order: number[] = [];
   let epoch = 0;
   for (let step = 0; step < o.steps; step++) {
-    if (order.length < o.batchSize) order = order.concat(new Rng(o.seed, 'sft', epoch++).shuffle([...lengths.keys()]));
+    if (order.length < o.batchSize) order = order.concat(new Rng(o.seed, 'sft', epoch++).shuffle([...o.trajectories.keys()]));
     const picked = order.splice(0, o.batchSize);
-    const micro = lengthBucketedMicroBatches(picked, lengths, o.microBatchSize);
-    const lossFns = micro.map((idx) => ({
-      rows: idx.length,
-      tokens: paddedLength(idx.map((i) => o.trajectories[i])),
-      loss: () => {
-        const batch = packBatch(
-          idx.map((i) => o.trajectories[i]),
-          o.padId,
-        );
-        const mask = tf.tensor2d(batch.mask);
-        const { logp, entropy } = tokenLogProbs(o.model, batch.ids, batch.attentionMask, {
-          at: mask,
-          entropyGradient: false,
-          gradientCheckpointing: o.gradientCheckpointing,
-        });
-        entropy.dispose();
-        const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
-        batch.ids.dispose();
-        batch.attentionMask.dispose();
-        return tf.div(nll, micro.length) as tf.Scalar;
-      },
-    }));
+    // Each micro-batch's token mean, divided by their number: the minibatch's loss is their mean.
+    const lossFns: MicroBatchLoss[] = microBatchLosses(o, picked, o.microBatchSize, ({ ids, attentionMask, mask }) => {
+      const { logp, entropy } = tokenLogProbs(o.model, ids, attentionMask, {
+        at: mask,
+        entropyGradient: false,
+        gradientCheckpointing: o.gradientCheckpointing,
+      });
+      entropy.dispose();
+      const nll = tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
+      return tf.div(nll, lossFns.length) as tf.Scalar;
+    });
     const res = await optimizerStep({ vars, optimizer: o.optimizer, lossFns, lr: lrAt(o.lr, step), maxGradNorm: o.maxGradNorm });
     losses.push(res.loss);
     if (o.afterStep) await o.afterStep(step, res.loss);
