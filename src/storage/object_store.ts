@@ -131,7 +131,8 @@ export class ObjectStore {
    */
   async putStreamed(key: string, body: StreamedObject, contentType = 'application/octet-stream'): Promise<ObjectRef> {
     const hash = createHash('sha256');
-    const parts = [Buffer.allocUnsafe(PART_BYTES), Buffer.allocUnsafe(PART_BYTES)];
+    // An object smaller than a part (a small model's weights) needs one buffer of its own size, not two parts.
+    const parts = [Buffer.allocUnsafe(Math.min(PART_BYTES, body.bytes)), Buffer.allocUnsafe(body.bytes > PART_BYTES ? PART_BYTES : 0)];
     let fill = 0;
     let total = 0;
     let uploadId: string | null = null;
@@ -151,6 +152,7 @@ export class ObjectStore {
       for await (const chunk of body.chunks()) {
         hash.update(chunk);
         total += chunk.length;
+        if (total > body.bytes) throw new Error(`streamed object ${key}: the stream gave more than the ${body.bytes} bytes it declared`);
         for (let at = 0; at < chunk.length; ) {
           const take = Math.min(PART_BYTES - fill, chunk.length - at);
           parts[0].set(chunk.subarray(at, at + take), fill);

@@ -110,4 +110,9 @@ test("a write after a killed writer's half-done upload aborts it and stores the 
   await assert.rejects(store.putStreamed(short, streamOf(data, 8 * MiB, data.length + 1)), /gave 41943040 bytes, it declared 41943041/);
   assert.equal(await store.exists(short), false);
   assert.equal(await store.client.findUploadId(store.bucket, short), undefined, 'the failed upload was aborted');
+
+  // A stream longer than it declared is refused before it overruns the buffer sized to the declared bytes.
+  const long = `${prefix}/long.bin`;
+  await assert.rejects(store.putStreamed(long, streamOf(data.subarray(0, 1000), 300, 999)), /gave more than the 999 bytes it declared/);
+  assert.equal(await store.exists(long), false);
 });
