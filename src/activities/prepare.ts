@@ -6,20 +6,23 @@
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { log } from '@temporalio/activity';
+import type * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../algo/adamw';
 import { sftTrain, warmupSchedule } from '../algo/sft';
 import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, StepMetrics, Trajectory, WriteMetricsInput } from '../contract';
-import { ConfigError, EnvFailureError, gradientCheckpointing } from '../contract';
+import { ConfigError, EnvFailureError, gradientCheckpointing, loraSettings } from '../contract';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
+import { adaptersFromFolder } from '../model/hf/peft';
 import { modelFromFolder } from '../model/hf/weights';
+import { LoraAdapters } from '../model/lora';
 import { Qwen2 } from '../model/qwen2';
 import { type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import { warmupDemonstrations } from '../rollout/demonstrations';
 import { readCheckpoint, verifyOnlySafetensors, writeInitial, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
-import { metricsKey, runKey, warmupPrefix } from '../storage/keys';
-import { saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
+import { checkpointPrefix, metricsKey, runKey, warmupPrefix } from '../storage/keys';
+import { disposeCheckpoint, loadCheckpoint, saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
 import { deriveSeed } from '../util/rng';
 import { type ActivityRuntime, heartbeat } from './runtime';
 import { setWatchdogLimit } from './watchdog';
@@ -158,6 +161,45 @@ async function storeRunSpec(rt: ActivityRuntime, spec: RunSpec): Promise<void> {
   await rt.store.putJson(key, spec);
 }
 
+/**
+ * A LoRA run's step-0 policy: the warm start `base` with the run's initial adapters (PEFT's initialisation, seeded
+ * by the run's seed, or the adapter_name_or_path folder's), stored as the run's step-0 adapter checkpoint. Without
+ * LoRA the warm start itself.
+ */
+async function withInitialAdapters(
+  rt: ActivityRuntime,
+  spec: RunSpec,
+  base: ObjectRef,
+  metrics: Record<string, number>,
+): Promise<ObjectRef> {
+  const { config, runId } = spec;
+  const settings = loraSettings(config.actor_train.model_args);
+  if (!settings) return base;
+  const c = await loadCheckpoint(rt.store, base);
+  try {
+    const dir = config.actor_train.model_args.adapter_name_or_path;
+    const weights = c.model.toNamedTensors();
+    c.model.setAdapters(
+      dir
+        ? adapterFolder(c.model, dir)
+        : LoraAdapters.init(c.model.config, settings, deriveSeed(config.seed, 'lora-init'), (name) => weights.get(name) as tf.Tensor),
+    );
+    const state = { step: 0, betas: [0.9, 0.999] as [number, number], weightDecay: 0, metrics, base };
+    return await saveCheckpoint(rt.store, checkpointPrefix(runId, 0), { ...c, state });
+  } finally {
+    disposeCheckpoint(c);
+  }
+}
+
+/** The adapters of a PEFT folder for `model`; a folder that does not fit is a ConfigError (not retried) naming it. */
+function adapterFolder(model: Qwen2, dir: string): LoraAdapters {
+  try {
+    return adaptersFromFolder(model.config, dir);
+  } catch (err) {
+    throw new ConfigError('actor_train.model_args.adapter_name_or_path', [`${(err as Error).message} (on the update worker's host)`]);
+  }
+}
+
 /** Points the run's initial.json and latest.json at its step-0 checkpoint. */
 async function pointAt(rt: ActivityRuntime, runId: string, ref: ObjectRef): Promise<void> {
   await writeInitial(rt.store, runId, ref);
@@ -192,8 +234,9 @@ export function prepareRunActivity(rt: ActivityRuntime) {
     // A reused warm-up reports what it cost the run that trained it (warmup/seconds, final_loss), so runs
     // that share it compare alike by wall minutes; warmup/reused = 1 says this run did not spend that time.
     if (existing) {
-      await pointAt(rt, runId, existing.ref);
-      return { checkpoint: existing.ref, metrics: { ...existing.metrics, 'warmup/reused': 1 } };
+      const checkpoint = await withInitialAdapters(rt, input, existing.ref, existing.metrics);
+      await pointAt(rt, runId, checkpoint);
+      return { checkpoint, metrics: { ...existing.metrics, 'warmup/reused': 1 } };
     }
     const { model, tokenizer } = initialPolicy(config);
     try {
@@ -205,8 +248,9 @@ export function prepareRunActivity(rt: ActivityRuntime) {
         optimizer: null,
         state: { step: 0, betas: [0.9, 0.999], weightDecay: 0, metrics },
       });
-      await pointAt(rt, runId, ref);
-      return { checkpoint: ref, metrics: { ...metrics, 'warmup/reused': 0 } };
+      const checkpoint = await withInitialAdapters(rt, input, ref, metrics);
+      await pointAt(rt, runId, checkpoint);
+      return { checkpoint, metrics: { ...metrics, 'warmup/reused': 0 } };
     } finally {
       model.dispose();
     }

@@ -8,13 +8,16 @@ import { Context, log } from '@temporalio/activity';
 import type { ObjectRef, RunSpec, Trajectory } from '../contract';
 import { backendInfo } from '../model/backend';
 import type { Qwen2 } from '../model/qwen2';
-import { readCompleteBefore } from '../storage/checkpoint';
+import { readCheckpointFile, readCompleteBefore } from '../storage/checkpoint';
 import { runKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
-import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint } from '../storage/policy_checkpoint';
+import { attachOptimizer, disposeCheckpoint, loadCheckpoint, type PolicyCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
 import type { ReplaySource } from '../workflows/fallback';
 import { mustStop, relayHeartbeat } from './heartbeat_relay';
 import { reportProgress, setWatchdogLimit } from './watchdog';
+
+/** The cache key of a checkpoint: its manifest's key and sha256. */
+const keyOf = (manifest: ObjectRef) => `${manifest.key}@${manifest.sha256}`;
 
 /** Activity dependencies and caches of one worker process. */
 export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
@@ -48,12 +51,14 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
    * @throws CorruptObjectError / ObjectNotFoundError when the checkpoint (or the optimizer state asked for) is unusable
    */
   async take(manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
-    const key = `${manifest.key}@${manifest.sha256}`;
+    const key = keyOf(manifest);
     if (this.cached?.key !== key) {
-      // Freed before the load, not after: a worker that moves to another run or checkpoint holds one policy, not
-      // two (weights and AdamW moments: 6 GB at Qwen2.5-0.5B).
-      this.drop();
-      return loadCheckpoint(this.store, manifest, withOptimizer);
+      // A LoRA run's next checkpoint is new adapters on the same base: the cached model is kept, only the adapters
+      // are read. Otherwise the cache is freed before the load, not after: a worker that moves to another run or
+      // checkpoint holds one policy, not two (weights and AdamW moments: 6 GB at Qwen2.5-0.5B).
+      const base = await this.cachedBaseOf(manifest);
+      if (!base) this.drop();
+      return loadCheckpoint(this.store, manifest, withOptimizer, base ?? undefined);
     }
     const hit = this.cached.checkpoint;
     this.cached = null;
@@ -85,7 +90,25 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
   /** Caches a checkpoint under its manifest ref, disposing the previous one. */
   keep(manifest: ObjectRef, checkpoint: PolicyCheckpoint): void {
     this.drop();
-    this.cached = { key: `${manifest.key}@${manifest.sha256}`, checkpoint };
+    this.cached = { key: keyOf(manifest), checkpoint };
+  }
+
+  /**
+   * The cached model, its adapters, optimizers and critic freed, when `manifest` is an adapter checkpoint on the
+   * weights the cache holds (its base, or the cached checkpoint itself); else null.
+   */
+  private async cachedBaseOf(manifest: ObjectRef): Promise<Qwen2 | null> {
+    const cached = this.cached;
+    if (!cached) return null;
+    const bytes = await readCheckpointFile(this.store, manifest.key, 'trainer_state.json');
+    const base = bytes ? trainerStateOf({ 'trainer_state.json': bytes }).base : undefined;
+    const cachedBase = cached.checkpoint.state.base ? keyOf(cached.checkpoint.state.base) : cached.key;
+    if (!base || keyOf(base) !== cachedBase) return null;
+    this.cached = null;
+    const { model, optimizer, critic, criticOptimizer } = cached.checkpoint;
+    for (const held of [optimizer, critic, criticOptimizer]) held?.dispose();
+    model.setAdapters(null);
+    return model;
   }
 
   private drop(): void {
@@ -98,7 +121,7 @@ export class ActivityRuntime implements ReplaySource<PolicyCheckpoint> {
    * owned by the runtime: callers must not dispose or train it.
    */
   async reference(manifest: ObjectRef): Promise<Qwen2> {
-    const key = `${manifest.key}@${manifest.sha256}`;
+    const key = keyOf(manifest);
     if (this.referenceCache?.key !== key) {
       if (this.referenceCache) disposeCheckpoint(this.referenceCache.checkpoint);
       this.referenceCache = { key, checkpoint: await loadCheckpoint(this.store, manifest) };

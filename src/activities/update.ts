@@ -8,13 +8,20 @@ import { AdamW } from '../algo/adamw';
 import { klControllerFromConfig } from '../algo/kl';
 import { lrAt } from '../algo/lr_schedule';
 import { criticStepsPerUpdate, needsReference, optimizerStepsPerUpdate, ppoUpdate } from '../algo/update';
-import type { ObjectRef, RunConfig, UpdateInput, UpdateOutput } from '../contract';
+import { frozenBy, type ObjectRef, type RunConfig, type UpdateInput, type UpdateOutput } from '../contract';
 import { backendInfo } from '../model/backend';
+import type { Qwen2 } from '../model/qwen2';
 import { ValueModel } from '../model/value_model';
 import { readCheckpoint, readOptimizerFiles, verifyOnlySafetensors, writeLatest } from '../storage/checkpoint';
 import { isUnusable } from '../storage/errors';
 import { checkpointPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
-import { disposeCheckpoint, dropOldCheckpointData, saveCheckpoint, trainerStateOf } from '../storage/policy_checkpoint';
+import {
+  disposeCheckpoint,
+  dropOldCheckpointData,
+  type PolicyCheckpoint,
+  saveCheckpoint,
+  trainerStateOf,
+} from '../storage/policy_checkpoint';
 import { readTrajectories, takePolicy } from '../workflows/fallback';
 import { type ActivityRuntime, heartbeat } from './runtime';
 
@@ -51,6 +58,16 @@ async function completedUpdate(rt: ActivityRuntime, manifestKey: string): Promis
 }
 
 /**
+ * The frozen reference policy of the KL terms: a LoRA model's own base weights (its base view: no second copy),
+ * else the run's step-0 policy, which at step 0 is this very checkpoint (ppoUpdate reads it before any optimizer
+ * step; `stored` null), later loaded once per process.
+ */
+async function referenceOf(rt: ActivityRuntime, checkpoint: PolicyCheckpoint, stored: ObjectRef | null): Promise<Qwen2> {
+  if (checkpoint.model.adapters()) return checkpoint.model.baseView();
+  return stored ? rt.reference(stored) : checkpoint.model;
+}
+
+/**
  * Builds the update activity over a runtime. A retried or replayed attempt whose checkpoint has a manifest whose
  * objects verify returns it (and points latest.json at it); a damaged one is trained again, rewriting identical
  * objects (the update is deterministic). A corrupt policy checkpoint or trajectory shard ends the attempt with a
@@ -79,6 +96,7 @@ export function updateActivity(rt: ActivityRuntime) {
     let ref: ObjectRef;
     let result: Awaited<ReturnType<typeof ppoUpdate>>;
     try {
+      checkpoint.model.freeze(frozenBy(config.actor_train.model_args));
       checkpoint.optimizer ??= newAdamW(actorArgs);
       if (gae) {
         checkpoint.critic ??= ValueModel.fromPolicy(checkpoint.model);
@@ -98,8 +116,7 @@ export function updateActivity(rt: ActivityRuntime) {
               lr: lrOf(criticArgs, config, input.step, criticStepsPerUpdate(config)),
             }
           : null,
-        // At step 0 the reference is this very checkpoint: the actor serves (ppoUpdate reads it before any optimizer step).
-        reference: needsReference(config) ? (reference === input.policy ? checkpoint.model : await rt.reference(reference)) : null,
+        reference: needsReference(config) ? await referenceOf(rt, checkpoint, reference === input.policy ? null : reference) : null,
         klController,
         trajectories,
         config,
@@ -116,6 +133,7 @@ export function updateActivity(rt: ActivityRuntime) {
         criticOptimizer: gae ? { betas: betasOf(criticArgs), weightDecay: criticArgs.weight_decay } : undefined,
         klCoef: klController.value,
         reference,
+        base: checkpoint.state.base,
         skipReason: result.skipReason ?? undefined,
         compute: backendInfo(),
       };

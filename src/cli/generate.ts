@@ -16,12 +16,14 @@ import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { activeSlidingWindow, countParams, type Qwen2Config, TINY_PRESET, tinyPreset } from '../model/config';
 import { generate } from '../model/generate';
 import { pretrainedProblems, readPretrainedConfig } from '../model/hf/folder';
+import { ADAPTER_WEIGHTS } from '../model/hf/peft';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
 import { configFromJSONBytes, modelFromFolder, modelFromSafetensors } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';
 import { logSumExp } from '../model/sampling';
 import { type ChatMessage, type ChatTokenizer, charTokenizer } from '../model/tokenizer';
 import type { ObjectStore } from '../storage/object_store';
+import { loadCheckpoint } from '../storage/policy_checkpoint';
 import { deriveSeed, Rng } from '../util/rng';
 import { BadInputError } from './exit_codes';
 import { checkInputFile } from './file_args';
@@ -152,8 +154,12 @@ export async function loadModel(
   const { files } = checkpoint;
   const cfg = configFromJSONBytes(files['config.json'] as Uint8Array);
   await initGenerationBackend(cfg);
+  // A LoRA run's checkpoint holds adapters only: its base comes from the store with them.
+  const model = files[ADAPTER_WEIGHTS]
+    ? (await loadCheckpoint(s, checkpoint.ref)).model
+    : modelFromSafetensors(cfg, files['model.safetensors'] as Uint8Array);
   return {
-    model: modelFromSafetensors(cfg, files['model.safetensors'] as Uint8Array),
+    model,
     tokenizer: tokenizerFromFiles(files, (name) => `${checkpoint.ref.key}: ${name}`),
     source: `run ${runId} step ${checkpoint.step}`,
     generating: spec.config.actor_infer.generating_args,

@@ -108,11 +108,15 @@ program
   .argument('<runId>', 'run id (see starpo list)', runIdArgument)
   .option('--step <n>', 'checkpoint step (0 = the step-0 policy); default the newest complete checkpoint', nonNegativeInt)
   .requiredOption('--to <dir>', 'output folder: must not exist or be empty (written to a temp folder, then renamed)')
-  .action(async (runId: string, opts: { step?: number; to: string }) => {
+  .option(
+    '--merge',
+    "a LoRA run's checkpoint as one HF folder of the merged weights (default: a PEFT adapter folder, its base in DIR/base)",
+  )
+  .action(async (runId: string, opts: { step?: number; to: string; merge?: boolean }) => {
     const { exportCheckpoint } = require('./export') as typeof import('./export');
     const { ObjectStore } = require('../storage/object_store') as typeof import('../storage/object_store');
     const store = new ObjectStore((await resolveEndpoints({ start: false, log })).s3);
-    const out = await exportCheckpoint(store, runId, { step: opts.step, to: opts.to, log });
+    const out = await exportCheckpoint(store, runId, { step: opts.step, to: opts.to, merge: opts.merge, log });
     log(`exported run ${runId} step ${out.step} (${out.manifestKey}) to ${out.dir}`);
     for (const f of out.files) log(`  ${f.name.padEnd(24)} ${f.bytes.toLocaleString('en-US')} bytes`);
   });

@@ -205,6 +205,11 @@ export interface TrainerState {
   klCoef?: number;
   /** Manifest of the run's step-0 policy: the frozen reference of the KL terms. Absent in the step-0 checkpoint itself. */
   reference?: ObjectRef;
+  /**
+   * Manifest of the checkpoint whose full weights this checkpoint's LoRA adapters apply to (a LoRA run's
+   * checkpoints hold only the adapters); absent in a checkpoint of full weights.
+   */
+  base?: ObjectRef;
   /** Why this step's update made no optimizer step (StarPO-S filter kept nothing), when it did not. */
   skipReason?: string;
   /** Where the update that wrote this checkpoint computed. */

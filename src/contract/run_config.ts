@@ -14,6 +14,7 @@ import {
   LOSS_AGG_MODES,
   TOP_P_PROB_MODES,
 } from './enums';
+import { ignoredShape } from './ignored';
 import { HEARTBEAT_TIMEOUT_DEFAULT_SECONDS, HEARTBEAT_TIMEOUT_MIN_SECONDS } from './liveness';
 import {
   actorInferSchema,
@@ -25,7 +26,6 @@ import {
   earlyStopSchema,
   envManagerSchema,
   type generatingArgsSchema,
-  ignoredShape,
   nonNegativeInt,
   positiveInt,
   rewardNormalizationSchema,

@@ -6,19 +6,13 @@
  */
 import { z } from 'zod';
 import { NORM_METHODS, NORM_TYPES } from './enums';
+import { ignoredShape } from './ignored';
+import { actorModelArgsSchema } from './model_args';
 import { nearestKey } from './nearest';
 import type { Trajectory } from './trajectory';
 
 export const positiveInt = z.number().int().positive();
 export const nonNegativeInt = z.number().int().nonnegative();
-
-/** The schema of every ROLL key starpo accepts and does not use: any value, reported as ignored. */
-export const IGNORED = z.unknown().optional();
-
-/** A zod shape accepting each of `keys` as IGNORED. */
-export function ignoredShape<const K extends readonly string[]>(keys: K): { [P in K[number]]: typeof IGNORED } {
-  return Object.fromEntries(keys.map((k) => [k, IGNORED])) as { [P in K[number]]: typeof IGNORED };
-}
 
 /** Sampling settings (ROLL generating_args); docs/configs.md EnvManagerConfig defaults. */
 export const generatingArgsSchema = z
@@ -81,38 +75,6 @@ const criticTrainingArgsSchema = z
 
 /** ROLL worker-block keys that only place work on GPUs or pick a Megatron/vLLM/DeepSpeed strategy. */
 const PLACEMENT_KEYS = ['model_args', 'strategy_args', 'device_mapping', 'infer_batch_size', 'data_args'] as const;
-
-/**
- * actor_train.model_args: ROLL's ModelArguments (roll/configs/model_args.py, LoRA keys included), of which starpo
- * uses disable_gradient_checkpointing (false: each decoder layer is recomputed in the backward pass instead of kept;
- * docs/configs.md). The others choose dtypes, attention kernels, LoRA and device maps of ROLL's workers: ignored.
- */
-const actorModelArgsSchema = z
-  .object({
-    disable_gradient_checkpointing: z.boolean().nullable().default(false), // ROLL: Optional[bool], None enables it too
-    ...ignoredShape([
-      'model_name_or_path',
-      'adapter_name_or_path',
-      'attn_implementation',
-      'moe_aux_loss_coef',
-      'gradient_checkpointing_use_reentrant',
-      'device_map',
-      'dtype',
-      'model_type',
-      'num_labels',
-      'model_config_kwargs',
-      'freeze_module_prefix',
-      'ulysses_size',
-      'vision_dp',
-      'additional_target',
-      'autocast_adapter_dtype',
-      'lora_alpha',
-      'lora_dropout',
-      'lora_rank',
-      'lora_target',
-    ]),
-  })
-  .strict();
 
 /**
  * The worker roles (ROLL actor_train, actor_infer, critic), each with the block it uses; ROLL's other

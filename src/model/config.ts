@@ -176,6 +176,23 @@ export function activeSlidingWindow(cfg: Qwen2Config): { window: number; layer: 
 }
 
 /**
+ * @throws RangeError when a position is >= max_position_embeddings, or reaches `sliding` (activeSlidingWindow):
+ *   sliding-window attention is not implemented, and equals full attention while no position reaches the window
+ */
+export function assertPositions(cfg: Qwen2Config, sliding: { window: number; layer: number } | null, positions: ArrayLike<number>): void {
+  for (let i = 0; i < positions.length; i++) {
+    if (positions[i] >= cfg.max_position_embeddings) {
+      throw new RangeError(`Qwen2: position ${positions[i]} >= max_position_embeddings = ${cfg.max_position_embeddings}`);
+    }
+    if (sliding && positions[i] >= sliding.window) {
+      throw new RangeError(
+        `Qwen2: position ${positions[i]} >= sliding_window = ${sliding.window} of layer ${sliding.layer} (sliding-window attention is not implemented)`,
+      );
+    }
+  }
+}
+
+/**
  * transformers' defaults of the keys starpo reads (configuration_qwen2.py, configuration_llama.py), and what
  * the modeling code fixes whatever config.json says: Qwen2's q/k/v always have a bias, its MLP never. A
  * num_key_value_heads of null means num_attention_heads in both.

@@ -12,7 +12,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { chunkedAttention, chunkedAttentionGrad, groupHeads, ungroupHeads } from './attention';
 import type { AttentionMask } from './attention_mask';
-import { linear } from './kernels';
+import { type FusedWeights, linear } from './kernels';
 import { rmsNormGrad, rmsRstd } from './rms_norm';
 import { applyRope, applyRopeGrad, type RopeTables } from './rope';
 
@@ -40,6 +40,37 @@ export interface DecoderLayerWeights {
   gate: LinearWeights;
   up: LinearWeights;
   down: LinearWeights;
+}
+
+/**
+ * The weights of the decoder layer of prefix `p` (`model.layers.<l>.`) read through `get` (HF name -> weight), with
+ * q, k and v stacked by `fused` (kept while they are unchanged).
+ */
+export function layerWeightsOf(get: (name: string) => tf.Tensor | undefined, fused: FusedWeights, p: string): DecoderLayerWeights {
+  const must = (name: string) => {
+    const t = get(name);
+    if (!t) throw new Error(`decoder layer: weight ${name} is missing`);
+    return t;
+  };
+  const lin = (name: string): LinearWeights => ({
+    w: must(`${p}${name}.weight`) as tf.Tensor2D,
+    b: get(`${p}${name}.bias`) as tf.Tensor1D | undefined,
+  });
+  const [q, k, v] = ['q_proj', 'k_proj', 'v_proj'].map((n) => lin(`self_attn.${n}`));
+  const bs = q.b && k.b && v.b ? [q.b, k.b, v.b] : undefined;
+  const { stacked, bias } = fused.of(`${p}self_attn.`, [q.w, k.w, v.w], bs);
+  return {
+    inputNorm: must(`${p}input_layernorm.weight`) as tf.Tensor1D,
+    q,
+    k,
+    v,
+    qkv: { w: stacked, b: bias },
+    o: lin('self_attn.o_proj'),
+    postNorm: must(`${p}post_attention_layernorm.weight`) as tf.Tensor1D,
+    gate: lin('mlp.gate_proj'),
+    up: lin('mlp.up_proj'),
+    down: lin('mlp.down_proj'),
+  };
 }
 
 /** The shapes of one layer's forward: B rows of L positions, H query heads on KVH key/value heads of D, RMSNorm eps. */

@@ -9,14 +9,17 @@
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../util/rng';
 import { groupedAttention } from './attention';
-import { type AttentionMask, causalMask, disposeMask } from './attention_mask';
+import { causalMask, disposeMask } from './attention_mask';
 import { type CheckpointStage, checkpointedStages } from './checkpoint';
-import { activeSlidingWindow, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
+import { activeSlidingWindow, assertPositions, headDim, type Qwen2Config, validateQwen2Config, weightShapes } from './config';
 import { embedLookup, FusedWeights, fusedLinear, gatherRows, linear, WeightTransposes } from './kernels';
-import { type DecoderLayerWeights, type LinearWeights, leanDecoderLayer } from './lean_layer';
+import { layerWeightsOf, leanDecoderLayer } from './lean_layer';
+import type { LoraAdapters } from './lora';
 import { rmsNorm } from './rms_norm';
 import { applyRope, type RopeTables, ropeCosSin } from './rope';
+import type { LayerKV, RunInputs, TrainingForwardOptions } from './run_inputs';
 
+export type { LayerKV, RunInputs, TrainingForwardOptions };
 export { rmsNorm };
 
 /** [B, L, KVH, D] -> [B, KVH, L, D] (a reshape when L = 1). */
@@ -28,53 +31,30 @@ function headsFirst(x: tf.Tensor4D): tf.Tensor4D {
 // ---------------------------------------------------------------------------------------------------------
 // The model: token embedding, N x decoder layer, final RMSNorm, lm_head (optionally tied to the embedding).
 
-/** Cached keys/values of one layer, after RoPE: float32 [B, KVH, T, D] each. */
-export interface LayerKV {
-  k: tf.Tensor4D;
-  v: tf.Tensor4D;
-}
-
-/** Inputs of `Qwen2.run` (the shared forward used by training and by cached generation). */
-export interface RunInputs {
-  /** int32 [B, Lq] token ids. */
-  ids: tf.Tensor2D;
-  /** Row-major [B * Lq] position ids (RoPE positions). */
-  positions: ArrayLike<number>;
-  /** The causal attention mask (`causalMask`) for Lq queries over Lk = cached T + Lq keys. Not disposed by run. */
-  mask: AttentionMask;
-  /** Per-layer cache of the previous T positions, or undefined for none. Not disposed by run. */
-  cache?: LayerKV[];
-  /** When true, return the new per-layer cache (concatenated keys/values); the caller disposes it. */
-  returnCache?: boolean;
-  /** When true, compute logits only for the last of the Lq positions (logits [B, 1, V]); else for all. */
-  lastOnly?: boolean;
-  /** TrainingForwardOptions.gradientCheckpointing (without a cache: a training forward). */
-  gradientCheckpointing?: boolean;
-}
-
-/** Options of the training forwards (`forward`, `hiddenStates`, `hiddenAt`). */
-export interface TrainingForwardOptions {
-  /**
-   * Recompute each decoder layer's forward in the backward pass instead of keeping its intermediates on the tape
-   * (checkpoint.ts): the same gradients for about one more forward of compute, the tape then holding one [B * L, E]
-   * input per layer. ROLL's `model_args.disable_gradient_checkpointing: false`. Default false.
-   */
-  gradientCheckpointing?: boolean;
-}
-
 /** A Qwen2 or Llama decoder with tf.Variable weights keyed by HF names. */
 export class Qwen2 {
   readonly config: Qwen2Config;
   private readonly vars: Map<string, tf.Variable>;
-  private readonly transposes = new WeightTransposes();
-  private readonly fused = new FusedWeights();
+  private readonly transposes: WeightTransposes;
+  private readonly fused: FusedWeights;
   private disposed = false;
   private readonly sliding: { window: number; layer: number } | null;
+  /** LoRA adapters applied on top of the weights (lora.ts), owned by this model; null for none. */
+  private lora: LoraAdapters | null = null;
+  /** The trainable names an update leaves alone (`freeze`). */
+  private frozen: (name: string) => boolean = () => false;
 
-  private constructor(config: Qwen2Config, vars: Map<string, tf.Variable>) {
+  /** @param view the weights and caches of another model, which keeps owning them (`baseView`) */
+  private constructor(
+    config: Qwen2Config,
+    vars: Map<string, tf.Variable>,
+    private readonly view?: Qwen2,
+  ) {
     this.config = config;
     this.vars = vars;
     this.sliding = activeSlidingWindow(config);
+    this.transposes = view ? view.transposes : new WeightTransposes();
+    this.fused = view ? view.fused : new FusedWeights();
   }
 
   /** Seeded init (Rng stream (seed, 'qwen2-init', name)): weights ~ N(0, 0.02^2) (HF initializer_range), biases 0, norms 1. */
@@ -130,19 +110,48 @@ export class Qwen2 {
     return new Map(this.vars);
   }
 
-  /** The trainable variables by HF name (tied lm_head appears once, as model.embed_tokens.weight). */
-  trainableVariables(): Map<string, tf.Variable> {
-    return new Map(this.vars);
+  /** Applies LoRA adapters on top of the weights, or none: the model owns them from then on and frees the previous ones. */
+  setAdapters(adapters: LoraAdapters | null): void {
+    if (this.lora !== adapters) this.lora?.dispose();
+    this.lora = adapters;
   }
 
-  /** Frees all variables. Using the model afterwards throws. */
+  /** Which trainable names an update leaves alone (ROLL's freeze_module_prefix): `trainableVariables` omits them. */
+  freeze(frozen: (name: string) => boolean): void {
+    this.frozen = frozen;
+  }
+
+  /** The LoRA adapters the model applies, or null. */
+  adapters(): LoraAdapters | null {
+    return this.lora;
+  }
+
+  /**
+   * The same weights without the adapters (the KL reference of a LoRA run): no copy of anything. The view lives as
+   * long as this model; disposing it frees nothing.
+   */
+  baseView(): Qwen2 {
+    return new Qwen2(this.config, this.vars, this);
+  }
+
+  /**
+   * The trainable variables by name, but those `freeze` names: the adapters' (LoraAdapters.variables) when the
+   * model has adapters, else its weights (HF names; a tied lm_head appears once, as model.embed_tokens.weight).
+   */
+  trainableVariables(): Map<string, tf.Variable> {
+    return new Map([...(this.lora?.variables() ?? this.vars)].filter(([name]) => !this.frozen(name)));
+  }
+
+  /** Frees all variables (a view's: nothing). Using the model afterwards throws. */
   dispose(): void {
     if (this.disposed) return;
+    this.disposed = true;
+    if (this.view) return;
+    this.lora?.dispose();
     for (const v of this.vars.values()) v.dispose();
     this.vars.clear();
     this.transposes.dispose();
     this.fused.dispose();
-    this.disposed = true;
   }
 
   /**
@@ -236,17 +245,7 @@ export class Qwen2 {
   private trunk(inp: RunInputs): { x: tf.Tensor2D; cache: LayerKV[] } {
     const cfg = this.config;
     const [B, Lq] = inp.ids.shape;
-    for (let i = 0; i < inp.positions.length; i++) {
-      if (inp.positions[i] >= cfg.max_position_embeddings) {
-        throw new RangeError(`Qwen2: position ${inp.positions[i]} >= max_position_embeddings = ${cfg.max_position_embeddings}`);
-      }
-      // Sliding-window attention is not implemented: it equals full attention while no position reaches the window.
-      if (this.sliding && inp.positions[i] >= this.sliding.window) {
-        throw new RangeError(
-          `Qwen2: position ${inp.positions[i]} >= sliding_window = ${this.sliding.window} of layer ${this.sliding.layer} (sliding-window attention is not implemented)`,
-        );
-      }
-    }
+    assertPositions(cfg, this.sliding, inp.positions);
     const rope = ropeCosSin(inp.positions, B, Lq, headDim(cfg), cfg.rope_theta);
     const cache: LayerKV[] = [];
     let x: tf.Tensor2D = embedLookup(this.w('model.embed_tokens.weight') as tf.Tensor2D, tf.reshape(inp.ids, [B * Lq]) as tf.Tensor1D);
@@ -272,7 +271,7 @@ export class Qwen2 {
     for (let l = 0; l < this.config.num_hidden_layers; l++) {
       const p = `model.layers.${l}.`;
       stages.push({
-        weights: [...this.vars].filter(([name]) => name.startsWith(p)).map(([, v]) => v),
+        weights: [...this.trainableVariables()].filter(([name]) => name.startsWith(p)).map(([, v]) => v),
         run: (x, [cos, sin, ...biases]) => {
           const mask = { ...inp.mask, chunks: inp.mask.chunks.map((c, i) => ({ ...c, bias: biases[i] as tf.Tensor4D })) };
           return this.decoderLayer(l, x, { cos: cos as tf.Tensor4D, sin: sin as tf.Tensor4D }, { ...inp, mask }, []);
@@ -289,10 +288,11 @@ export class Qwen2 {
   private decoderLayer(l: number, x: tf.Tensor2D, rope: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const p = `model.layers.${l}.`;
     const eps = this.config.rms_norm_eps;
-    if (!inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm') {
+    if (!inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm' && !this.lora) {
       const [B, L] = inp.ids.shape;
       const { num_attention_heads: H, num_key_value_heads: KVH } = this.config;
-      return leanDecoderLayer(x, this.layerWeights(p), { B, L, H, KVH, D: headDim(this.config), eps }, rope, inp.mask);
+      const weights = layerWeightsOf((name) => this.weight(name), this.fused, p);
+      return leanDecoderLayer(x, weights, { B, L, H, KVH, D: headDim(this.config), eps }, rope, inp.mask);
     }
     const attnIn = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps);
     const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, attnIn, rope, inp, cache));
@@ -351,41 +351,27 @@ export class Qwen2 {
    */
   private linear(x: tf.Tensor2D, prefix: string): tf.Tensor2D {
     const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
-    return linear(x, w, this.vars.get(`${prefix}.bias`) as tf.Tensor1D | undefined, this.transposes.of(prefix, w));
-  }
-
-  /** The weights of the layer of prefix `p` (`model.layers.<l>.`), the stacked q/k/v included. */
-  private layerWeights(p: string): DecoderLayerWeights {
-    const lin = (name: string): LinearWeights => ({
-      w: this.w(`${p}${name}.weight`) as tf.Tensor2D,
-      b: this.vars.get(`${p}${name}.bias`) as tf.Tensor1D | undefined,
-    });
-    const [q, k, v] = ['q_proj', 'k_proj', 'v_proj'].map((n) => lin(`self_attn.${n}`));
-    const bs = q.b && k.b && v.b ? [q.b, k.b, v.b] : undefined;
-    const { stacked, bias } = this.fused.of(`${p}self_attn.`, [q.w, k.w, v.w], bs);
-    return {
-      inputNorm: this.w(`${p}input_layernorm.weight`) as tf.Tensor1D,
-      q,
-      k,
-      v,
-      qkv: { w: stacked, b: bias },
-      o: lin('self_attn.o_proj'),
-      postNorm: this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D,
-      gate: lin('mlp.gate_proj'),
-      up: lin('mlp.up_proj'),
-      down: lin('mlp.down_proj'),
-    };
+    const y = linear(x, w, this.weight(`${prefix}.bias`) as tf.Tensor1D | undefined, this.transposes.of(prefix, w));
+    return this.lora?.has(prefix) ? tf.add(y, this.lora.delta(x, prefix)) : y;
   }
 
   /** q, k and v of layer l as one matmul on their stacked weights (not on wasm). */
   private stackedQKV(x: tf.Tensor2D, l: number): tf.Tensor2D {
-    const { q, k, v, qkv } = this.layerWeights(`model.layers.${l}.`);
+    const p = `model.layers.${l}.self_attn.`;
+    const { q, k, v, qkv } = layerWeightsOf((name) => this.weight(name), this.fused, `model.layers.${l}.`);
     const bs = q.b && k.b && v.b ? [q.b, k.b, v.b] : undefined;
-    return fusedLinear(x, [q.w, k.w, v.w], qkv.w, bs, qkv.b);
+    const y = fusedLinear(x, [q.w, k.w, v.w], qkv.w, bs, qkv.b);
+    const delta = this.lora?.stackedDelta(x, [`${p}q_proj`, `${p}k_proj`, `${p}v_proj`], [q.w.shape[0], k.w.shape[0], v.w.shape[0]]);
+    return delta ? tf.add(y, delta) : y;
+  }
+
+  /** The weight the forward uses: an additional_target's trained copy when the adapters have one, else the model's own. */
+  private weight(name: string): tf.Variable | undefined {
+    return this.lora?.copyOf(name) ?? this.vars.get(name);
   }
 
   private w(name: string): tf.Variable {
-    const v = this.vars.get(name);
+    const v = this.weight(name);
     if (!v) throw new Error(`Qwen2: weight ${name} is missing${this.disposed ? ' (model disposed)' : ''}`);
     return v;
   }

@@ -13,6 +13,7 @@ import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/hf/folder';
 import { PYPI_MODELS, pypiModelDir } from '../model/pypi_models';
 import { charTokenizer } from '../model/tokenizer';
+import { modelArgsProblems } from './model_args';
 
 type ManagerName = 'train_env_manager' | 'val_env_manager';
 
@@ -163,7 +164,7 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
       `\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`,
     );
   }
-  problems.push(...pretrainProblems(cfg), ...livenessProblems(cfg));
+  problems.push(...pretrainProblems(cfg), ...modelArgsProblems(cfg), ...livenessProblems(cfg));
   if (!Number.isInteger(cfg.async_generation_ratio)) {
     // ROLL: "currently only integer is supported" (roll/configs/base_config.py); r counts whole steps of policy lag.
     problems.push(

@@ -67,7 +67,16 @@ function validated(raw: unknown, source: string, originOf?: OriginOf): { config:
   if (firstTurn.length > 0) throw problemsError(source, locatedProblems(firstTurn, source, originOf));
   // As ROLL's RewardNormalizationConfig.__post_init__: the types in effect are part of the config.
   const normalization = parsed.data.reward_normalization;
-  return { config: { ...parsed.data, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } }, tokenizer };
+  // As ROLL's ModelArguments.__post_init__: lora_alpha defaults to twice the rank.
+  const modelArgs = parsed.data.actor_train.model_args;
+  const actorTrain = {
+    ...parsed.data.actor_train,
+    model_args: { ...modelArgs, lora_alpha: modelArgs.lora_alpha ?? 2 * modelArgs.lora_rank },
+  };
+  return {
+    config: { ...parsed.data, actor_train: actorTrain, reward_normalization: { ...normalization, ...resolveNormTypes(normalization) } },
+    tokenizer,
+  };
 }
 
 /** Keys grouped by the file that first defines each, in first-seen order. */
@@ -114,14 +123,18 @@ function splitVariables(
  * a model `starpo model get` fetches becomes its folder in the cache.
  */
 function resolvePretrainPath(raw: Mapping, originOf: OriginOf): void {
-  const value = raw.pretrain;
-  if (typeof value !== 'string' || value === TINY_PRESET || value === '') return;
-  if (Object.hasOwn(PYPI_MODELS, value)) {
-    raw.pretrain = pypiModelDir(PYPI_MODELS[value] as PypiModel);
-    return;
-  }
-  const origin = originOf(['pretrain']);
-  raw.pretrain = origin && 'file' in origin ? resolve(dirname(resolve(origin.file)), value) : resolve(value);
+  raw.pretrain = modelPath(raw.pretrain, originOf(['pretrain']));
+  // ROLL's model_args.model_name_or_path (usually ${pretrain}) names the same model: resolved alike, so the check
+  // that it is the run's pretrain compares paths, not spellings.
+  const args = isMapping(raw.actor_train) && isMapping(raw.actor_train.model_args) ? raw.actor_train.model_args : null;
+  if (args) args.model_name_or_path = modelPath(args.model_name_or_path, originOf(['actor_train', 'model_args', 'model_name_or_path']));
+}
+
+/** A model path as resolvePretrainPath resolves it (any other value as it is). */
+function modelPath(value: unknown, origin: ReturnType<OriginOf>): unknown {
+  if (typeof value !== 'string' || value === TINY_PRESET || value === '') return value;
+  if (Object.hasOwn(PYPI_MODELS, value)) return pypiModelDir(PYPI_MODELS[value] as PypiModel);
+  return origin && 'file' in origin ? resolve(dirname(resolve(origin.file)), value) : resolve(value);
 }
 
 /**

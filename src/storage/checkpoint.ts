@@ -26,8 +26,11 @@ import type { ObjectStore } from './object_store';
  */
 export const OPTIMIZER_MANIFEST_NAME = 'optimizer_manifest.json';
 export const OPTIMIZER_FILES = ['optimizer.safetensors', 'critic_optimizer.safetensors'];
-/** A checkpoint's weights, policy first: a step without model.safetensors had its weights dropped by retention. */
-export const WEIGHT_FILES = ['model.safetensors', 'critic.safetensors'];
+/**
+ * A checkpoint's weights, policy first: the model's full weights, or a LoRA run's adapters and their config (PEFT's
+ * file names, model/hf/peft.ts), then the critic's. A step without its policy's file had its weights dropped by retention.
+ */
+export const WEIGHT_FILES = ['model.safetensors', 'adapter_model.safetensors', 'adapter_config.json', 'critic.safetensors'];
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -308,7 +311,7 @@ export function stepsListing(keys: readonly string[], name: string): number[] {
 
 /** The steps of `keys` whose checkpoint is written (manifest.json) and still holds its weights. */
 function weightSteps(keys: readonly string[]): number[] {
-  const withModel = new Set(stepsListing(keys, WEIGHT_FILES[0]));
+  const withModel = new Set([...stepsListing(keys, 'model.safetensors'), ...stepsListing(keys, 'adapter_model.safetensors')]);
   return stepsListing(keys, MANIFEST_NAME).filter((s) => withModel.has(s));
 }
 

@@ -6,9 +6,12 @@
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../algo/adamw';
 import type { ObjectRef, RunConfig, StreamedObject, TrainerState } from '../contract';
+import type { Qwen2Config } from '../model/config';
+import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, adapterFiles, fromPeftTensorName, loraSettingsOfAdapterConfig } from '../model/hf/peft';
 import { SafetensorsDecoder } from '../model/hf/safetensors';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
 import { type BackendSafetensors, configFromJSONBytes, configToJSONBytes, modelSafetensors, tensorOnBackend } from '../model/hf/weights';
+import { LoraAdapters } from '../model/lora';
 import { Qwen2 } from '../model/qwen2';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { ValueModel } from '../model/value_model';
@@ -58,7 +61,10 @@ export function trainerStateOf(files: Record<string, Uint8Array>): TrainerState 
  * Writes a checkpoint under `prefix` and returns its manifest ref: the optimizer state first (with its own
  * manifest, when the checkpoint carries one), then the weights, config, tokenizer (with an HF folder's chat
  * files), trainer_state.json and `extraFiles` (e.g. trajectory_scores.json), manifest.json last. Weights and
- * optimizer state stream to the store (multipart, sha256 on the stream): neither file is ever one buffer.
+ * optimizer state stream to the store (multipart, sha256 on the stream): neither file is ever one buffer. A model
+ * with LoRA adapters is saved as its adapters only (PEFT's two files), its trainer state naming the `base`
+ * checkpoint whose weights they apply to.
+ * @throws Error when a model with adapters has no base in its trainer state
  * @throws Error from the object store (retried by Temporal)
  */
 export async function saveCheckpoint(
@@ -72,10 +78,15 @@ export async function saveCheckpoint(
   if (c.optimizer) optimizer['optimizer.safetensors'] = c.optimizer.safetensors();
   if (c.criticOptimizer) optimizer['critic_optimizer.safetensors'] = c.criticOptimizer.safetensors();
   if (Object.keys(optimizer).length > 0) await writeCheckpoint(store, prefix, optimizer, meta, OPTIMIZER_MANIFEST_NAME);
+  const adapters = c.model.adapters();
+  if (adapters && !c.state.base)
+    throw new Error(`checkpoint ${prefix}: a model with LoRA adapters needs the base checkpoint in its trainer state`);
   const files: Record<string, Uint8Array | StreamedObject> = {
     ...extraFiles,
     ...c.tokenizer.chatFiles,
-    'model.safetensors': modelSafetensors(c.model),
+    ...(adapters && c.state.base
+      ? adapterFiles(c.model.config, adapters, c.state.base.key)
+      : { 'model.safetensors': modelSafetensors(c.model) }),
     'config.json': configToJSONBytes(c.model.config),
     'tokenizer.json': json(c.tokenizer.toJSON()),
     'trainer_state.json': json(c.state),
@@ -142,6 +153,50 @@ class SafetensorsFiles {
 
 const disposeAll = (file: BackendSafetensors | undefined) => tf.dispose([...(file?.tensors.values() ?? [])]);
 
+/** The model of a checkpoint of full weights. The variables share the uploaded tensors' data: the map's own references go either way. */
+function fullModel(config: Qwen2Config, weights: BackendSafetensors | undefined, key: (name: string) => string): Qwen2 {
+  if (!weights) throw new Error(`${key('model.safetensors')}: the checkpoint lists no model.safetensors (nor adapters)`);
+  try {
+    return Qwen2.fromNamedTensors(config, weights.tensors);
+  } finally {
+    disposeAll(weights);
+  }
+}
+
+/**
+ * The base model of an adapter checkpoint (`base`, or read from the store) with the checkpoint's adapters on top.
+ * When this fails, the model it was building is freed, `base` included.
+ */
+async function withAdapters(
+  store: ObjectStore,
+  files: Record<string, Uint8Array>,
+  state: TrainerState,
+  adapters: BackendSafetensors,
+  key: (name: string) => string,
+  base?: Qwen2,
+): Promise<Qwen2> {
+  let model = base ?? null;
+  try {
+    if (!state.base) throw new Error(`${key('trainer_state.json')}: an adapter checkpoint's trainer state names no base checkpoint`);
+    const json = files[ADAPTER_CONFIG];
+    if (!json) throw new Error(`${key(ADAPTER_CONFIG)}: the checkpoint has adapters but no ${ADAPTER_CONFIG}`);
+    const settings = loraSettingsOfAdapterConfig(JSON.parse(new TextDecoder().decode(json)), key(ADAPTER_CONFIG));
+    if (!model) {
+      const loaded = await loadCheckpoint(store, state.base);
+      loaded.critic?.dispose();
+      model = loaded.model;
+    }
+    const named = new Map([...adapters.tensors].map(([name, t]) => [fromPeftTensorName(name), t]));
+    model.setAdapters(LoraAdapters.fromNamedTensors(model.config, settings, named));
+    return model;
+  } catch (err) {
+    model?.dispose();
+    throw err;
+  } finally {
+    disposeAll(adapters);
+  }
+}
+
 /**
  * Adds the optimizer state to a checkpoint loaded without it (a no-op when it has one, or for the step-0
  * warm-up, which has none).
@@ -183,11 +238,18 @@ function adopt(file: BackendSafetensors, build: (file: BackendSafetensors) => Ad
 
 /**
  * Reads and verifies (sha256, on the stream) a checkpoint and builds the model, tokenizer and critic; with
- * `withOptimizer` also its optimizer state (what an update continues from).
+ * `withOptimizer` also its optimizer state (what an update continues from). An adapter checkpoint's model is its
+ * base checkpoint's (read from the store, or `base` when the caller holds that model, which it hands over: it is
+ * freed if the load fails) with the adapters on top.
  * @throws CorruptObjectError when an object does not match its manifest, ObjectNotFoundError when one is missing,
  *   ConfigError when the backend cannot hold the model (wasm_memory.ts)
  */
-export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef, withOptimizer = false): Promise<PolicyCheckpoint> {
+export async function loadCheckpoint(
+  store: ObjectStore,
+  manifest: ObjectRef,
+  withOptimizer = false,
+  base?: Qwen2,
+): Promise<PolicyCheckpoint> {
   const decoded = new SafetensorsFiles();
   let c: PolicyCheckpoint | null = null;
   try {
@@ -197,15 +259,13 @@ export async function loadCheckpoint(store: ObjectStore, manifest: ObjectRef, wi
     const { files } = await readCheckpoint(store, manifest, decoded.sinkFor);
     const key = (name: string) => `${manifest.key}: ${name}`;
     const state = trainerStateOf(files);
-    const weights = decoded.take('model.safetensors', key);
-    if (!weights) throw new Error(`${manifest.key}: the checkpoint lists no model.safetensors`);
     const tokenizer = tokenizerFromFiles(files, key);
-    // The variables share the uploaded tensors' data: the map's own references go either way.
+    const adapters = decoded.take(ADAPTER_WEIGHTS, key);
     let model: Qwen2;
-    try {
-      model = Qwen2.fromNamedTensors(config, weights.tensors);
-    } finally {
-      disposeAll(weights);
+    if (adapters) model = await withAdapters(store, files, state, adapters, key, base);
+    else {
+      base?.dispose(); // handed over for nothing: a checkpoint of full weights has its own
+      model = fullModel(config, decoded.take('model.safetensors', key), key);
     }
     const criticWeights = decoded.take('critic.safetensors', key);
     let critic: ValueModel | null = null;

@@ -4,7 +4,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /**
- * Writes `files` (by name) into a fresh temp folder next to `dir`, then renames it to `dir` (an empty `dir` is
+ * Writes `files` (by name, relative paths) into a fresh temp folder next to `dir`, then renames it to `dir` (an empty `dir` is
  * replaced), so a crash never leaves half a folder.
  * @throws Error from the file system, e.g. when `dir` exists and is not empty (the temp folder is removed)
  */
@@ -13,7 +13,10 @@ export function writeFolderAtomically(dir: string, files: Record<string, Uint8Ar
   const tmp = join(dirname(dir), `.${basename(dir)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirSync(tmp);
   try {
-    for (const [name, bytes] of Object.entries(files)) writeFileSync(join(tmp, name), bytes);
+    for (const [name, bytes] of Object.entries(files)) {
+      mkdirSync(dirname(join(tmp, name)), { recursive: true }); // a name may hold a subfolder (base/config.json)
+      writeFileSync(join(tmp, name), bytes);
+    }
     renameSync(tmp, dir);
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });

@@ -184,7 +184,18 @@ test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for 
 test("each role holds only the blocks it uses; ROLL's other blocks are accepted, listed as ignored, not filled in", () => {
   const c = validateConfig(minimal());
   assert.deepEqual(Object.keys(c.actor_train), ['training_args', 'model_args']);
-  assert.deepEqual(c.actor_train.model_args, { disable_gradient_checkpointing: false });
+  assert.deepEqual(c.actor_train.model_args, {
+    disable_gradient_checkpointing: false,
+    model_name_or_path: null,
+    lora_target: null,
+    lora_rank: 8,
+    lora_alpha: 16,
+    lora_dropout: 0,
+    additional_target: null,
+    adapter_name_or_path: null,
+    freeze_module_prefix: null,
+    model_config_kwargs: {},
+  });
   assert.deepEqual(c.actor_train.training_args, {
     learning_rate: 1e-4,
     adam_beta1: 0.9,
@@ -243,17 +254,54 @@ test("each role holds only the blocks it uses; ROLL's other blocks are accepted,
   ]);
 });
 
-test("actor_train.model_args.disable_gradient_checkpointing: ROLL's key, typed (false by default: checkpointing on); ROLL's other model_args ignored", () => {
+test("actor_train.model_args: ROLL's keys that decide what is trained are typed and used (LoRA's with ROLL's defaults); the others ignored", () => {
   const withArgs = (model_args: unknown) => ({ ...minimal(), actor_train: { ...minimal().actor_train, model_args } });
   assert.equal(gradientCheckpointing(validateConfig(minimal()).actor_train), true);
   assert.equal(gradientCheckpointing(validateConfig(withArgs({ disable_gradient_checkpointing: true })).actor_train), false);
   assert.equal(gradientCheckpointing(validateConfig(withArgs({ disable_gradient_checkpointing: null })).actor_train), true, "ROLL's None");
   assert.equal(gradientCheckpointing({}), true, 'a run stored before the key existed');
   const roll = { lora_rank: 8, lora_target: 'all', dtype: 'bf16', model_config_kwargs: {}, disable_gradient_checkpointing: false };
-  assert.deepEqual(validateConfig(withArgs(roll)).actor_train.model_args, roll);
+  const args = validateConfig(withArgs(roll)).actor_train.model_args;
+  assert.deepEqual(
+    [args.lora_target, args.lora_rank, args.lora_alpha, args.lora_dropout, args.dtype],
+    ['all', 8, 16, 0, 'bf16'],
+    "lora_alpha defaults to 2 x lora_rank, lora_dropout to 0 (ROLL's ModelArguments)",
+  );
   assert.deepEqual(
     ignoredKeysIn(withArgs(roll)).filter((k) => k.startsWith('actor_train.model_args')),
-    ['dtype', 'model_config_kwargs', 'lora_rank', 'lora_target'].map((k) => `actor_train.model_args.${k}`),
+    ['actor_train.model_args.dtype'],
+  );
+  assert.match(
+    problemsOf(withArgs({ lora_target: 'all', lora_rank: 0 })),
+    /`actor_train\.model_args\.lora_rank`: allowed: a whole number >= 1 \(got 0\)/,
+  );
+  assert.match(
+    problemsOf(withArgs({ lora_target: 'all', lora_rank: 2.5 })),
+    /`actor_train\.model_args\.lora_rank`: allowed: a whole number >= 1 \(got 2\.5\)/,
+  );
+  assert.match(
+    problemsOf(withArgs({ lora_target: 'q_proj,qkv' })),
+    /`actor_train\.model_args\.lora_target`: "qkv" names no linear layer of the decoder; allowed: all/,
+  );
+  assert.match(
+    problemsOf(withArgs({ additional_target: 'lm_head' })),
+    /`actor_train\.model_args\.additional_target`: "lm_head" trains modules beside LoRA adapters; set lora_target too/,
+  );
+  assert.match(
+    problemsOf(withArgs({ freeze_module_prefix: 'model.vision' })),
+    /`actor_train\.model_args\.freeze_module_prefix`: "model\.vision" is the prefix of no weight/,
+  );
+  assert.match(
+    problemsOf(withArgs({ model_config_kwargs: { num_hidden_layers: 2 } })),
+    /`actor_train\.model_args\.model_config_kwargs`: .* would change the model's config; allowed: \{\}/,
+  );
+  assert.match(
+    problemsOf(withArgs({ model_name_or_path: '/models/other' })),
+    /`actor_train\.model_args\.model_name_or_path`: "\/models\/other" is not the run's pretrain/,
+  );
+  assert.match(
+    problemsOf({ ...minimal(), critic: { model_args: { lora_target: 'all' } } }),
+    /`critic\.model_args\.lora_target`: "all" is not supported: the critic trains every weight/,
   );
   assert.match(
     problemsOf(withArgs({ disable_gradient_checkpointing: 'yes' })),
