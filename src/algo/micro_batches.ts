@@ -133,6 +133,8 @@ export interface UpdateRows {
 
 /** One packed micro-batch as a loss builder sees it; `pick` slices [B][T] rows to its rows and padded length. */
 export interface MicroBatch {
+  /** The micro-batch's place in its minibatch (0, 1, ...). */
+  index: number;
   ids: tf.Tensor2D;
   attentionMask: tf.Tensor2D;
   /** float32 [b, Tm] shifted response mask. */
@@ -151,7 +153,7 @@ export function microBatchLosses(
   loss: (mb: MicroBatch) => tf.Scalar,
 ): MicroBatchLoss[] {
   const lengths = rows.trajectories.map((t) => t.inputIds.length);
-  return lengthBucketedMicroBatches(minibatch, lengths, microSize).map((idx) => ({
+  return lengthBucketedMicroBatches(minibatch, lengths, microSize).map((idx, index) => ({
     rows: idx.length,
     tokens: paddedLength(idx.map((i) => rows.trajectories[i])),
     loss: () => {
@@ -166,7 +168,7 @@ export function microBatchLosses(
           [idx.length, Tm],
         );
       try {
-        return loss({ ids: batch.ids, attentionMask: batch.attentionMask, mask: tf.tensor2d(batch.mask, [idx.length, Tm]), pick });
+        return loss({ index, ids: batch.ids, attentionMask: batch.attentionMask, mask: tf.tensor2d(batch.mask, [idx.length, Tm]), pick });
       } finally {
         batch.ids.dispose();
         batch.attentionMask.dispose();

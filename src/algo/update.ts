@@ -12,7 +12,7 @@ import { tokenLogProbs } from '../model/logprobs';
 import type { Qwen2 } from '../model/qwen2';
 import type { ValueModel } from '../model/value_model';
 import { shiftedArrays } from '../rollout/packing';
-import { Rng } from '../util/rng';
+import { deriveSeed, Rng } from '../util/rng';
 import type { AdamW } from './adamw';
 import { computeAdvantages } from './advantages';
 import { paddedLength } from './batch';
@@ -229,7 +229,15 @@ export async function ppoUpdate(opts: {
             vars: actor.model.trainableVariables(),
             optimizer: actor.optimizer,
             lr: actor.lr(steps.actor.length),
-            lossFns: actorLossFns(actor.model, rows, minibatch, microSize, config, stats.actor),
+            lossFns: actorLossFns(
+              actor.model,
+              rows,
+              minibatch,
+              microSize,
+              config,
+              stats.actor,
+              deriveSeed(config.seed, 'lora-dropout', opts.step, epoch, start),
+            ),
             maxGradNorm: config.max_grad_norm,
             afterMicroBatch: opts.afterMicroBatch,
           }),
@@ -285,6 +293,7 @@ export async function ppoUpdate(opts: {
  * sequence_length - 1, the length ROLL pads to). Adds PPO_STATS, actor/entropy (token-mean), actor/kl_loss and
  * actor/total_loss to `stats`.
  * @param minibatch row indices into `rows`; @param microSize per_device_train_batch_size
+ * @param dropoutSeed the seed of the LoRA adapters' dropout masks of this minibatch (one stream per micro-batch)
  */
 export function actorLossFns(
   model: Qwen2,
@@ -293,6 +302,7 @@ export function actorLossFns(
   microSize: number,
   config: RunConfig,
   stats: StatAccumulator,
+  dropoutSeed: number,
 ): MicroBatchLoss[] {
   const denom = aggDenominators(
     minibatch.map((i) => rows.mask[i]),
@@ -300,9 +310,13 @@ export function actorLossFns(
   );
   const mode = config.loss_agg_mode;
   const opts = { entropyGradient: config.entropy_loss_coef > 0, gradientCheckpointing: gradientCheckpointing(config.actor_train) };
-  return microBatchLosses(rows, minibatch, microSize, ({ ids, attentionMask, mask, pick }) => {
+  return microBatchLosses(rows, minibatch, microSize, ({ index, ids, attentionMask, mask, pick }) => {
     // Every term of the loss and its stats is masked by the response mask: the vocabulary work runs only there.
-    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, { at: mask, ...opts });
+    const { logp, entropy } = tokenLogProbs(model, ids, attentionMask, {
+      at: mask,
+      ...opts,
+      loraDropoutSeed: deriveSeed(dropoutSeed, index),
+    });
     const old = rows.oldLogp ? pick(rows.oldLogp) : tf.tensor2d(logp.dataSync() as Float32Array, logp.shape);
     const pg = ppoLoss(
       { logp, oldLogp: old, advantages: pick(rows.advantages), mask },

@@ -28,6 +28,8 @@ export interface TokenLogProbsOptions {
   entropyGradient?: boolean;
   /** Recompute each decoder layer in the backward pass (Qwen2 TrainingForwardOptions). Default false. */
   gradientCheckpointing?: boolean;
+  /** The LoRA adapters' dropout masks' seed (Qwen2 TrainingForwardOptions); unset: no dropout. */
+  loraDropoutSeed?: number;
   /** Tokens per chunk of the vocabulary work (`headLogProbs`). Default VOCAB_CHUNK_TOKENS. */
   vocabChunk?: number;
 }
@@ -57,7 +59,10 @@ export function tokenLogProbs(
   // No used position at all: every position is computed, as without `at`.
   let used = usedPositions(ids, opts.at);
   if (used.rows.length === 0) used = usedPositions(ids);
-  const hidden = model.hiddenAt(ids, attentionMask, used.rows, { gradientCheckpointing: opts.gradientCheckpointing });
+  const hidden = model.hiddenAt(ids, attentionMask, used.rows, {
+    gradientCheckpointing: opts.gradientCheckpointing,
+    loraDropoutSeed: opts.loraDropoutSeed,
+  });
   const out = tf.tidy(() => {
     const { w, wT } = model.lmHead();
     const both = headLogProbs(hidden, w, used.targets, { chunk: opts.vocabChunk, entropyGradient: opts.entropyGradient, wT });
@@ -80,7 +85,10 @@ function withLogSoftmax(
 ): { logp: tf.Tensor2D; entropy: tf.Tensor2D; logSoftmax: tf.Tensor3D } {
   const [B, L] = ids.shape;
   const V = model.config.vocab_size;
-  const logits = model.forward(ids, attentionMask, { gradientCheckpointing: opts.gradientCheckpointing });
+  const logits = model.forward(ids, attentionMask, {
+    gradientCheckpointing: opts.gradientCheckpointing,
+    loraDropoutSeed: opts.loraDropoutSeed,
+  });
   const out = tf.tidy(() => {
     // Every position's next token; the last position has none (0 stands in, its outputs are cut off below).
     const targets = tf.concat([tf.slice(tf.cast(ids, 'int32'), [0, 1], [B, L - 1]), tf.zeros([B, 1], 'int32')], 1);

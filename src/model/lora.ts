@@ -8,7 +8,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { LoraSettings } from '../contract';
-import { Rng } from '../util/rng';
+import { deriveSeed, Rng } from '../util/rng';
 import { type Qwen2Config, weightShapes } from './config';
 
 /** The names of the linear layers LoRA may adapt (`all`): every linear of every decoder layer, not lm_head. */
@@ -195,22 +195,30 @@ export class LoraAdapters {
     return this.copies.get(name);
   }
 
-  /** The adapter's output for the input x [N, in] of `module`: scale * x A^T B^T, float32 [N, out]. */
-  delta(x: tf.Tensor2D, module: string): tf.Tensor2D {
+  /**
+   * The adapter's output for the input x [N, in] of `module`: scale * dropout(x) A^T B^T, float32 [N, out]. Dropout
+   * (PEFT's nn.Dropout: zeroes, then scales by 1 / (1 - p)) only with a `dropoutSeed`, its mask drawn from the
+   * seed and the module's name.
+   */
+  delta(x: tf.Tensor2D, module: string, dropoutSeed?: number): tf.Tensor2D {
     const p = this.pairs.get(module);
     if (!p) throw new Error(`LoraAdapters: module ${module} has no adapter`);
-    return tf.tidy(() => tf.mul(tf.matMul(tf.matMul(x, p.a, false, true), p.b, false, true), this.scale) as tf.Tensor2D);
+    const rate = this.settings.dropout;
+    return tf.tidy(() => {
+      const input = rate > 0 && dropoutSeed !== undefined ? tf.dropout(x, rate, undefined, deriveSeed(dropoutSeed, module)) : x;
+      return tf.mul(tf.matMul(tf.matMul(input, p.a, false, true), p.b, false, true), this.scale) as tf.Tensor2D;
+    });
   }
 
   /**
    * The adapters' outputs of modules whose projections are stacked along the output axis (q, k and v): float32
    * [N, sum(outs)], zeros where a module has no adapter; null when none of them has one.
    */
-  stackedDelta(x: tf.Tensor2D, modules: readonly string[], outs: readonly number[]): tf.Tensor2D | null {
+  stackedDelta(x: tf.Tensor2D, modules: readonly string[], outs: readonly number[], dropoutSeed?: number): tf.Tensor2D | null {
     if (!modules.some((m) => this.pairs.has(m))) return null;
     return tf.tidy(() =>
       tf.concat(
-        modules.map((m, i) => (this.pairs.has(m) ? this.delta(x, m) : tf.zeros([x.shape[0], outs[i] as number]))),
+        modules.map((m, i) => (this.pairs.has(m) ? this.delta(x, m, dropoutSeed) : tf.zeros([x.shape[0], outs[i] as number]))),
         1,
       ),
     ) as tf.Tensor2D;

@@ -208,7 +208,7 @@ export class Qwen2 {
     const G = this.config.num_attention_heads / this.config.num_key_value_heads;
     const mask = causalMask(attentionMask.dataSync(), B, L, L, G);
     try {
-      return f({ ids, positions, mask, gradientCheckpointing: opts.gradientCheckpointing });
+      return f({ ids, positions, mask, gradientCheckpointing: opts.gradientCheckpointing, loraDropoutSeed: opts.loraDropoutSeed });
     } finally {
       disposeMask(mask);
     }
@@ -296,7 +296,10 @@ export class Qwen2 {
     }
     const attnIn = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps);
     const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, attnIn, rope, inp, cache));
-    return tf.add<tf.Tensor2D>(h, this.mlp(p, rmsNorm(h, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, eps)));
+    return tf.add<tf.Tensor2D>(
+      h,
+      this.mlp(p, rmsNorm(h, this.w(`${p}post_attention_layernorm.weight`) as tf.Tensor1D, eps), inp.loraDropoutSeed),
+    );
   }
 
   /**
@@ -313,12 +316,12 @@ export class Qwen2 {
     let kRope: tf.Tensor4D;
     let vProj: tf.Tensor2D;
     if (tf.getBackend() === 'wasm') {
-      q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`), [B, Lq, H, D]), cos, sin);
-      kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`), [B, Lq, KVH, D]), cos, sin);
-      vProj = this.linear(x, `${p}v_proj`);
+      q = applyRope(tf.reshape(this.linear(x, `${p}q_proj`, inp.loraDropoutSeed), [B, Lq, H, D]), cos, sin);
+      kRope = applyRope(tf.reshape(this.linear(x, `${p}k_proj`, inp.loraDropoutSeed), [B, Lq, KVH, D]), cos, sin);
+      vProj = this.linear(x, `${p}v_proj`, inp.loraDropoutSeed);
     } else {
       // One matmul for q, k and v, and RoPE on q and k together.
-      const [qk, vPart] = tf.split(this.stackedQKV(x, l), [(H + KVH) * D, KVH * D], 1);
+      const [qk, vPart] = tf.split(this.stackedQKV(x, l, inp.loraDropoutSeed), [(H + KVH) * D, KVH * D], 1);
       [q, kRope] = tf.split(applyRope(tf.reshape(qk, [B, Lq, H + KVH, D]), cos, sin), [H, KVH], 2) as [tf.Tensor4D, tf.Tensor4D];
       vProj = vPart as tf.Tensor2D;
     }
@@ -329,16 +332,16 @@ export class Qwen2 {
     const v = past ? (tf.concat([past.v, vNew], 2) as tf.Tensor4D) : vNew;
     if (inp.returnCache) cache.push({ k: tf.keep(k), v: tf.keep(v) });
     const attn = groupedAttention(q, k, v, inp.mask);
-    return this.linear(tf.reshape(attn, [B * Lq, H * D]), `${p}o_proj`);
+    return this.linear(tf.reshape(attn, [B * Lq, H * D]), `${p}o_proj`, inp.loraDropoutSeed);
   }
 
   /** The SwiGLU MLP (Shazeer 2020): down(silu(gate(x)) * up(x)). */
-  private mlp(p: string, x: tf.Tensor2D): tf.Tensor2D {
+  private mlp(p: string, x: tf.Tensor2D, seed?: number): tf.Tensor2D {
     // Not stacked like q/k/v: splitting the [N, 2I] product apart copies it, which costs what one matmul call saves.
-    const gate = this.linear(x, `${p}mlp.gate_proj`);
-    const up = this.linear(x, `${p}mlp.up_proj`);
+    const gate = this.linear(x, `${p}mlp.gate_proj`, seed);
+    const up = this.linear(x, `${p}mlp.up_proj`, seed);
     const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
-    return this.linear(act, `${p}mlp.down_proj`);
+    return this.linear(act, `${p}mlp.down_proj`, seed);
   }
 
   private finalNorm(x: tf.Tensor2D): tf.Tensor2D {
@@ -349,19 +352,24 @@ export class Qwen2 {
    * x @ W^T (+ b) for the linear layer `prefix` (weights `prefix.weight`, and `prefix.bias` when the model has it),
    * with W^T kept while W is unchanged.
    */
-  private linear(x: tf.Tensor2D, prefix: string): tf.Tensor2D {
+  private linear(x: tf.Tensor2D, prefix: string, dropoutSeed?: number): tf.Tensor2D {
     const w = this.w(`${prefix}.weight`) as tf.Tensor2D;
     const y = linear(x, w, this.weight(`${prefix}.bias`) as tf.Tensor1D | undefined, this.transposes.of(prefix, w));
-    return this.lora?.has(prefix) ? tf.add(y, this.lora.delta(x, prefix)) : y;
+    return this.lora?.has(prefix) ? tf.add(y, this.lora.delta(x, prefix, dropoutSeed)) : y;
   }
 
   /** q, k and v of layer l as one matmul on their stacked weights (not on wasm). */
-  private stackedQKV(x: tf.Tensor2D, l: number): tf.Tensor2D {
+  private stackedQKV(x: tf.Tensor2D, l: number, dropoutSeed?: number): tf.Tensor2D {
     const p = `model.layers.${l}.self_attn.`;
     const { q, k, v, qkv } = layerWeightsOf((name) => this.weight(name), this.fused, `model.layers.${l}.`);
     const bs = q.b && k.b && v.b ? [q.b, k.b, v.b] : undefined;
     const y = fusedLinear(x, [q.w, k.w, v.w], qkv.w, bs, qkv.b);
-    const delta = this.lora?.stackedDelta(x, [`${p}q_proj`, `${p}k_proj`, `${p}v_proj`], [q.w.shape[0], k.w.shape[0], v.w.shape[0]]);
+    const delta = this.lora?.stackedDelta(
+      x,
+      [`${p}q_proj`, `${p}k_proj`, `${p}v_proj`],
+      [q.w.shape[0], k.w.shape[0], v.w.shape[0]],
+      dropoutSeed,
+    );
     return delta ? tf.add(y, delta) : y;
   }
 

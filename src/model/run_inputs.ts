@@ -24,6 +24,8 @@ export interface RunInputs {
   lastOnly?: boolean;
   /** TrainingForwardOptions.gradientCheckpointing (without a cache: a training forward). */
   gradientCheckpointing?: boolean;
+  /** TrainingForwardOptions.loraDropoutSeed. */
+  loraDropoutSeed?: number;
 }
 
 /** Options of the training forwards (`forward`, `hiddenStates`, `hiddenAt`). */
@@ -34,4 +36,9 @@ export interface TrainingForwardOptions {
    * input per layer. ROLL's `model_args.disable_gradient_checkpointing: false`. Default false.
    */
   gradientCheckpointing?: boolean;
+  /**
+   * Applies the LoRA adapters' dropout (lora_dropout) to their inputs, the masks drawn from this seed and each
+   * module's name (so a recomputed layer draws the same masks); unset: no dropout (a forward without gradients).
+   */
+  loraDropoutSeed?: number;
 }

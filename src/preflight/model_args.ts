@@ -47,9 +47,6 @@ export function modelArgsProblems(cfg: RunConfig): string[] {
     problems.push(...problemOf('lora_target', () => loraTargets(model, lora.target)));
     problems.push(...problemOf('additional_target', () => additionalWeights(model, lora.additional)));
   }
-  if (lora && lora.dropout > 0) {
-    problems.push(`${KEY}.lora_dropout\`: ${lora.dropout} is not supported: starpo's adapters apply no dropout; allowed: 0 (ROLL's default)`);
-  }
   if (!lora && splitNames(args.additional_target).length > 0) {
     problems.push(
       `${KEY}.additional_target\`: ${show(args.additional_target)} trains modules beside LoRA adapters; set lora_target too (or drop it)`,

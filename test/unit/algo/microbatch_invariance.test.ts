@@ -130,12 +130,12 @@ test('actor and critic: the same loss and gradient for micro-batches of 1, 3, 4 
       dual_clip_loss: true,
     });
     const stats = new StatAccumulator();
-    const whole = await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, minibatch.length, config, stats));
+    const whole = await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, minibatch.length, config, stats, 0));
     const clipped = stats.result(1)['actor/ppo_ratio_clipfrac'];
     assert.ok(clipped > 0.1 && clipped < 0.9, `${mode}: the clip acts on some tokens (${clipped})`);
     for (const micro of [1, 3, 4]) {
       assertSame(
-        await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, micro, config, new StatAccumulator())),
+        await lossAndGrads(actor.trainableVariables(), actorLossFns(actor, rows, minibatch, micro, config, new StatAccumulator(), 0)),
         whole,
         `actor ${mode} micro ${micro}`,
       );

@@ -182,3 +182,37 @@ test('adapters read back from their named tensors, and a stray, missing or missh
   adapters.dispose();
   model.dispose();
 });
+
+test('lora_dropout drops adapter inputs in training forwards only, the same masks for the same seed, also when checkpointing recomputes', () => {
+  const s = { ...must(settings('all', { lora_rank: 2 })), dropout: 0.5 };
+  const model = Qwen2.random(cfg, 7);
+  const adapters = LoraAdapters.init(cfg, s, 11, () => assert.fail('no additional target'));
+  for (const [name, v] of adapters.variables()) {
+    v.assign(tf.tidy(() => tf.add(v, tf.mul(tf.randomNormal(v.shape, 0, 1, 'float32', name.length), 0.05))));
+  }
+  model.setAdapters(adapters);
+  const ids = tf.tensor2d([[5, 9, 14, 3, 22, 40, 7]], [1, 7], 'int32');
+  const mask = tf.ones([1, 7]) as tf.Tensor2D;
+  const logp = (opts: { loraDropoutSeed?: number; gradientCheckpointing?: boolean }) => tokenLogProbs(model, ids, mask, opts).logp;
+  const plain = logp({});
+  const a = logp({ loraDropoutSeed: 3 });
+  const b = logp({ loraDropoutSeed: 3 });
+  const c = logp({ loraDropoutSeed: 4 });
+  assert.deepEqual(a.dataSync(), b.dataSync(), 'the same seed draws the same masks');
+  assert.notDeepEqual(a.dataSync(), plain.dataSync(), 'dropout changes the output');
+  assert.notDeepEqual(a.dataSync(), c.dataSync(), 'another seed draws other masks');
+  const grads = (gradientCheckpointing: boolean) => {
+    const { grads } = tf.variableGrads(
+      () => tf.sum(logp({ loraDropoutSeed: 3, gradientCheckpointing })) as tf.Scalar,
+      [...model.trainableVariables().values()],
+    );
+    return grads;
+  };
+  const kept = grads(false);
+  const recomputed = grads(true);
+  for (const name of Object.keys(kept)) {
+    assert.ok(relDiff(recomputed[name] as tf.Tensor, kept[name] as tf.Tensor) < 1e-5, `${name}: recomputed layers draw the same masks`);
+  }
+  tf.dispose([plain, a, b, c, ids, mask, ...Object.values(kept), ...Object.values(recomputed)]);
+  model.dispose();
+});
