@@ -125,7 +125,8 @@ export type UpdateParts = Record<(typeof UPDATE_PARTS)[number], number>;
 /**
  * Runs one update (pipeline step 0) on `model` in place and times it: optimizers as the update activity
  * makes them (AdamW with the training_args' betas and weight decay) at the constant learning_rate, a critic
- * from the policy when adv_estimator is gae, the model itself as the frozen reference when a KL term needs one.
+ * from the policy when adv_estimator is gae, the model itself (a LoRA model's base view) as the frozen reference
+ * when a KL term needs one.
  * @returns the time and the tokens of all trajectories, the seconds of its parts (ppoUpdate's time/update/* metrics),
  *   and ppoUpdate's metrics and trajectory scores
  */
@@ -147,7 +148,7 @@ export async function timeUpdate(opts: {
     const { metrics, scores } = await ppoUpdate({
       actor: { model, optimizer: optimizers.actor, lr: () => actorArgs.learning_rate },
       critic: critic ? { model: critic, optimizer: optimizers.critic!, lr: () => config.critic.training_args.learning_rate } : null,
-      reference: needsReference(config) ? model : null,
+      reference: needsReference(config) ? (model.adapters() ? model.baseView() : model) : null,
       klController: klControllerFromConfig(config),
       trajectories: opts.trajectories,
       config,

@@ -123,6 +123,11 @@ function registerCheckCommand(backend: Command, log: (line: string) => void): vo
         .argParser(onOffArgument)
         .default(d.gradientCheckpointing, 'on'),
     )
+    .option(
+      '--lora-target <modules>',
+      "train LoRA adapters on these modules instead of every weight (ROLL's lora_target: all, a comma list such as q_proj,v_proj, or a regex)",
+    )
+    .option('--lora-rank <n>', "the adapters' rank (ROLL's lora_rank; with --lora-target)", intAtLeast(1))
     .option('--config <file>', "the config whose update and sampling settings are used (the quickstart's by default)", d.config)
     .option('--json', 'print the result as JSON')
     .action(async (o: import('./backend_check').CheckOptions & { backend?: string; json?: boolean }) => {

@@ -6,6 +6,7 @@
  * includes one-off costs (kernel set-up, first allocations), later ones show the steady rate.
  */
 
+import type * as tf from '@tensorflow/tfjs';
 import {
   atLength,
   batchOverrides,
@@ -19,10 +20,11 @@ import {
   timeUpdate,
   type UpdateParts,
 } from '../algo/throughput';
-import type { GeneratingArgs } from '../contract';
+import { type GeneratingArgs, loraSettings } from '../contract';
 import { backendInfo, initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { countParams } from '../model/config';
+import { LoraAdapters } from '../model/lora';
 import { outOfMemoryOf } from '../model/out_of_memory';
 import { Qwen2 } from '../model/qwen2';
 import { loadConfigFile } from '../preflight/load';
@@ -54,6 +56,9 @@ export interface CheckOptions {
   config: string;
   /** Recompute each decoder layer in the update's backward pass (sets actor_train.model_args.disable_gradient_checkpointing). */
   gradientCheckpointing: boolean;
+  /** LoRA adapters instead of training every weight (sets actor_train.model_args.lora_target and lora_rank). */
+  loraTarget?: string;
+  loraRank?: number;
 }
 
 /** What `backend check` measured. */
@@ -68,6 +73,8 @@ export interface CheckResult {
     microBatch: number;
     advEstimator: string;
     gradientCheckpointing: boolean;
+    /** The LoRA adapters trained instead of every weight, or null. */
+    lora: { target: string; rank: number; alpha: number; trainableParams: number } | null;
     rounds: Array<Timed & { parts: UpdateParts }>;
   };
   generation: { rows: number; prompt: number; newTokens: number; sampling: GeneratingArgs; rounds: Timed[] };
@@ -86,7 +93,12 @@ export interface CheckResult {
 export async function backendCheck(o: CheckOptions, log: (line: string) => void): Promise<CheckResult> {
   checkSizes(o);
   const checkpointing = `actor_train.model_args.disable_gradient_checkpointing=${!o.gradientCheckpointing}`;
-  const config = atLength(loadConfigFile(o.config, [...batchOverrides(o), checkpointing]).config, o.length);
+  const lora =
+    o.loraTarget === undefined
+      ? []
+      : [`++actor_train.model_args.lora_target=${o.loraTarget}`, `++actor_train.model_args.lora_rank=${o.loraRank ?? 8}`];
+  const config = atLength(loadConfigFile(o.config, [...batchOverrides(o), checkpointing, ...lora]).config, o.length);
+  const loraSet = loraSettings(config.actor_train.model_args);
   await initBackend(defaultBackend('update', hostBackends()));
   const { backend, device } = backendInfo();
   log(`backend ${backend}, device ${device}`);
@@ -113,6 +125,7 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
       microBatch: o.microBatch,
       advEstimator: config.adv_estimator,
       gradientCheckpointing: o.gradientCheckpointing,
+      lora: null,
       rounds: [],
     },
     generation: { rows: o.rows, prompt: o.prompt, newTokens: o.newTokens, sampling: generatingArgsOf(config, 'train'), rounds: [] },
@@ -123,8 +136,16 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
   let doing = 'random init';
   let model: Qwen2 | undefined;
   try {
-    const m = await peaks.measure('init', () => Qwen2.random(shape, 1));
+    const m = await peaks.measure('init', () => {
+      const random = Qwen2.random(shape, 1);
+      if (loraSet) random.setAdapters(LoraAdapters.init(shape, loraSet, 1, (name) => random.toNamedTensors().get(name) as tf.Tensor));
+      return random;
+    });
     model = m;
+    if (loraSet) {
+      const trainableParams = [...m.trainableVariables().values()].reduce((s, v) => s + v.size, 0);
+      result.update.lora = { target: o.loraTarget as string, rank: loraSet.rank, alpha: loraSet.alpha, trainableParams };
+    }
     await peaks.measure('generation', () => {
       for (let r = 1; r <= o.rounds; r++) {
         doing = 'rollout generation batch';
@@ -155,6 +176,9 @@ export async function backendCheck(o: CheckOptions, log: (line: string) => void)
  * @throws BadInputError (exit 2) naming the option, its value and what is allowed
  */
 function checkSizes(o: CheckOptions): void {
+  if (o.loraRank !== undefined && o.loraTarget === undefined) {
+    throw new BadInputError(`--lora-rank ${o.loraRank} without --lora-target; allowed: with --lora-target (e.g. all), which turns LoRA on`);
+  }
   if (o.batch % o.microBatch !== 0) {
     throw new BadInputError(
       `--micro-batch ${o.microBatch} does not divide --batch ${o.batch}; allowed: a divisor of the batch (the update makes one optimizer step)`,
@@ -195,6 +219,11 @@ export function formatBackendCheck(r: CheckResult): string[] {
     `backend ${r.backend}, device ${r.device}`,
     `model: ${r.model.shape} shape, ${r.model.layers} layer${r.model.layers === 1 ? '' : 's'}, vocabulary ${r.model.vocab}, ${r.model.params.toLocaleString('en-US')} parameters, random init`,
     `update: ${u.batch} trajectories x ${u.length} tokens, micro-batches of ${u.microBatch}, one AdamW step, gradient checkpointing ${u.gradientCheckpointing ? 'on' : 'off'} (${u.advEstimator}, settings of ${r.config})`,
+    ...(u.lora
+      ? [
+          `  LoRA adapters only: lora_target ${u.lora.target}, rank ${u.lora.rank}, alpha ${u.lora.alpha}, ${u.lora.trainableParams.toLocaleString('en-US')} trainable parameters`,
+        ]
+      : []),
     ...rounds(u.rounds),
     `rollout batch: ${g.rows} rows, ${g.prompt}-token prompts, ${g.newTokens} new tokens each (KV cache; temperature ${g.sampling.temperature}, top_p ${g.sampling.top_p}, top_k ${g.sampling.top_k})`,
     ...rounds(g.rounds),

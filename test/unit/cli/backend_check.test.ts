@@ -80,6 +80,22 @@ test('backend check --gradient-checkpointing off: the update keeps its intermedi
   assert.match(formatBackendCheck(r).join('\n'), /one AdamW step, gradient checkpointing off/);
 });
 
+test('backend check --lora-target --lora-rank: adapters only, their trainable parameters counted as PEFT counts them', () => {
+  const r = checksOn('wasm', ['--lora-target', 'q_proj,v_proj', '--lora-rank', '4']);
+  // One layer of Qwen2.5-0.5B: q_proj 896 -> 896, v_proj 896 -> 128; r (in + out) each.
+  assert.deepEqual(r.update.lora, { target: 'q_proj,v_proj', rank: 4, alpha: 8, trainableParams: 4 * (896 + 896) + 4 * (896 + 128) });
+  assert.match(
+    formatBackendCheck(r).join('\n'),
+    /LoRA adapters only: lora_target q_proj,v_proj, rank 4, alpha 8, 11,264 trainable parameters/,
+  );
+  const bad = check(['--backend', 'wasm', ...SMALL, '--lora-target', 'qkv']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /actor_train\.model_args\.lora_target.*"qkv" names no linear layer of the decoder/);
+  const rankOnly = check(['--backend', 'wasm', ...SMALL, '--lora-rank', '4']);
+  assert.equal(rankOnly.code, 2);
+  assert.match(rankOnly.stderr, /--lora-rank 4 without --lora-target/);
+});
+
 for (const v of NATIVE_VARIANTS) {
   const skip =
     inspectNativeBuild(v).state === 'installed'
