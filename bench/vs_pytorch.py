@@ -3,7 +3,9 @@ Qwen2ForCausalLM (float32, 2 threads) on the workload the starpo side wrote into
 model.safetensors, workload.json, and after the starpo side's first update, advantages.json). Prints one JSON
 line: seconds, tokens, peak RSS and, for the update, the gradient norm before clipping and the seconds of the
 clip and AdamW step. With workload.json's gradientCheckpointing, the update recomputes each decoder layer in the
-backward (transformers' gradient_checkpointing_enable, non-reentrant).
+backward (transformers' gradient_checkpointing_enable, non-reentrant). With its lora, PEFT's LoRA adapters of that
+rank on every linear layer of the decoder are what the update trains (get_peft_model; AdamW and clipping over the
+adapters only), as starpo's lora_target all.
 
 The update is the quickstart's loss as ROLL computes it on fresh rollouts: the importance ratio
 exp(logp - logp.detach()) times the trajectory's advantage (REINFORCE, one value on every response token),
@@ -49,12 +51,23 @@ def agg(values, mask, mode, rows_with_tokens, tokens):
     raise ValueError(f"loss_agg_mode {mode} is not in this bench")
 
 
+def with_lora(model, lora):
+    from peft import LoraConfig, get_peft_model
+
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    config = LoraConfig(r=lora["rank"], lora_alpha=lora["alpha"], target_modules=targets, lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
 def update(model, w, advantages):
     if w.get("gradientCheckpointing"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.train()
+    if w.get("lora"):
+        model = with_lora(model, w["lora"])
+    params = [p for p in model.parameters() if p.requires_grad]
     kept = [t for t in w["trajectories"] if t["trajId"] in advantages]
-    opt = torch.optim.AdamW(model.parameters(), lr=w["lr"], betas=tuple(w["betas"]), eps=1e-8, weight_decay=w["weightDecay"])
+    opt = torch.optim.AdamW(params, lr=w["lr"], betas=tuple(w["betas"]), eps=1e-8, weight_decay=w["weightDecay"])
     shifted = [t["responseMask"][1:] for t in kept]
     tokens = max(1, sum(sum(m) for m in shifted))
     rows_with_tokens = max(1, sum(1 for m in shifted if sum(m) > 0))
@@ -79,7 +92,7 @@ def update(model, w, advantages):
             loss = loss - w["entropyLossCoef"] * agg(entropy, mask, w["lossAggMode"], rows_with_tokens, tokens)
         loss.backward()
     opt_started = time.perf_counter()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), w["maxGradNorm"]).item()
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, w["maxGradNorm"]).item()
     opt.step()
     ended = time.perf_counter()
     return {
@@ -87,10 +100,13 @@ def update(model, w, advantages):
         "optimizerSeconds": ended - opt_started,
         "tokens": sum(len(t["inputIds"]) for t in w["trajectories"]),
         "gradNorm": grad_norm,
+        "trainableParams": sum(p.numel() for p in params),
     }
 
 
 def generation(model, w):
+    if w.get("lora"):
+        model = with_lora(model, w["lora"]).eval()
     contexts = w["contexts"]
     L = max(len(c) for c in contexts)
     ids = torch.tensor([[w["padId"]] * (L - len(c)) + c for c in contexts])

@@ -8,7 +8,7 @@
  * printed side by side: they agree when both sides do the same work.
  *
  *   node --import tsx bench/vs_pytorch.ts [--rounds 3] [--sizes tiny,h256,slice] [--jobs update,generation]
- *     [--gradient-checkpointing off|on] [--layers n] [--backend tensorflow] [--profile]
+ *     [--gradient-checkpointing off|on] [--layers n] [--lora-rank r] [--backend tensorflow] [--profile]
  *
  * Sizes: tiny = the quickstart's model (105k parameters) on 64 quickstart trajectories; h256 = hidden 256, 4
  * layers (3.2M) on the same; slice = 2 of Qwen2.5-0.5B's 24 layers with its 151,936-id vocabulary on 16 random
@@ -19,14 +19,15 @@
  * --gradient-checkpointing on recomputes each decoder layer in the backward on both sides (starpo's
  * actor_train.model_args.disable_gradient_checkpointing=false, transformers' gradient_checkpointing_enable).
  * --layers n gives the Qwen2.5-0.5B-shaped sizes (slice, full, full-1024) n decoder layers instead of theirs: the
- * same shapes at a few layer counts give each side's memory per decoder layer.
+ * same shapes at a few layer counts give each side's memory per decoder layer. --lora-rank r trains LoRA adapters of
+ * rank r on every linear layer of the decoder instead of every weight (starpo's lora_target all; PEFT's LoraConfig).
  * The PyTorch side runs in a Python venv with the pins of test/fixtures/hf/requirements.txt
  * (~/.cache/starpo/hf-venv, made on first use from PyPI); without python3 it is skipped, saying so.
  * --profile adds each side's 15 costliest ops (tf.profile kernels / torch.profiler) from one extra round.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
@@ -41,16 +42,18 @@ import {
   timeGeneration,
   timeUpdate,
 } from '../src/algo/throughput';
-import type { RunConfig, Trajectory } from '../src/contract';
+import { loraSettings, type RunConfig, type Trajectory } from '../src/contract';
 import { initBackend } from '../src/model/backend';
 import { type Qwen2Config, tinyPreset } from '../src/model/config';
 import { modelFromSafetensorsFiles, modelToSafetensors } from '../src/model/hf/weights';
+import { LoraAdapters } from '../src/model/lora';
 import { Qwen2 } from '../src/model/qwen2';
 import { charTokenizer } from '../src/model/tokenizer';
 import { loadConfigFile } from '../src/preflight/load';
 import { warmupDemonstrations } from '../src/rollout/demonstrations';
 import { generatingArgsOf } from '../src/rollout/plan';
 import { Rng } from '../src/util/rng';
+import { pythonFor } from './lib/hf_venv';
 
 const QUICKSTART = 'configs/frozen_lake_solver.yaml';
 const SIZES = ['tiny', 'h256', 'slice', 'full', 'full-1024'] as const;
@@ -69,8 +72,6 @@ const QWEN_SIZES: Record<
   full: { layers: 24, batch: 8, microBatch: 4, length: 256, rows: 8, prompt: 128, newTokens: 32 },
   'full-1024': { layers: 24, batch: 8, microBatch: 4, length: 1024, rows: 8, prompt: 128, newTokens: 32 },
 };
-const VENV = join(homedir(), '.cache/starpo/hf-venv');
-const REQUIREMENTS = join(__dirname, '../test/fixtures/hf/requirements.txt');
 
 /** What both sides read from a size's folder (workload.json). */
 interface Workload {
@@ -86,6 +87,8 @@ interface Workload {
   weightDecay: number;
   maxGradNorm: number;
   gradientCheckpointing: boolean;
+  /** LoRA adapters on every decoder linear layer, or null for a full update. */
+  lora: { rank: number; alpha: number } | null;
   sampling: { temperature: number; top_p: number; top_k: number; do_sample: boolean };
 }
 
@@ -111,15 +114,23 @@ interface SizeSetup {
   newTokens: number;
 }
 
+/** How both sides train: gradient checkpointing, the Qwen2.5 sizes' layers, LoRA's rank (undefined: every weight). */
+interface Variant {
+  checkpointing: boolean;
+  layers?: number;
+  loraRank?: number;
+}
+
 /** The model shape, run config, trajectories and contexts of a size, made the same way every time. */
-async function sizeSetup(size: Size, checkpointing: boolean, layers?: number): Promise<SizeSetup> {
+async function sizeSetup(size: Size, { checkpointing, layers, loraRank }: Variant): Promise<SizeSetup> {
+  const lora = loraRank === undefined ? [] : ['++actor_train.model_args.lora_target=all', `++actor_train.model_args.lora_rank=${loraRank}`];
   const ckpt = `actor_train.model_args.disable_gradient_checkpointing=${!checkpointing}`;
   if (size !== 'tiny' && size !== 'h256') {
     const s = QWEN_SIZES[size];
     const cfg = qwen25HalfBShape(layers ?? s.layers);
     return {
       cfg,
-      config: atLength(loadConfigFile(QUICKSTART, [...batchOverrides(s), ckpt]).config, s.length),
+      config: atLength(loadConfigFile(QUICKSTART, [...batchOverrides(s), ckpt, ...lora]).config, s.length),
       trajectories: randomTrajectories({
         count: s.batch,
         length: s.length,
@@ -132,7 +143,7 @@ async function sizeSetup(size: Size, checkpointing: boolean, layers?: number): P
       newTokens: s.newTokens,
     };
   }
-  const { config } = loadConfigFile(QUICKSTART, [ckpt]);
+  const { config } = loadConfigFile(QUICKSTART, [ckpt, ...lora]);
   const tokenizer = charTokenizer();
   const tiny = tinyPreset(tokenizer.vocabSize);
   const cfg = size === 'tiny' ? tiny : { ...tiny, hidden_size: 256, intermediate_size: 768, num_hidden_layers: 4 };
@@ -150,9 +161,10 @@ async function sizeSetup(size: Size, checkpointing: boolean, layers?: number): P
 }
 
 /** Writes a size's folder once: config.json, model.safetensors (seeded random init) and workload.json. */
-async function prepare(size: Size, dir: string, checkpointing: boolean, layers?: number): Promise<void> {
+async function prepare(size: Size, dir: string, variant: Variant): Promise<void> {
   if (existsSync(join(dir, 'workload.json'))) return;
-  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing, layers);
+  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, variant);
+  const lora = loraSettings(config.actor_train.model_args);
   const model = Qwen2.random(cfg, 1);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'model.safetensors'), await modelToSafetensors(model));
@@ -182,25 +194,20 @@ async function prepare(size: Size, dir: string, checkpointing: boolean, layers?:
     betas: [args.adam_beta1, args.adam_beta2],
     weightDecay: args.weight_decay,
     maxGradNorm: config.max_grad_norm,
-    gradientCheckpointing: checkpointing,
+    gradientCheckpointing: variant.checkpointing,
+    lora: lora ? { rank: lora.rank, alpha: lora.alpha } : null,
     sampling: { temperature: gen.temperature, top_p: gen.top_p, top_k: gen.top_k, do_sample: gen.do_sample },
   };
   writeFileSync(join(dir, 'workload.json'), JSON.stringify(w));
 }
 
 /** One starpo cell, in this process (a child): the job once on the size's weights; the first update writes advantages.json. */
-async function starpoCell(
-  size: Size,
-  job: Job,
-  dir: string,
-  backend: string,
-  profile: boolean,
-  checkpointing: boolean,
-  layers?: number,
-): Promise<CellResult> {
+async function starpoCell(size: Size, job: Job, dir: string, backend: string, profile: boolean, variant: Variant): Promise<CellResult> {
   await initBackend(backend);
-  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, checkpointing, layers);
+  const { cfg, config, trajectories, contexts, padId, newTokens } = await sizeSetup(size, variant);
   const model = modelFromSafetensorsFiles(cfg, [join(dir, 'model.safetensors')]);
+  const lora = loraSettings(config.actor_train.model_args);
+  if (lora) model.setAdapters(LoraAdapters.init(cfg, lora, 1, (name) => model.toNamedTensors().get(name) as tf.Tensor));
   const run = async (): Promise<CellResult> => {
     if (job === 'generation') {
       const t = timeGeneration({ model, config, contexts, newTokens, seed: 1 });
@@ -247,28 +254,6 @@ async function starpoCell(
   return { ...result, peakRssBytes: peakRssBytes() };
 }
 
-/** The venv's python, made from PyPI on first use, or null (said why) when there is no python3. */
-function pythonFor(): string | null {
-  const python = join(VENV, 'bin/python');
-  const pins = readFileSync(REQUIREMENTS, 'utf8');
-  const check = "import torch, transformers, safetensors; print(torch.__version__.split('+')[0], transformers.__version__)";
-  const ok = existsSync(python) && spawnSync(python, ['-c', check], { encoding: 'utf8' }).status === 0;
-  if (ok) return python;
-  if (spawnSync('python3', ['--version']).status !== 0) {
-    console.log('no python3 on this host: the PyTorch side is skipped');
-    return null;
-  }
-  console.log(`making the PyTorch venv in ${VENV} from PyPI (${pins.trim().split('\n').join(', ')}); once`);
-  for (const cmd of [
-    ['python3', ['-m', 'venv', VENV]],
-    [join(VENV, 'bin/pip'), ['install', '--quiet', '-r', REQUIREMENTS]],
-  ] as const) {
-    const r = spawnSync(cmd[0], [...cmd[1]], { stdio: 'inherit' });
-    if (r.status !== 0) throw new Error(`${cmd[0]} ${cmd[1].join(' ')} failed (exit ${r.status})`);
-  }
-  return python;
-}
-
 /** Runs one cell in a child process; its JSON line, or an error result. */
 function spawnCell(cmd: string, args: string[]): CellResult {
   const load0 = loadavg()[0];
@@ -296,6 +281,7 @@ async function main(): Promise<void> {
       profile: { type: 'boolean', default: false },
       'gradient-checkpointing': { type: 'string', default: 'off' },
       layers: { type: 'string' },
+      'lora-rank': { type: 'string' },
       child: { type: 'string' },
     },
   });
@@ -305,10 +291,14 @@ async function main(): Promise<void> {
   const layers = values.layers === undefined ? undefined : Number(values.layers);
   if (layers !== undefined && !(Number.isInteger(layers) && layers >= 1 && layers <= 24))
     throw new Error(`--layers ${values.layers}: allowed: an integer 1..24`);
+  const loraRank = values['lora-rank'] === undefined ? undefined : Number(values['lora-rank']);
+  if (loraRank !== undefined && !(Number.isInteger(loraRank) && loraRank >= 1))
+    throw new Error(`--lora-rank ${values['lora-rank']}: allowed: an integer >= 1`);
+  const variant: Variant = { checkpointing, layers, loraRank };
   if (values.child) {
     const [size, job, dir, backend, profile] = JSON.parse(values.child) as [Size, Job | 'prepare', string, string, boolean];
-    if (job === 'prepare') await prepare(size, dir, checkpointing, layers);
-    else console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile, checkpointing, layers)));
+    if (job === 'prepare') await prepare(size, dir, variant);
+    else console.log(JSON.stringify(await starpoCell(size, job, dir, backend, profile, variant)));
     return;
   }
   const rounds = Number(values.rounds);
@@ -326,6 +316,7 @@ async function main(): Promise<void> {
       '--gradient-checkpointing',
       ckptFlag,
       ...(layers === undefined ? [] : ['--layers', String(layers)]),
+      ...(loraRank === undefined ? [] : ['--lora-rank', String(loraRank)]),
       '--child',
       JSON.stringify([size, job, join(root, size), values.backend, profile]),
     ];
@@ -350,7 +341,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, gradient checkpointing ${ckptFlag}${layers === undefined ? '' : `, ${layers} decoder layers`}, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
+      `\nstarpo (${values.backend}) vs PyTorch ${python ? '' : '(skipped) '}on this host, gradient checkpointing ${ckptFlag}${layers === undefined ? '' : `, ${layers} decoder layers`}${loraRank === undefined ? '' : `, LoRA rank ${loraRank} on every linear layer (adapters only)`}, ${rounds} interleaved rounds; best round shown, all rounds in brackets`,
     );
     console.log('| job | size | side | seconds (rounds) | optimizer s (rounds) | tokens/s | peak RSS GiB | load | grad norm |');
     console.log('|---|---|---|---|---|---|---|---|---|');
