@@ -9,7 +9,16 @@ import { log } from '@temporalio/activity';
 import type * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../algo/adamw';
 import { sftTrain, warmupSchedule } from '../algo/sft';
-import type { ObjectRef, PrepareRunOutput, RunConfig, RunSpec, StepMetrics, Trajectory, WriteMetricsInput } from '../contract';
+import type {
+  LoraSettings,
+  ObjectRef,
+  PrepareRunOutput,
+  RunConfig,
+  RunSpec,
+  StepMetrics,
+  Trajectory,
+  WriteMetricsInput,
+} from '../contract';
 import { ConfigError, EnvFailureError, gradientCheckpointing, loraSettings } from '../contract';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { PretrainedFolderError, pretrainedIdentity } from '../model/hf/folder';
@@ -162,9 +171,9 @@ async function storeRunSpec(rt: ActivityRuntime, spec: RunSpec): Promise<void> {
 }
 
 /**
- * A LoRA run's step-0 policy: the warm start `base` with the run's initial adapters (PEFT's initialisation, seeded
- * by the run's seed, or the adapter_name_or_path folder's), stored as the run's step-0 adapter checkpoint. Without
- * LoRA the warm start itself.
+ * A LoRA run's step-0 policy: the warm start `base` with the run's initial adapters (the adapter_name_or_path
+ * folder's, else PEFT's initialisation of lora_target's, seeded by the run's seed), stored as the run's step-0
+ * adapter checkpoint. Without LoRA the warm start itself.
  */
 async function withInitialAdapters(
   rt: ActivityRuntime,
@@ -174,15 +183,20 @@ async function withInitialAdapters(
 ): Promise<ObjectRef> {
   const { config, runId } = spec;
   const settings = loraSettings(config.actor_train.model_args);
-  if (!settings) return base;
+  const dir = config.actor_train.model_args.adapter_name_or_path;
+  if (!settings && !dir) return base;
   const c = await loadCheckpoint(rt.store, base);
   try {
-    const dir = config.actor_train.model_args.adapter_name_or_path;
     const weights = c.model.toNamedTensors();
     c.model.setAdapters(
       dir
         ? adapterFolder(c.model, dir)
-        : LoraAdapters.init(c.model.config, settings, deriveSeed(config.seed, 'lora-init'), (name) => weights.get(name) as tf.Tensor),
+        : LoraAdapters.init(
+            c.model.config,
+            settings as LoraSettings,
+            deriveSeed(config.seed, 'lora-init'),
+            (name) => weights.get(name) as tf.Tensor,
+          ),
     );
     const state = { step: 0, betas: [0.9, 0.999] as [number, number], weightDecay: 0, metrics, base };
     return await saveCheckpoint(rt.store, checkpointPrefix(runId, 0), { ...c, state });

@@ -13,7 +13,7 @@ import type { ObjectRef, RunSpec } from '../contract';
 import { initBackend } from '../model/backend';
 import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { hfFolderFiles } from '../model/hf/folder';
-import { ADAPTER_CONFIG, ADAPTER_WEIGHTS } from '../model/hf/peft';
+import { ADAPTER_CONFIG, ADAPTER_WEIGHTS } from '../model/hf/peft_config';
 import { streamedBytes } from '../model/hf/safetensors';
 import { tensorsSafetensors } from '../model/hf/weights';
 import type { LoraAdapters } from '../model/lora';

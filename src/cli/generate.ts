@@ -16,7 +16,7 @@ import { defaultBackend, hostBackends } from '../model/backend_choice';
 import { activeSlidingWindow, countParams, type Qwen2Config, TINY_PRESET, tinyPreset } from '../model/config';
 import { generate } from '../model/generate';
 import { pretrainedProblems, readPretrainedConfig } from '../model/hf/folder';
-import { ADAPTER_WEIGHTS } from '../model/hf/peft';
+import { ADAPTER_WEIGHTS } from '../model/hf/peft_config';
 import { tokenizerFromFiles } from '../model/hf/tokenizer';
 import { configFromJSONBytes, modelFromFolder, modelFromSafetensors } from '../model/hf/weights';
 import { Qwen2 } from '../model/qwen2';

@@ -4,13 +4,14 @@
  * must name weights, model_name_or_path must be the run's `pretrain`, and the critic (which trains every weight)
  * takes none of those keys.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { show } from '../config/issues';
-import { loraSettings, type RunConfig, splitNames } from '../contract';
+import { type LoraSettings, loraSettings, type RunConfig, splitNames } from '../contract';
 import { type Qwen2Config, TINY_PRESET, tinyPreset, weightShapes } from '../model/config';
 import { pretrainedProblems, readPretrainedConfig } from '../model/hf/folder';
-import { additionalWeights, loraTargets } from '../model/lora';
+import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, loraSettingsOfAdapterConfig } from '../model/hf/peft_config';
+import { additionalWeights, loraTargets } from '../model/lora_targets';
 import { charTokenizer } from '../model/tokenizer';
 
 const KEY = '`actor_train.model_args';
@@ -37,6 +38,41 @@ function problemOf(key: string, check: () => unknown): string[] {
   }
 }
 
+/**
+ * adapter_name_or_path: a PEFT folder whose adapter_config.json starpo computes, whose targets name modules of the
+ * model, and which agrees with lora_target and lora_rank when those are set too (the folder decides otherwise).
+ */
+function adapterFolderProblems(dir: string, lora: LoraSettings | null, model: Qwen2Config | null): string[] {
+  const key = `${KEY}.adapter_name_or_path\``;
+  const missing = [ADAPTER_CONFIG, ADAPTER_WEIGHTS].filter((f) => !existsSync(join(dir, f)));
+  if (missing.length > 0)
+    return [`${key}: ${show(dir)} is not a PEFT adapter folder (no ${missing.join(', ')}); allowed: a folder PEFT's save_pretrained wrote`];
+  let folder: LoraSettings;
+  try {
+    folder = loraSettingsOfAdapterConfig(JSON.parse(readFileSync(join(dir, ADAPTER_CONFIG), 'utf8')), join(dir, ADAPTER_CONFIG));
+  } catch (err) {
+    return [`${key}: ${(err as Error).message}`];
+  }
+  if (!model) return [];
+  let targets: string[];
+  try {
+    targets = loraTargets(model, folder.target);
+  } catch (err) {
+    return [`${key}: ${join(dir, ADAPTER_CONFIG)} target_modules ${(err as Error).message}`];
+  }
+  if (!lora) return [];
+  let ours: string[];
+  try {
+    ours = loraTargets(model, lora.target);
+  } catch {
+    return []; // reported for lora_target itself
+  }
+  if (lora.rank === folder.rank && ours.join() === targets.join()) return [];
+  return [
+    `${key}: the folder's adapters (r ${folder.rank}, ${targets.length} modules) differ from lora_target / lora_rank (r ${lora.rank}, ${ours.length} modules); drop lora_target and lora_rank (the folder decides) or make them agree`,
+  ];
+}
+
 /** Every problem of actor_train.model_args (and of the keys the critic's block must not set), one line each. */
 export function modelArgsProblems(cfg: RunConfig): string[] {
   const args = cfg.actor_train.model_args;
@@ -52,15 +88,7 @@ export function modelArgsProblems(cfg: RunConfig): string[] {
       `${KEY}.additional_target\`: ${show(args.additional_target)} trains modules beside LoRA adapters; set lora_target too (or drop it)`,
     );
   }
-  if (args.adapter_name_or_path !== null) {
-    const dir = args.adapter_name_or_path;
-    const missing = ['adapter_config.json', 'adapter_model.safetensors'].filter((f) => !existsSync(join(dir, f)));
-    if (missing.length > 0) {
-      problems.push(
-        `${KEY}.adapter_name_or_path\`: ${show(dir)} is not a PEFT adapter folder (no ${missing.join(', ')}); allowed: a folder PEFT's save_pretrained wrote`,
-      );
-    }
-  }
+  if (args.adapter_name_or_path !== null) problems.push(...adapterFolderProblems(args.adapter_name_or_path, lora, model));
   const prefixes = splitNames(args.freeze_module_prefix);
   if (model && prefixes.length > 0) {
     const names = weightShapes(model).map(([n]) => n);
