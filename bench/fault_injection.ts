@@ -17,7 +17,7 @@ import { startTrainingStack } from '../test/helpers/stack';
  * The run is test/helpers/faults.ts shortRunInput (the test fixture) or, with `--config`, that config as
  * written; both with `--steps` updates and no validation, the same config and seed in every trial. Killed: the rollout worker, the update worker, the control worker,
  * the Temporal dev server and the S3 server (servers restart on the same ports with the same state). Compared:
- * model.safetensors and optimizer sha256, and the trainer state without timings. Starts its own servers on
+ * model.safetensors (a LoRA run's adapter_model.safetensors) and optimizer sha256, and the trainer state without timings. Starts its own servers on
  * free ports (temp state folder) and worker processes, and stops them at the end.
  */
 async function main(): Promise<void> {

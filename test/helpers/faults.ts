@@ -193,7 +193,8 @@ export async function checkpointFingerprint(
   const state = trainerStateOf(files);
   state.metrics = Object.fromEntries(Object.entries(state.metrics).filter(([k]) => !k.startsWith('time/')));
   return {
-    model: sha256Hex(files['model.safetensors'] as Uint8Array),
+    // A LoRA run's checkpoint holds its adapters instead of full weights.
+    model: sha256Hex((files['model.safetensors'] ?? files['adapter_model.safetensors']) as Uint8Array),
     optimizer: sha256Hex(optimizer['optimizer.safetensors'] as Uint8Array),
     trainerState: JSON.stringify(state),
   };
