@@ -91,8 +91,8 @@ export function updateActivity(rt: ActivityRuntime) {
     const criticArgs = config.critic.training_args;
     const gae = config.adv_estimator === 'gae';
     const checkpoint = await takePolicy(rt, input.runId, input.step, input.policy, true);
-    // The step-0 checkpoint carries no reference: it is the reference.
-    const reference = checkpoint.state.reference ?? input.policy;
+    // The step-0 checkpoint carries no reference: it is the reference. A LoRA run's is its base (the adapters off).
+    const reference = checkpoint.state.base ?? checkpoint.state.reference ?? input.policy;
     let ref: ObjectRef;
     let result: Awaited<ReturnType<typeof ppoUpdate>>;
     try {
