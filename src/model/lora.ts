@@ -9,6 +9,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { LoraSettings } from '../contract';
 import { deriveSeed, Rng } from '../util/rng';
 import { type Qwen2Config, weightShapes } from './config';
+import type { LayerAdapters } from './lean_layer';
 import { additionalWeights, loraTargets, modules } from './lora_targets';
 
 /** One adapted linear layer's pair: A float32 [r, in], B float32 [out, r]. */
@@ -97,6 +98,30 @@ export class LoraAdapters {
       throw err;
     }
     return new LoraAdapters(settings, pairs, copies);
+  }
+
+  /**
+   * The adapters of the decoder layer of prefix `p` (`model.layers.<l>.`) as the lean layer takes them, or null when
+   * that layer must run as plain ops: it trains copies of its own weights (additional_target), or its adapters'
+   * inputs are dropped (lora_dropout in a training forward).
+   */
+  layerAdapters(p: string, dropoutSeed?: number): LayerAdapters | null {
+    if ((this.settings.dropout > 0 && dropoutSeed !== undefined) || [...this.copies.keys()].some((n) => n.startsWith(p))) return null;
+    const names = {
+      q: 'self_attn.q_proj',
+      k: 'self_attn.k_proj',
+      v: 'self_attn.v_proj',
+      o: 'self_attn.o_proj',
+      gate: 'mlp.gate_proj',
+      up: 'mlp.up_proj',
+      down: 'mlp.down_proj',
+    };
+    const out: LayerAdapters = {};
+    for (const [key, module] of Object.entries(names) as Array<[keyof LayerAdapters, string]>) {
+      const pair = this.pairs.get(`${p}${module}`);
+      if (pair) out[key] = { a: pair.a as tf.Tensor2D, b: pair.b as tf.Tensor2D, scale: this.scale };
+    }
+    return out;
   }
 
   /** Whether `module` (full name, e.g. model.layers.0.self_attn.q_proj) carries an adapter. */

@@ -288,11 +288,12 @@ export class Qwen2 {
   private decoderLayer(l: number, x: tf.Tensor2D, rope: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const p = `model.layers.${l}.`;
     const eps = this.config.rms_norm_eps;
-    if (!inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm' && !this.lora) {
+    const adapters = this.lora ? this.lora.layerAdapters(p, inp.loraDropoutSeed) : undefined;
+    if (!inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm' && adapters !== null) {
       const [B, L] = inp.ids.shape;
       const { num_attention_heads: H, num_key_value_heads: KVH } = this.config;
       const weights = layerWeightsOf((name) => this.weight(name), this.fused, p);
-      return leanDecoderLayer(x, weights, { B, L, H, KVH, D: headDim(this.config), eps }, rope, inp.mask);
+      return leanDecoderLayer(x, weights, { B, L, H, KVH, D: headDim(this.config), eps }, rope, inp.mask, adapters);
     }
     const attnIn = rmsNorm(x, this.w(`${p}input_layernorm.weight`) as tf.Tensor1D, eps);
     const h = tf.add<tf.Tensor2D>(x, this.selfAttention(l, attnIn, rope, inp, cache));

@@ -217,3 +217,25 @@ test('lora_dropout drops adapter inputs in training forwards only, the same mask
   tf.dispose([plain, a, b, c, ids, mask, ...Object.values(kept), ...Object.values(recomputed)]);
   model.dispose();
 });
+
+test('adapters without dropout: the same gradients with gradient checkpointing on and off (off wasm: the lean layer with adapters)', () => {
+  const model = Qwen2.random(cfg, 7);
+  const adapters = LoraAdapters.init(cfg, must(settings('all', { lora_rank: 2 })), 11, () => assert.fail('no additional target'));
+  for (const [name, v] of adapters.variables()) {
+    v.assign(tf.tidy(() => tf.add(v, tf.mul(tf.randomNormal(v.shape, 0, 1, 'float32', name.length), 0.05))));
+  }
+  model.setAdapters(adapters);
+  const ids = tf.tensor2d([[5, 9, 14, 3, 22, 40, 7]], [1, 7], 'int32');
+  const mask = tf.ones([1, 7]) as tf.Tensor2D;
+  const grads = (gradientCheckpointing: boolean) =>
+    tf.variableGrads(
+      () => tf.sum(tokenLogProbs(model, ids, mask, { gradientCheckpointing }).logp) as tf.Scalar,
+      [...model.trainableVariables().values()],
+    ).grads;
+  const kept = grads(false);
+  const recomputed = grads(true);
+  assert.equal(Object.keys(kept).length, 2 * 2 * 7, 'a gradient for every adapter, none for the frozen weights');
+  for (const name of Object.keys(kept)) assert.ok(relDiff(recomputed[name] as tf.Tensor, kept[name] as tf.Tensor) < 1e-5, name);
+  tf.dispose([ids, mask, ...Object.values(kept), ...Object.values(recomputed)]);
+  model.dispose();
+});
