@@ -183,7 +183,7 @@ async function withInitialAdapters(
 ): Promise<ObjectRef> {
   const { config, runId } = spec;
   const settings = loraSettings(config.actor_train.model_args);
-  const dir = config.actor_train.model_args.adapter_name_or_path;
+  const dir = config.actor_train.model_args?.adapter_name_or_path ?? null; // absent in runs stored before model_args
   if (!settings && !dir) return base;
   const c = await loadCheckpoint(rt.store, base);
   try {

@@ -72,11 +72,14 @@ export interface LoraSettings {
   additional: string[];
 }
 
-/** The run's LoRA settings from actor_train.model_args, ROLL's defaults applied. */
+/**
+ * The run's LoRA settings from actor_train.model_args, ROLL's defaults applied; null without lora_target (or
+ * without model_args: a run stored before the block existed).
+ */
 export function loraSettings(
-  args: Pick<ActorModelArgs, 'lora_target' | 'lora_rank' | 'lora_alpha' | 'lora_dropout' | 'additional_target'>,
+  args: Pick<ActorModelArgs, 'lora_target' | 'lora_rank' | 'lora_alpha' | 'lora_dropout' | 'additional_target'> | undefined,
 ): LoraSettings | null {
-  if (args.lora_target === null) return null;
+  if (args?.lora_target == null) return null;
   const raw = args.lora_target;
   const target: LoraSettings['target'] =
     typeof raw === 'string' && /[*$|(]/.test(raw) ? { kind: 'regex', pattern: raw } : { kind: 'names', names: splitNames(raw) };
@@ -90,7 +93,7 @@ export function loraSettings(
 }
 
 /** Whether freeze_module_prefix leaves the weight (or adapter) `name` out of the update: it starts with one of the prefixes. */
-export function frozenBy(args: Pick<ActorModelArgs, 'freeze_module_prefix'>): (name: string) => boolean {
-  const prefixes = splitNames(args.freeze_module_prefix);
+export function frozenBy(args: Pick<ActorModelArgs, 'freeze_module_prefix'> | undefined): (name: string) => boolean {
+  const prefixes = splitNames(args?.freeze_module_prefix ?? null);
   return (name) => prefixes.some((p) => name.startsWith(p));
 }

@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { groupKeyOf } from '../../../src/algo/update';
 import { ignoredKeysIn } from '../../../src/config/schema_walk';
 import type { Trajectory } from '../../../src/contract';
-import { ConfigError, gradientCheckpointing } from '../../../src/contract';
+import { ConfigError, frozenBy, gradientCheckpointing, loraSettings } from '../../../src/contract';
 import { validateConfig } from '../../../src/preflight/load';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
@@ -260,6 +260,8 @@ test("actor_train.model_args: ROLL's keys that decide what is trained are typed 
   assert.equal(gradientCheckpointing(validateConfig(withArgs({ disable_gradient_checkpointing: true })).actor_train), false);
   assert.equal(gradientCheckpointing(validateConfig(withArgs({ disable_gradient_checkpointing: null })).actor_train), true, "ROLL's None");
   assert.equal(gradientCheckpointing({}), true, 'a run stored before the key existed');
+  assert.equal(loraSettings(undefined), null, 'a run stored before model_args existed trains every weight');
+  assert.equal(frozenBy(undefined)('model.norm.weight'), false, 'and freezes none');
   const roll = { lora_rank: 8, lora_target: 'all', dtype: 'bf16', model_config_kwargs: {}, disable_gradient_checkpointing: false };
   const args = validateConfig(withArgs(roll)).actor_train.model_args;
   assert.deepEqual(
