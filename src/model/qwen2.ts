@@ -288,8 +288,10 @@ export class Qwen2 {
   private decoderLayer(l: number, x: tf.Tensor2D, rope: RopeTables, inp: RunInputs, cache: LayerKV[]): tf.Tensor2D {
     const p = `model.layers.${l}.`;
     const eps = this.config.rms_norm_eps;
-    const adapters = this.lora ? this.lora.layerAdapters(p, inp.loraDropoutSeed) : undefined;
-    if (!inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm' && adapters !== null) {
+    // Only a training forward asks for the adapters as the lean layer takes them: cached generation never does.
+    const training = !inp.cache && !inp.returnCache && tf.getBackend() !== 'wasm';
+    const adapters = training && this.lora ? this.lora.layerAdapters(p, inp.loraDropoutSeed) : undefined;
+    if (training && adapters !== null) {
       const [B, L] = inp.ids.shape;
       const { num_attention_heads: H, num_key_value_heads: KVH } = this.config;
       const weights = layerWeightsOf((name) => this.weight(name), this.fused, p);
