@@ -65,7 +65,9 @@ async function main(): Promise<void> {
       const same = JSON.stringify(got) === JSON.stringify(expected);
       killsSurvived += kills.length;
       equal += same ? 1 : 0;
-      const killed = kills.map((k) => `${k.target}@${k.atSeconds.toFixed(1)}s(${k.phase}, down ${k.downSeconds.toFixed(1)}s)`).join(', ');
+      const killed = kills
+        .map((k) => `${k.target}@${k.atSeconds.toFixed(1)}s(${k.seenPhase}, down ${k.downSeconds.toFixed(1)}s)`)
+        .join(', ');
       console.log(
         `trial ${trial + 1}: ${((Date.now() - t) / 1000).toFixed(1)} s, ${result.steps} steps, kills ${kills.length}/${plan.length}: ${killed}; final checkpoint ${same ? 'identical' : `DIFFERENT (model ${got.model})`}`,
       );

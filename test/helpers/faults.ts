@@ -13,7 +13,7 @@ import { removeWeedSockets } from '../../infra/s3';
 import { readState } from '../../infra/state';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { spawnWorker, stopChild, type WorkerProcesses } from '../../src/cli/spawn_workers';
-import type { ObjectRef, Role, RunSpec } from '../../src/contract';
+import type { ObjectRef, Progress, Role, RunSpec } from '../../src/contract';
 import { progressQuery } from '../../src/contract';
 import { readCheckpoint, readOptimizerFiles } from '../../src/storage/checkpoint';
 import { type ObjectStore, sha256Hex } from '../../src/storage/object_store';
@@ -39,24 +39,25 @@ export function shortRunInput(runId: string, steps: number): RunSpec {
 export const FAULT_TARGETS = ['rollout', 'update', 'control', 'temporal', 's3'] as const;
 export type FaultTarget = (typeof FAULT_TARGETS)[number];
 
-/** One planned kill: which target, when (seconds after the previous restart, or the run's start) and how long it stays dead (seconds). */
-export interface Fault {
-  target: FaultTarget;
-  afterSeconds: number;
-  downSeconds: number;
-}
+/**
+ * One planned kill: which target, when, and how long it stays dead (seconds). When is either a gap in
+ * seconds after the previous restart (or the run's start), or the first moment the run's `progress`
+ * shows it at or past a step's phase: that one cannot miss a short run however fast the host is.
+ */
+export type Fault = { target: FaultTarget; downSeconds: number } & (
+  | { afterSeconds: number }
+  | { step: number; phase: 'rollout' | 'update' }
+);
 
 /** A kill that happened while the run was open: seconds since the run started, and the run's phase then (from the `progress` query, `?` when nothing answered). */
-export interface Kill extends Fault {
-  atSeconds: number;
-  phase: string;
-}
+export type Kill = Fault & { atSeconds: number; seenPhase: string };
 
 /**
  * A seeded plan for a run whose steps take `runSeconds` undisturbed: each target once, in random order,
  * each after a uniform random gap in [0, runSeconds / targets) from the previous restart (about half the
- * run in all, so every kill lands before the run ends, spread over it however long recoveries take),
- * dead for 0.5-3 s. Same (seed, trial) = same plan.
+ * run in all, spread over it however long recoveries take; a run that ends sooner than its undisturbed
+ * time suggests takes fewer kills, and runWithFaults says which), dead for 0.5-3 s. Same (seed, trial) =
+ * same plan.
  */
 export function faultPlan(seed: number, trial: number, runSeconds: number, targets: readonly FaultTarget[] = FAULT_TARGETS): Fault[] {
   const rng = new Rng(seed, 'faults', trial);
@@ -139,19 +140,38 @@ async function statusOf(handle: WorkflowHandle): Promise<string | null> {
   }
 }
 
-/** The workflow's progress phase, or `?` when no control worker or server answers within 2 s. */
-async function phaseOf(handle: WorkflowHandle): Promise<string> {
-  const timeout = new Promise<string>((resolve) => setTimeout(() => resolve('?'), 2000).unref());
-  const query = handle.query(progressQuery).then(
-    (p) => `step ${p.step} ${p.phase}`,
-    () => '?',
-  );
-  return Promise.race([query, timeout]);
+/** The workflow's progress, or null when no control worker or server answers within 2 s. */
+async function progressOf(handle: WorkflowHandle): Promise<Progress | null> {
+  const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), 2000).unref());
+  return Promise.race([handle.query(progressQuery).catch(() => null), timeout]);
+}
+
+/** The order of a step's phases, to tell whether a run is at or past one. */
+const PHASE_ORDER: Progress['phase'][] = ['preparing', 'rollout', 'update', 'validation'];
+
+/** Whether progress `p` is at or past `phase` of `step`. */
+function reached(p: Progress, step: number, phase: Progress['phase']): boolean {
+  return p.step > step || (p.step === step && PHASE_ORDER.indexOf(p.phase) >= PHASE_ORDER.indexOf(phase));
+}
+
+/** Waits until `fault` is due or the run closed; true when it is due. */
+async function due(handle: WorkflowHandle, fault: Fault, open: () => Promise<string>): Promise<boolean> {
+  const until = 'afterSeconds' in fault ? Date.now() + fault.afterSeconds * 1000 : 0;
+  for (;;) {
+    if ((await open()) !== 'RUNNING') return false;
+    if ('afterSeconds' in fault) {
+      if (Date.now() >= until) return true;
+    } else {
+      const p = await progressOf(handle);
+      if (p && reached(p, fault.step, fault.phase)) return true;
+    }
+    await new Promise((r) => setTimeout(r, 'afterSeconds' in fault ? 250 : 100));
+  }
 }
 
 /**
- * Follows the started run `runId`, applying `plan` in order (wait afterSeconds, kill, wait downSeconds,
- * restart) while the run is open, then waits for the run to close and returns its result (throws when it
+ * Follows the started run `runId`, applying `plan` in order (wait until the fault is due, kill, wait
+ * downSeconds, restart) while the run is open, then waits for the run to close and returns its result (throws when it
  * failed) with the kills that happened.
  */
 export async function runWithFaults<R>(
@@ -165,15 +185,13 @@ export async function runWithFaults<R>(
   const open = async () => (await statusOf(handle)) ?? 'RUNNING';
   const kills: Kill[] = [];
   for (const fault of plan) {
-    const due = Date.now() + fault.afterSeconds * 1000;
-    while (Date.now() < due && (await open()) === 'RUNNING') await new Promise((r) => setTimeout(r, 250));
-    if ((await open()) !== 'RUNNING') break;
-    const phase = await phaseOf(handle);
+    if (!(await due(handle, fault, open))) break;
+    const p = await progressOf(handle);
     const atSeconds = (Date.now() - started) / 1000;
     await stack.crash(fault.target);
     await new Promise((r) => setTimeout(r, fault.downSeconds * 1000));
     await stack.restart(fault.target);
-    kills.push({ ...fault, atSeconds, phase });
+    kills.push({ ...fault, atSeconds, seenPhase: p ? `step ${p.step} ${p.phase}` : '?' });
   }
   while ((await open()) === 'RUNNING') await new Promise((r) => setTimeout(r, 500));
   return { result: (await handle.result()) as R, kills };
