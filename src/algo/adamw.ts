@@ -12,6 +12,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { StreamedObject } from '../contract';
 import { decodeSafetensors, streamedBytes } from '../model/hf/safetensors';
 import { type BackendSafetensors, tensorOnBackend, tensorsSafetensors } from '../model/hf/weights';
+import { sumAll } from '../model/long_sum';
 
 /** AdamW hyper-parameters. */
 export interface AdamWOptions {
@@ -74,7 +75,7 @@ export function clipByGlobalNorm(grads: GradMap, maxNorm: number): { norm: numbe
   try {
     if (list.length === 0) return { norm: 0, scale: 1 };
     // One norm per gradient (its square freed before the next is made), then the norm of the norms: torch's order.
-    const l2 = (x: tf.Tensor) => tf.sqrt(tf.sum(tf.square(x)));
+    const l2 = (x: tf.Tensor) => tf.sqrt(sumAll(tf.square(x)));
     const total = tf.tidy(() => l2(tf.stack(list.map(([, g]) => tf.tidy(() => l2(g))))));
     const norm = total.dataSync()[0];
     total.dispose();

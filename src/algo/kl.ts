@@ -6,6 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { KL_PENALTIES, type KlPenalty } from '../contract';
+import { sumLastAxis } from '../model/long_sum';
 
 export { KL_PENALTIES, type KlPenalty };
 
@@ -55,7 +56,7 @@ export function klPenalty(logp: tf.Tensor2D, refLogp: tf.Tensor2D, kind: KlPenal
  */
 export function klFull(logpAll: tf.Tensor3D, refLogpAll: tf.Tensor3D): tf.Tensor2D {
   tf.util.assertShapesMatch(logpAll.shape, refLogpAll.shape, 'klFull: logpAll and refLogpAll:');
-  return tf.sum(tf.mul(tf.exp(logpAll), tf.sub(logpAll, refLogpAll)), -1) as tf.Tensor2D;
+  return sumLastAxis<tf.Rank.R2>(tf.mul(tf.exp(logpAll), tf.sub(logpAll, refLogpAll)));
 }
 
 // The beta of the reward-side KL penalty (init_kl_coef, target_kl, kl_horizon; §5.2): fixed, or adaptive when

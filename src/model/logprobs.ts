@@ -3,6 +3,7 @@
  * logp_t = log_softmax(logits)_t[token_{t+1}]). Differentiable, for use inside tf.variableGrads.
  */
 import * as tf from '@tensorflow/tfjs';
+import { logSoftmaxLastAxis, matMulLongInner, sumLastAxis } from './long_sum';
 import type { Qwen2 } from './qwen2';
 
 // 256: at Qwen2.5's 151,936 ids a [256, V] float32 chunk is 156 MB; a chunk's work holds about five (under 1 GB).
@@ -94,7 +95,7 @@ function withLogSoftmax(
     const targets = tf.concat([tf.slice(tf.cast(ids, 'int32'), [0, 1], [B, L - 1]), tf.zeros([B, 1], 'int32')], 1);
     const both = logProbAndEntropy(tf.reshape(logits, [B * L, V]), tf.reshape(targets, [B * L]), opts.entropyGradient);
     const [logp, entropy] = tf.unstack(tf.slice(tf.reshape(both, [B, L, 2]), [0, 0, 0], [B, L - 1, 2]), 2) as tf.Tensor2D[];
-    const logSoftmax = tf.logSoftmax(tf.slice(logits, [0, 0, 0], [B, L - 1, V]), -1) as tf.Tensor3D;
+    const logSoftmax = logSoftmaxLastAxis(tf.slice(logits, [0, 0, 0], [B, L - 1, V]));
     return { logp, entropy, logSoftmax };
   });
   logits.dispose();
@@ -162,11 +163,11 @@ interface VocabTerms {
 function vocabTerms(logits: tf.Tensor2D, targets: tf.Tensor1D, ownLogits = false): VocabTerms {
   const [N, V] = logits.shape;
   const rows = tf.range(0, N, 1, 'int32');
-  const logSoftmax = tf.logSoftmax(logits, -1) as tf.Tensor2D;
+  const logSoftmax = logSoftmaxLastAxis(logits);
   if (ownLogits) logits.dispose();
   const p = tf.exp(logSoftmax) as tf.Tensor2D;
   const ps = tf.mul(p, logSoftmax);
-  const entropy = tf.neg(tf.sum(ps, -1)) as tf.Tensor1D;
+  const entropy = tf.neg(sumLastAxis<tf.Rank.R1>(ps));
   ps.dispose();
   const logp = tf.gather(tf.reshape(logSoftmax, [N * V]), tf.add(tf.mul(rows, tf.scalar(V, 'int32')), targets)) as tf.Tensor1D;
   return { logSoftmax, p, entropy, logp, targetAt: tf.stack([rows, targets], 1) as tf.Tensor2D };
@@ -302,7 +303,7 @@ function headGrads(dLogits: tf.Tensor2D, h: tf.Tensor2D, w: tf.Tensor2D): [tf.Te
   if (tf.getBackend() !== 'wasm') return [tf.matMul(dLogits, w), tf.matMul(dLogits, h, true, false)];
   const [V, E] = w.shape;
   return [
-    tf.matMul(dLogits, w),
+    matMulLongInner(dLogits, w),
     (V < E ? tf.transpose(tf.matMul(tf.transpose(h), dLogits)) : tf.matMul(tf.transpose(dLogits), h)) as tf.Tensor2D,
   ];
 }
