@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import { ROLES, type Role } from '../contract';
+import { refuseUnreachableEnvServers } from '../preflight/env_servers';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { registerBackendCommands } from './backend';
 import { addClusterOptions } from './cluster_options';
@@ -239,9 +240,10 @@ config
   .command('check')
   .argument('<file>', CONFIG_HELP)
   .argument('[overrides...]', OVERRIDES_HELP)
-  .description('validate only')
-  .action((path: string, overrides: string[]) => {
+  .description('validate only (and ask the env servers it names whether they answer)')
+  .action(async (path: string, overrides: string[]) => {
     const loaded = loadConfigFile(path, overrides);
+    await refuseUnreachableEnvServers(loaded.config);
     log(`${path}: ok`);
     acceptedNotes(loaded).forEach(log);
   });
