@@ -20,6 +20,7 @@ import { backendOption, CONFIG_HELP, defaultRolloutWorkers, log, nonNegativeInt,
 import { registerReportCommands } from './report';
 import { runInputFromFile } from './run_input';
 import { registerSweepCommands, resumeSweepCommand } from './sweep_commands';
+import { registerTrackCommand } from './track';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 
@@ -326,6 +327,7 @@ program
 
 registerInfraCommands(program);
 registerReportCommands(program);
+registerTrackCommand(program);
 registerSweepCommands(program);
 registerBackendCommands(program);
 registerModelCommands(program);
