@@ -3,7 +3,8 @@
  * tests of the `openenv` env type, written with `ws`: the OpenEnv server is outside starpo, so the tests
  * bring their own, and this one can misbehave on purpose. Its game: reset(seed) asks for one of the four
  * FrozenLake words (seed mod 4); a step that says it scores 1 and ends the episode, any other scores 0; an
- * episode ends after 3 steps. On the episodes reset with one of `fault.seeds` it goes wrong at `fault.at`
+ * episode ends after 3 steps. Each observation also holds `plan`, the word while one is asked for (null
+ * after the episode). On the episodes reset with one of `fault.seeds` it goes wrong at `fault.at`
  * in the way `fault.kind` names.
  */
 import { createServer } from 'node:http';
@@ -43,8 +44,14 @@ export interface TestOpenEnvServer {
 
 export const WORDS = ['Left', 'Down', 'Right', 'Up'];
 
-function observation(text: string, reward: number | null, done: boolean, info: Record<string, unknown> = {}): string {
-  return JSON.stringify({ type: 'observation', data: { observation: { text, info }, reward, done } });
+function observation(
+  text: string,
+  reward: number | null,
+  done: boolean,
+  info: Record<string, unknown> = {},
+  plan: string[] | null = null,
+): string {
+  return JSON.stringify({ type: 'observation', data: { observation: { text, info, plan }, reward, done } });
 }
 
 /** The answer text of a fault, or null for 'silent' and 'close' (no answer). */
@@ -101,15 +108,15 @@ export async function startOpenEnvServer(fault?: FaultSpec, port = 0): Promise<T
         target = WORDS[seed % 4];
         steps = 0;
         if (fault?.at === 'reset' && misbehave()) return;
-        ws.send(observation(`Say ${target}.`, null, false));
+        ws.send(observation(`Say ${target}.`, null, false, {}, [target]));
       } else if (msg.type === 'step') {
         steps++;
         if (fault?.at === steps && misbehave()) return;
         const said = String(msg.data?.message ?? '');
         const hit = said === target;
-        ws.send(
-          observation(hit ? 'Right.' : `Not ${said}. Say ${target}.`, hit ? 1 : 0, hit || steps >= 3, { success: hit, moves: steps }),
-        );
+        const done = hit || steps >= 3;
+        const text = hit ? 'Right.' : `Not ${said}. Say ${target}.`;
+        ws.send(observation(text, hit ? 1 : 0, done, { success: hit, moves: steps }, done ? null : [target]));
       }
     });
   });

@@ -15,6 +15,7 @@ export const OPENENV_KEYS = [
   'action_field',
   'observation_field',
   'info_field',
+  'plan_field',
   'reset',
   'max_steps',
   'connect_timeout_seconds',
@@ -37,6 +38,8 @@ export interface OpenEnvConfig {
   actionField: string;
   observationField: string;
   infoField: string;
+  /** The observation's field holding the server's shortest plan from the state (action strings) for `warmup: solver`; null = none. */
+  planField: string | null;
   /** Merged into the reset message's data beside `seed`. */
   reset: Record<string, unknown>;
   /** An env-side step cap (ROLL's env_config max_steps): the episode ends truncated after it; null = none. */
@@ -110,6 +113,7 @@ export function parseOpenEnvConfig(raw: RawEnvConfig): OpenEnvConfig {
     actionField: getString(WHERE, r, 'action_field', 'message', FIELD, FIELD_WHAT),
     observationField: getString(WHERE, r, 'observation_field', 'text', FIELD, FIELD_WHAT),
     infoField: getString(WHERE, r, 'info_field', 'info', FIELD, FIELD_WHAT),
+    planField: r.plan_field === undefined || r.plan_field === null ? null : getString(WHERE, r, 'plan_field', '', FIELD, FIELD_WHAT),
     reset: resetDataOf(r),
     maxSteps: r.max_steps === undefined || r.max_steps === null ? null : getInt(WHERE, r, 'max_steps', 1, 1, 1_000_000),
     connectTimeoutSeconds: getNumber(WHERE, r, 'connect_timeout_seconds', 10, 0, 600, true),

@@ -64,7 +64,10 @@ export async function startOpenEnvServer(config: OpenEnvConfig): Promise<void> {
 const flag = (v: number | boolean | undefined): boolean | undefined =>
   v === undefined ? undefined : v === true || (typeof v === 'number' && v !== 0);
 
-/** An env played on an OpenEnv server; see OpenEnvConfig for the keys. It has no action names and no solver. */
+/**
+ * An env played on an OpenEnv server; see OpenEnvConfig for the keys. It has no action names; it has a
+ * solver only when env_config.plan_field names where the server puts its plan from each state.
+ */
 export class OpenEnvEnv implements Env {
   readonly envType = 'openenv';
   readonly actionNames: readonly string[] = [];
@@ -76,12 +79,16 @@ export class OpenEnvEnv implements Env {
   private terminated = false;
   private steps = 0;
   private last = '';
+  private plan: string[] | null = null;
+  /** The server's plan from the current state (the last answer's plan_field); only with plan_field. */
+  readonly solve?: () => string[] | null;
 
   /** @param raw env_config (validated here; throws EnvConfigError on a bad key/value) */
   constructor(raw: RawEnvConfig = {}, options: EnvOptions = {}) {
     this.config = parseOpenEnvConfig(raw);
     this.url = serverUrls(this.config.urls[(options.envId ?? 0) % this.config.urls.length]).ws;
     this.enableThink = options.enableThink ?? false;
+    if (this.config.planField !== null) this.solve = () => this.plan;
   }
 
   /** Opens a new session (closing the last one) and resets it with `{seed, ...env_config.reset}`. */
@@ -93,6 +100,7 @@ export class OpenEnvEnv implements Env {
     const answer = await session.request({ type: 'reset', data: { seed, ...this.config.reset } });
     if (answer.done) throw new Error(`${this.url}: reset answered done: true (an episode must start unfinished)`);
     this.last = this.textOf(answer);
+    this.plan = this.planOf(answer);
     this.terminated = false;
     this.steps = 0;
     return { observation: this.last, info: { env_instruction: this.config.envInstruction } };
@@ -113,6 +121,7 @@ export class OpenEnvEnv implements Env {
     const info = this.infoOf(answer, reward, this.config.action === 'response' || parsed.answer !== undefined);
     this.steps++;
     this.last = observation;
+    this.plan = this.planOf(answer);
     const capped = !answer.done && this.config.maxSteps !== null && this.steps >= this.config.maxSteps;
     if (capped) info.truncated = true;
     this.terminated = answer.done || capped;
@@ -136,6 +145,15 @@ export class OpenEnvEnv implements Env {
     throw new Error(
       `${this.url}: observation field "${this.config.observationField}" is ${show(text)}, not a string (its fields: ${keys}; env_config.observation_field names it)`,
     );
+  }
+
+  /** The plan in the answer (a list of action strings, or null/absent: none from here); null without plan_field. */
+  private planOf(answer: ObservationAnswer): string[] | null {
+    const field = this.config.planField;
+    if (field === null) return null;
+    const plan = answer.observation[field] ?? null;
+    if (plan === null || (Array.isArray(plan) && plan.every((a) => typeof a === 'string'))) return plan;
+    throw new Error(`${this.url}: plan field "${field}" is ${show(plan)}, not a list of action strings or null`);
   }
 
   /**

@@ -65,6 +65,23 @@ test('a pool of servers: env id n plays on url n mod the pool size; ws and http 
   assert.deepEqual(serverUrls('wss://example.org/x/ws'), { ws: 'wss://example.org/x/ws', health: 'https://example.org/x/health' });
 });
 
+test('plan_field: solve() is the plan in the last answer (for warmup: solver); without it the env has no solver', async () => {
+  assert.equal(createEnv('openenv', { url: server.url }).solve, undefined);
+  const env = createEnv('openenv', { url: server.url, plan_field: 'plan' });
+  await env.reset(6);
+  assert.deepEqual(env.solve?.(), ['Right']);
+  await env.step('<answer>Up</answer>');
+  assert.deepEqual(env.solve?.(), ['Right'], 're-planned from the new state');
+  await env.step('<answer>Right</answer>');
+  assert.equal(env.solve?.(), null, 'no plan once the episode ended');
+  const wrong = createEnv('openenv', { url: server.url, plan_field: 'text' });
+  await assert.rejects(
+    Promise.resolve().then(() => wrong.reset(6)),
+    /ws:\/\/127\.0\.0\.1:\d+\/ws: plan field "text" is "Say Right\.", not a list of action strings or null/,
+  );
+  wrong.close();
+});
+
 test('bad env_config: each error names the key, the value and what is allowed', () => {
   const bad = (config: Record<string, unknown>, key: string, message: RegExp) =>
     assert.throws(
@@ -84,6 +101,7 @@ test('bad env_config: each error names the key, the value and what is allowed', 
   );
   bad({ url: 'http://x', answer_timeout_seconds: 0 }, 'answer_timeout_seconds', /must be a finite number in \(0, 3600\], got 0/);
   bad({ url: 'http://x', observation_field: 'a b' }, 'observation_field', /must be a field name/);
+  bad({ url: 'http://x', plan_field: 3 }, 'plan_field', /plan_field must be a field name .*got 3/);
 });
 
 test('config validation checks an openenv env_config without connecting; the health check asks every server', async () => {

@@ -64,6 +64,21 @@ test('a bad openenv env_config is a config problem naming the key, the value and
   );
 });
 
+test('warmup.type solver takes an openenv tag with plan_field and refuses one without', () => {
+  const solver = (envConfig: Record<string, unknown>) => {
+    const raw = remoteConfig({ url: 'http://127.0.0.1:1', ...envConfig });
+    raw.warmup = { ...raw.warmup, type: 'solver' };
+    return validateConfig(raw, 'remote.yaml');
+  };
+  assert.equal(solver({ plan_field: 'plan' }).warmup.type, 'solver');
+  assert.throws(
+    () => solver({}),
+    (err: Error) =>
+      err instanceof ConfigError &&
+      err.problems.some((p) => /solver needs a solver for every train tag, but tag "Remote" \(env_type openenv\) has no solve\(\)/.test(p)),
+  );
+});
+
 test('starpo config check: exit 3 for a server that does not answer, exit 2 for a bad env_config key', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'starpo-openenv-'));
   const file = join(dir, 'remote.yaml');

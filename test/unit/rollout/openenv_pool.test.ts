@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { customEnvSchema, EnvFailureError, type RolloutGroup } from '../../../src/contract';
 import { checkEnvServers } from '../../../src/envs/registry';
 import { charTokenizer } from '../../../src/model/tokenizer';
+import { solverPolicy } from '../../../src/rollout/demonstrations';
 import { type PoolOptions, runGroups } from '../../../src/rollout/manager';
 import { rolloutGroup } from '../../../src/rollout/plan';
 import type { Policy } from '../../../src/rollout/policy';
@@ -105,6 +106,24 @@ test("a clean rollout: complete groups, the server's text and rewards in the tur
     assert.equal(server.closeMessages(), 6, 'each session said close');
     const again = await runGroups(groups('Remote', [0, 1, 2]), poolOptions(cfg));
     assert.deepEqual(again, out);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("warmup: solver on a server that sends its plan (plan_field): every demonstration plays the server's plan and wins", async () => {
+  const server = await startOpenEnvServer();
+  try {
+    const cfg = { Remote: remote({ url: server.url, plan_field: 'plan' }) };
+    const out = await runGroups(groups('Remote', [0, 1, 2]), { ...poolOptions(cfg), policy: solverPolicy(tokenizer) });
+    assert.deepEqual(out.stats, { failedEpisodes: 0, replacedGroups: 0, droppedGroups: 0 });
+    for (const t of out.trajectories) {
+      assert.deepEqual(
+        t.turns.map((u) => u.response),
+        [`<answer>${['Left', 'Down', 'Right', 'Up'][t.seed % 4]}</answer><|im_end|>`],
+      );
+      assert.equal(t.success, true);
+    }
   } finally {
     await server.stop();
   }
