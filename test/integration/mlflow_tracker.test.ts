@@ -5,7 +5,8 @@
  * (the stored object's time as timestamp), the report and config.yaml as artifacts, the run FINISHED; beside
  * TensorBoard in a list. A server stopped for part of a run: the run finishes, its status shows the warning,
  * the next call fills the gap. A server down for whole runs of a sweep: `starpo track <sweepId>` fills both
- * into the sweep's experiment. A writer killed between a batch and its cursor: the batch again adds nothing.
+ * into the sweep's experiment. A writer killed between a batch and its cursor: the batch again adds nothing. A
+ * stored run of more values than one request takes, tracked by trackRun directly.
  */
 
 import assert from 'node:assert/strict';
@@ -18,10 +19,11 @@ import { endpointsToEnv } from '../../infra/env';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
 import type { RunSpec, StarpoRunResult, StepMetrics, SweepSpec } from '../../src/contract';
 import { type Progress, pauseSignal, progressQuery, TASK_QUEUES, unpauseSignal, WORKFLOW_TYPE } from '../../src/contract';
-import { metricsKey, sweepKey } from '../../src/storage/keys';
+import { metricsKey, runKey, sweepKey } from '../../src/storage/keys';
 import { listMetricSteps } from '../../src/storage/run_metrics';
 import { configParams, MLFLOW_TAGS, REPORT_ARTIFACT } from '../../src/trackers/mlflow';
-import { MlflowClient, mlflowServer, tagOf } from '../../src/trackers/mlflow_client';
+import { MLFLOW_LIMITS, MlflowClient, mlflowServer, tagOf } from '../../src/trackers/mlflow_client';
+import { trackRun } from '../../src/trackers/track_run';
 import { shortRunInput } from '../helpers/faults';
 import { artifactText, type MlflowTestServer, metricHistory, metricKeys, startMlflowServer } from '../helpers/mlflow_server';
 import { useTrainingStack } from '../helpers/stack';
@@ -192,4 +194,31 @@ test("a server down for a sweep's runs: they finish, and `starpo track <sweepId>
   const again = starpoTrack(sweepId);
   assert.equal(again.status, 0, again.stderr);
   assert.equal(again.stdout.match(/nothing missing; holds steps up to 1/g)?.length, 2);
+});
+
+test('a stored run with more values than one log-batch request takes (2,800): every value once at its step, the cursor at the last, then nothing more', async () => {
+  const input = trackedInput(`it-mlflow-many-${Date.now()}`, 40);
+  await stack.store.putJson(runKey(input.runId), input);
+  for (let step = 0; step < 40; step++) {
+    const metrics = Object.fromEntries(Array.from({ length: 70 }, (_, k) => [`env/m${k}`, step + k / 1000]));
+    await stack.store.putJson(metricsKey(input.runId, step), { step, metrics });
+  }
+  assert.ok(40 * 70 > 2 * MLFLOW_LIMITS.metricsPerBatch);
+  const [first] = await trackRun(stack.store, input.runId);
+  assert.deepEqual(
+    first?.written,
+    Array.from({ length: 40 }, (_, s) => s),
+  );
+  const run = await mlflowRun(input.config.exp_name, input.runId);
+  assert.equal(tagOf(run, MLFLOW_TAGS.lastStep), '39');
+  for (const key of ['env/m0', 'env/m69']) {
+    const history = (await metricHistory(client, run.info.run_id, key)).map((m) => [m.step, m.value]);
+    const k = Number(key.slice(5));
+    assert.deepEqual(
+      history.sort((a, b) => (a[0] as number) - (b[0] as number)),
+      Array.from({ length: 40 }, (_, step) => [step, step + k / 1000]),
+    );
+  }
+  const [again] = await trackRun(stack.store, input.runId);
+  assert.deepEqual(again?.written, []);
 });
