@@ -13,12 +13,12 @@ const ORDER = [
   'rollout',
   'algo',
   'storage',
-  'trackers', // ROLL's track_with: a run's stored metrics written to TensorBoard event files
+  'trackers', // ROLL's track_with: a run's stored metrics written to TensorBoard event files and MLflow
   'preflight', // config loading and the checks that need envs and the model
   'workflows', // deterministic workflow code: the contract's activity types, never activity code
+  'report', // before activities: the control worker's track activity logs the report to MLflow
   'activities',
   'workers',
-  'report',
   'cli',
 ];
 

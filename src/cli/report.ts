@@ -60,7 +60,7 @@ export function runStateText(status: RunStatus | null, why = 'the Temporal serve
  * The run's state line for the report: its Temporal status and `progress` query (`starpo status`),
  * or `unknown: ...` saying why when the Temporal server does not answer or has no such workflow.
  */
-async function runState(e: InfraEndpoints, runId: string): Promise<string> {
+export async function runState(e: InfraEndpoints, runId: string): Promise<string> {
   const { connectClient } = require('./train') as typeof import('./train');
   const { runStatus } = require('./operate') as typeof import('./operate');
   let client: Awaited<ReturnType<typeof connectClient>>;

@@ -177,11 +177,18 @@ export interface StarpoActivities {
  * The activities of the control worker (they run where the workflow runs, so they need no other worker).
  * idleQueues (a local activity): which task queues a workflow waits on have no worker polling them, as
  * notes naming the queue and how to start a worker for it (empty when every queue it waits on has one).
- * track (on task queue "starpo"): writes the run's stored steps that its trackers (track_with) lack.
+ * track (on task queue "starpo"): writes the run's stored steps that its trackers (track_with) lack; with
+ * `end` (the run's last call) also the report and the run's end where a tracker keeps them (mlflow).
  */
 export interface ControlActivities {
   idleQueues(workflowId: string): Promise<string[]>;
-  track(runId: string): Promise<TrackOutput>;
+  track(runId: string, end?: TrackEnd): Promise<TrackOutput>;
+}
+
+/** How a run ended, as its trackers record it: the report's state line and MLflow's run status. */
+export interface TrackEnd {
+  state: string;
+  status: 'FINISHED' | 'FAILED' | 'KILLED';
 }
 
 /** What the track activity wrote: per tracker, the steps written now and the highest step it holds. */

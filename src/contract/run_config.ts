@@ -68,6 +68,10 @@ const trackerKwargsSchema = z
   .object({
     // tensorboard: the folder of the event files (a run's go to <log_dir>/<runId>), relative to the config file
     log_dir: z.string().min(1, { error: () => 'allowed: a folder path' }),
+    // mlflow: the server (default: MLFLOW_TRACKING_URI of the process that writes), an http(s) URL
+    tracking_uri: z.url({ protocol: /^https?$/, error: () => 'allowed: an http:// or https:// URL of an MLflow server' }),
+    // mlflow: the experiment of a run that is not a sweep's (ROLL's W&B key; default: the config's exp_name)
+    project: z.string().min(1, { error: () => 'allowed: an MLflow experiment name' }),
   })
   .partial()
   .strict();

@@ -1,8 +1,8 @@
 /**
  * Tracks a run: writes each stored step (metrics/step-N.json, the source of truth) that a tracker lacks,
- * in step order. Each tracker's own records say what it has (tensorboard.ts), so a retried, resumed or
- * continued run, or `starpo track` after it, writes every step once. The control worker's `track`
- * activity and `starpo track` call it.
+ * in step order. Each tracker's own records say what it has (tensorboard.ts, mlflow.ts), so a retried,
+ * resumed or continued run, or `starpo track` after it, writes every step once. The control worker's
+ * `track` activity and `starpo track` call it; this is the one place that dispatches on the tracker name.
  */
 import { stringify } from 'yaml';
 import type { RunSpec, SweepSpec } from '../contract';
@@ -11,31 +11,40 @@ import { runKey, sweepKey } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
 import { listMetricSteps, readMetrics, type StoredStep } from '../storage/run_metrics';
 import { withFolderLock } from './folder_lock';
+import { type RunEnd, writeMlflow } from './mlflow';
+import { MlflowClient, mlflowServer } from './mlflow_client';
 import { appendSteps, openRunLog, runLogDir } from './tensorboard';
 
 /** Where one tracker writes. */
-export interface TrackTarget {
-  tracker: TrackerName;
-  /** tensorboard: the folder of the event files (a run's under <logDir>/<runId>). */
-  logDir: string;
-}
+export type TrackTarget =
+  /** The folder of the event files (a run's under <logDir>/<runId>). */
+  | { tracker: 'tensorboard'; logDir: string }
+  /** The server (absent: MLFLOW_TRACKING_URI). */
+  | { tracker: 'mlflow'; trackingUri?: string };
 
 /** What one tracker did for a run. */
 export interface TrackReport {
   tracker: TrackerName;
-  /** The run's folder. */
-  dir: string;
+  /** The run's folder, or its MLflow server, experiment and run. */
+  where: string;
   /** The steps written now. */
   written: number[];
   /** The highest step the tracker holds now (-1: none). */
   lastStep: number;
-  /** Bytes of a cut record (a writer killed mid-write) removed first. */
+  /** Bytes of a cut record (a writer killed mid-write) removed first (tensorboard). */
   repairedBytes: number;
 }
 
-/** The trackers a run's config names, with their folders. */
+/** The target of `tracker` from a config's tracker_kwargs. */
+export function targetOf(tracker: TrackerName, config: RunConfig): TrackTarget {
+  const kwargs = config.tracker_kwargs;
+  if (tracker === 'tensorboard') return { tracker, logDir: kwargs.log_dir ?? '' };
+  return kwargs.tracking_uri === undefined ? { tracker } : { tracker, trackingUri: kwargs.tracking_uri };
+}
+
+/** The trackers a run's config names, with where they write. */
 export function targetsOf(config: RunConfig): TrackTarget[] {
-  return trackersOf(config).map((tracker) => ({ tracker, logDir: config.tracker_kwargs.log_dir ?? '' }));
+  return trackersOf(config).map((tracker) => targetOf(tracker, config));
 }
 
 /** A sweep child's id is `<sweepId>-seed<seed>` or `<sweepId>-g<point>-seed<seed>` (contract/run.ts sweepChildId). */
@@ -56,11 +65,12 @@ export async function sweepOfRun(store: ObjectStore, runId: string): Promise<str
 }
 
 /**
- * Writes the stored steps that each target lacks.
+ * Writes the stored steps that each target lacks; with `end`, a tracker that keeps it (mlflow) also gets
+ * the report and how the run ended.
  * @param targets default: the trackers of the run's config
- * @throws what the store or the file system throws (the caller decides whether a tracker failing matters)
+ * @throws what the store, the file system or a server throws (the caller decides whether a tracker failing matters)
  */
-export async function trackRun(store: ObjectStore, runId: string, targets?: TrackTarget[]): Promise<TrackReport[]> {
+export async function trackRun(store: ObjectStore, runId: string, targets?: TrackTarget[], end?: RunEnd): Promise<TrackReport[]> {
   const spec = await store.getJson<RunSpec>(runKey(runId));
   const chosen = targets ?? targetsOf(spec.config);
   if (chosen.length === 0) return [];
@@ -68,21 +78,21 @@ export async function trackRun(store: ObjectStore, runId: string, targets?: Trac
   const stored = await listMetricSteps(store, runId);
   const reports: TrackReport[] = [];
   for (const target of chosen) {
+    if (target.tracker === 'mlflow') {
+      const client = new MlflowClient(mlflowServer(target.trackingUri));
+      const out = await writeMlflow(client, store, spec, stored, sweepId, end);
+      reports.push({ tracker: 'mlflow', ...out, repairedBytes: 0 });
+      continue;
+    }
     if (!target.logDir) throw new Error(`run ${runId}: ${target.tracker} needs tracker_kwargs.log_dir, and its config has none`);
     const dir = runLogDir(target.logDir, runId, sweepId);
-    reports.push(await withFolderLock(dir, () => writeTensorBoard(store, spec, stored, target.tracker, dir)));
+    reports.push(await withFolderLock(dir, () => writeTensorBoard(store, spec, stored, dir)));
   }
   return reports;
 }
 
 /** Appends the stored steps past the folder's last step (holding its lock). */
-async function writeTensorBoard(
-  store: ObjectStore,
-  spec: RunSpec,
-  stored: StoredStep[],
-  tracker: TrackerName,
-  dir: string,
-): Promise<TrackReport> {
+async function writeTensorBoard(store: ObjectStore, spec: RunSpec, stored: StoredStep[], dir: string): Promise<TrackReport> {
   const state = openRunLog(dir);
   const todo = stored.filter((s) => s.step > state.lastStep);
   const metrics = await readMetrics(
@@ -96,7 +106,7 @@ async function writeTensorBoard(
     wallTime: (todo[i]?.lastModified?.getTime() ?? Date.now()) / 1000,
   }));
   const written = appendSteps(dir, state, steps, configText(spec));
-  return { tracker, dir, written, lastStep: written.at(-1) ?? state.lastStep, repairedBytes: state.repairedBytes };
+  return { tracker: 'tensorboard', where: dir, written, lastStep: written.at(-1) ?? state.lastStep, repairedBytes: state.repairedBytes };
 }
 
 /** The run's resolved config as TensorBoard's text plugin shows it (markdown: an indented block is code). */

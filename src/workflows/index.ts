@@ -187,7 +187,11 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     ]);
     tracking.stored();
   }
-  await tracking.settle();
+  const stoppedBy = control.stopReason;
+  await tracking.finish({
+    state: `COMPLETED after ${progress.step} steps${stoppedBy ? `, stopped by ${stoppedBy}` : ''}`,
+    status: 'FINISHED',
+  });
   enter(progress, 'done');
   return {
     runId,
@@ -196,7 +200,7 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     lastMetrics: progress.lastMetrics,
     lastValidation: progress.lastValidation,
     validationCurve: progress.validationCurve,
-    stoppedBy: control.stopReason,
+    stoppedBy,
   };
 }
 

@@ -4,10 +4,11 @@
  * one call runs at a time, and a step stored meanwhile asks for one more call after it. A tracker that is
  * down costs a few bounded tries and a warning in the run's log and progress (trackerNote), never the run;
  * the next call, or `starpo track`, writes the steps it missed. Before continue-as-new and the end the
- * running call is awaited, so two calls of one run never write at once. Workflow code: no I/O.
+ * running call is awaited, so two calls of one run never write at once; at the end one more call hands
+ * the trackers how the run ended (MLflow logs the report then). Workflow code: no I/O.
  */
-import { log, proxyActivities } from '@temporalio/workflow';
-import type { ControlActivities } from '../contract/activities';
+import { log, patched, proxyActivities } from '@temporalio/workflow';
+import type { ControlActivities, TrackEnd } from '../contract/activities';
 import { type Progress, TASK_QUEUES } from '../contract/workflow';
 import { show } from './progress';
 
@@ -48,6 +49,13 @@ export class Tracking {
     await this.running;
   }
 
+  /** The run ends: waits for the running call, then makes the last one with `end`. */
+  async finish(end: TrackEnd): Promise<void> {
+    await this.settle();
+    // Histories recorded before the last call existed replay without it.
+    if (this.enabled && patched('tracker-end')) await this.once(end);
+  }
+
   private async calls(): Promise<void> {
     do {
       this.again = false;
@@ -56,10 +64,10 @@ export class Tracking {
     this.running = null;
   }
 
-  private async once(): Promise<void> {
+  private async once(end?: TrackEnd): Promise<void> {
     let note: string | null = null;
     try {
-      await track(this.runId);
+      await (end ? track(this.runId, end) : track(this.runId));
     } catch (err) {
       const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
       note = `tracking failed (${cause}); the run goes on, the next step or \`starpo track ${this.runId}\` writes what was missed`;

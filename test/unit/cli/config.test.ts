@@ -40,23 +40,39 @@ test('config print applies defaults, interpolation and overrides', () => {
   assert.equal(notes.length, 3);
 });
 
-test('a tracker starpo does not write, or tensorboard without log_dir, exits 2 naming the key, the value and what is allowed', () => {
+test('a tracker starpo does not write, tensorboard without log_dir, or a tracking URI that is not http(s), exits 2 naming the key, the value and what is allowed', () => {
   const wandb = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=wandb');
   assert.equal(wandb.status, 2);
   assert.match(
     wandb.stderr,
-    /`track_with` .*: allowed: tensorboard, a non-empty list of them, or null \(ROLL's wandb, swanlab and stdout are not implemented\) \(got "wandb"\)/,
+    /`track_with` .*: allowed: tensorboard, mlflow, a non-empty list of them, or null \(ROLL's wandb, swanlab and stdout are not implemented\) \(got "wandb"\)/,
   );
-  const list = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=[tensorboard,mlflow]');
+  const list = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=[tensorboard,wandb]');
   assert.equal(list.status, 2);
-  assert.match(list.stderr, /\(got \["tensorboard","mlflow"\]\)/);
+  assert.match(list.stderr, /\(got \["tensorboard","wandb"\]\)/);
+  const fileUri = starpo(
+    'config',
+    'check',
+    'configs/frozen_lake.yaml',
+    '+track_with=mlflow',
+    '+tracker_kwargs.tracking_uri=file:///tmp/mlruns',
+  );
+  assert.equal(fileUri.status, 2);
+  assert.match(fileUri.stderr, /`tracker_kwargs.tracking_uri`.*allowed: an http:\/\/ or https:\/\/ URL of an MLflow server/);
   const noDir = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=[tensorboard]');
   assert.equal(noDir.status, 2);
   assert.match(noDir.stderr, /`tracker_kwargs.log_dir`: missing; `track_with: tensorboard` needs it/);
-  const other = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=tensorboard', '+tracker_kwargs.project=x');
+  const other = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=tensorboard', '+tracker_kwargs.notes=x');
   assert.equal(other.status, 2);
-  assert.match(other.stderr, /unknown key `tracker_kwargs.project`.*allowed under `tracker_kwargs`: log_dir/);
-  const ok = starpo('config', 'print', 'configs/frozen_lake.yaml', '+track_with=[tensorboard]', '+tracker_kwargs.log_dir=tb');
+  assert.match(other.stderr, /unknown key `tracker_kwargs.notes`.*allowed under `tracker_kwargs`: log_dir, tracking_uri, project/);
+  const ok = starpo(
+    'config',
+    'print',
+    'configs/frozen_lake.yaml',
+    '+track_with=[tensorboard,mlflow]',
+    '+tracker_kwargs.log_dir=tb',
+    '+tracker_kwargs.tracking_uri=http://127.0.0.1:5000',
+  );
   assert.equal(ok.status, 0, ok.stderr);
   assert.equal(
     (parse(ok.stdout) as Record<string, any>).tracker_kwargs.log_dir,

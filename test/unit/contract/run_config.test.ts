@@ -352,6 +352,10 @@ test("track_with: ROLL's one tracker, a list of them, or null; trackersOf lists 
     trackersOf(validateConfig({ ...minimal(), track_with: ['tensorboard', 'tensorboard'], tracker_kwargs: { log_dir: '/t' } })),
     ['tensorboard'],
   );
+  assert.deepEqual(trackersOf(validateConfig({ ...minimal(), track_with: ['mlflow', 'tensorboard'], tracker_kwargs: { log_dir: '/t' } })), [
+    'tensorboard',
+    'mlflow',
+  ]);
   // a run.json stored while track_with was ignored may name a tracker starpo does not write
   assert.deepEqual(trackersOf({ track_with: 'wandb' as never }), []);
 });
