@@ -123,7 +123,9 @@ export class MlflowClient {
         if (!(err instanceof MlflowError) || err.code !== 'RESOURCE_DOES_NOT_EXIST') throw err;
       }
       try {
-        return (await this.request<{ experiment_id: string }>('POST', '/api/2.0/mlflow/experiments/create', { name })).experiment_id;
+        // MLflow 3's UI opens an experiment of this kind on its training runs and charts (not the GenAI views).
+        const tags = [{ key: 'mlflow.experimentKind', value: 'custom_model_development' }];
+        return (await this.request<{ experiment_id: string }>('POST', '/api/2.0/mlflow/experiments/create', { name, tags })).experiment_id;
       } catch (err) {
         // Another writer created it between the two calls: read it again, once.
         if (!(err instanceof MlflowError) || err.code !== 'RESOURCE_ALREADY_EXISTS' || attempt > 0) throw err;

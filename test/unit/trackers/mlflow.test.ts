@@ -30,9 +30,18 @@ test('the server and its credentials come from tracker_kwargs or MLflow variable
   assert.throws(() => mlflowServer('file:///tmp/mlruns', {}), /"file:\/\/\/tmp\/mlruns": allowed: an http:\/\/ or https:\/\/ URL/);
 });
 
-test('an experiment is found by name, made once when missing; a deleted one is an error saying how to restore it', async () => {
+test('an experiment is found by name, made once when missing (a model-training experiment); a deleted one is an error saying how to restore it', async () => {
   const id = await client.experimentId('unit-exp');
   assert.equal(await client.experimentId('unit-exp'), id);
+  const { experiment } = await client.request<{ experiment: { tags?: { key: string; value: string }[] } }>(
+    'GET',
+    `/api/2.0/mlflow/experiments/get?experiment_id=${id}`,
+  );
+  assert.deepEqual(
+    experiment.tags?.find((t) => t.key === 'mlflow.experimentKind'),
+    { key: 'mlflow.experimentKind', value: 'custom_model_development' },
+    "MLflow's UI opens it on its training runs",
+  );
   const gone = await client.experimentId('unit-gone');
   await client.request('POST', '/api/2.0/mlflow/experiments/delete', { experiment_id: gone });
   await assert.rejects(client.experimentId('unit-gone'), /experiment "unit-gone" is deleted; restore it/);
