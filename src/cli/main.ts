@@ -9,6 +9,7 @@ import { resolveEndpoints } from '../../infra/lifecycle';
 import { ROLES, type Role } from '../contract';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { registerBackendCommands } from './backend';
+import { registerEnvCommands } from './env_serve';
 import { addClusterOptions } from './cluster_options';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
@@ -327,6 +328,7 @@ registerReportCommands(program);
 registerSweepCommands(program);
 registerBackendCommands(program);
 registerModelCommands(program);
+registerEnvCommands(program);
 addClusterOptions(program);
 applyHelp(program);
 
