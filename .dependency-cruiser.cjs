@@ -13,6 +13,7 @@ const ORDER = [
   'rollout',
   'algo',
   'storage',
+  'trackers', // ROLL's track_with: a run's stored metrics written to TensorBoard event files
   'preflight', // config loading and the checks that need envs and the model
   'workflows', // deterministic workflow code: the contract's activity types, never activity code
   'activities',

@@ -3,17 +3,22 @@
  * default env_config for about `seconds` seconds.
  * Run: npx tsx bench/env_steps.ts [seconds=2]
  */
-import { createEnv, ENV_TYPES } from '../src/envs/registry';
+import { createInProcessEnv, ENV_TYPES } from '../src/envs/registry';
 import { Rng } from '../src/util/rng';
 
 function benchEnv(envType: string, seconds: number): void {
-  let env: ReturnType<typeof createEnv>;
+  let made: ReturnType<typeof createInProcessEnv>;
   try {
-    env = createEnv(envType, undefined, { envId: 0 });
+    made = createInProcessEnv(envType, undefined, { envId: 0 });
   } catch (e) {
     console.log(`${envType}: skipped (cannot run with the default env_config: ${(e as Error).message})`);
     return;
   }
+  if (made === null) {
+    console.log(`${envType}: skipped (served by another process)`);
+    return;
+  }
+  const env = made;
   const answers = env.actionNames.map((a) => `<answer>${a}</answer><|im_end|>`);
   const rng = new Rng('bench/env_steps', envType);
   const answer =

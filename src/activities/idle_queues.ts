@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
-import { type ControlActivities, TASK_QUEUES } from '../contract';
+import { TASK_QUEUES } from '../contract';
 
 /**
  * A worker polls its queue again at most about a minute after its last poll while it is idle (the
@@ -89,12 +89,8 @@ export async function idleQueues(client: Client, d: WorkflowExecutionDescription
   return notes;
 }
 
-/** The control worker's local activities (its client is the worker's). */
-export function controlActivities(): ControlActivities {
-  return {
-    async idleQueues(workflowId: string): Promise<string[]> {
-      const client = Context.current().client;
-      return idleQueues(client, await client.workflow.getHandle(workflowId).describe());
-    },
-  };
+/** The idleQueues activity of the control worker (its client is the worker's). */
+export async function idleQueuesActivity(workflowId: string): Promise<string[]> {
+  const client = Context.current().client;
+  return idleQueues(client, await client.workflow.getHandle(workflowId).describe());
 }

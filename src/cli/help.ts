@@ -48,6 +48,11 @@ const EXAMPLES: Record<string, string[]> = {
     'echo \'[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]\' | starpo generate --model tiny --chat -',
   ],
   report: ['starpo report frozen_lake-20261129-231500', 'starpo report my-run -o my-run.html'],
+  track: [
+    'starpo track my-run                                   # the steps its track_with trackers lack',
+    'starpo track my-run --to tensorboard --log-dir tb      # a run without track_with, or into another folder',
+    'starpo track lr-sweep --log-dir tb                     # every run of a sweep, under tb/lr-sweep/<runId>',
+  ],
   trajectories: [
     'starpo trajectories my-run --step 3',
     'starpo trajectories my-run --step 3 --tag FrozenLake --group 2',

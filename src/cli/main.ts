@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { registerInfraCommands } from '../../infra/cli';
 import { resolveEndpoints } from '../../infra/lifecycle';
 import { ROLES, type Role } from '../contract';
+import { refuseUnreachableEnvServers } from '../preflight/env_servers';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { registerBackendCommands } from './backend';
 import { registerEnvCommands } from './env_serve';
@@ -20,6 +21,7 @@ import { backendOption, CONFIG_HELP, defaultRolloutWorkers, log, nonNegativeInt,
 import { registerReportCommands } from './report';
 import { runInputFromFile } from './run_input';
 import { registerSweepCommands, resumeSweepCommand } from './sweep_commands';
+import { registerTrackCommand } from './track';
 
 // Heavy modules (tfjs, Temporal worker) load only in the commands that use them (lazy require).
 
@@ -240,9 +242,10 @@ config
   .command('check')
   .argument('<file>', CONFIG_HELP)
   .argument('[overrides...]', OVERRIDES_HELP)
-  .description('validate only')
-  .action((path: string, overrides: string[]) => {
+  .description('validate only (and ask the env servers it names whether they answer)')
+  .action(async (path: string, overrides: string[]) => {
     const loaded = loadConfigFile(path, overrides);
+    await refuseUnreachableEnvServers(loaded.config);
     log(`${path}: ok`);
     acceptedNotes(loaded).forEach(log);
   });
@@ -325,6 +328,7 @@ program
 
 registerInfraCommands(program);
 registerReportCommands(program);
+registerTrackCommand(program);
 registerSweepCommands(program);
 registerBackendCommands(program);
 registerModelCommands(program);

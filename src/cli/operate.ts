@@ -136,6 +136,7 @@ export function formatStatus(s: RunStatus): string[] {
         row('validation', `step ${p.lastValidation.step}: ${pick(p.lastValidation.metrics, ['val/env/success', 'val/score']) || '-'}`),
       );
     if (p.compute) lines.push(row('compute', describeCompute(p.compute)));
+    if (p.trackerNote) lines.push(row('tracker', p.trackerNote));
     lines.push(row('checkpoint', p.latestCheckpoint?.key ?? '-'));
   } else if (s.result) {
     const r = s.result;

@@ -24,6 +24,7 @@ import {
   sweepProgressQuery,
   TASK_QUEUES,
 } from '../contract';
+import { refuseUnreachableEnvServers } from '../preflight/env_servers';
 import { pointText } from '../report/sweep_data';
 import { sweepKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
@@ -42,6 +43,7 @@ const PROGRESS_SECONDS = 10;
 
 /** Starts a new sweep and follows it. @throws ConfigError (exit 2) when the sweep id or a child's run id is taken */
 export async function sweep(spec: SweepSpec, opts: TrainOptions): Promise<SweepResult> {
+  for (const c of spec.children) await refuseUnreachableEnvServers(c.run.config);
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
   const store = new ObjectStore(e.s3);

@@ -27,6 +27,7 @@ import { countParams, TINY_PRESET, tinyPreset } from '../model/config';
 import { readPretrainedConfig } from '../model/hf/folder';
 import { inspectNativeBuild, installCommand, NATIVE_VARIANTS } from '../model/native_build';
 import { charTokenizer } from '../model/tokenizer';
+import { refuseUnreachableEnvServers } from '../preflight/env_servers';
 import { runKey } from '../storage/keys';
 import { ObjectStore } from '../storage/object_store';
 import { runDetails, runSummary } from '../workflows/run_text';
@@ -291,6 +292,7 @@ async function startWorkflow(client: Client, input: RunSpec, reuse: 'REJECT_DUPL
 /** Starts a new run from a workflow input and follows it. */
 export async function train(input: RunSpec, opts: TrainOptions): Promise<void> {
   const startedAt = Date.now();
+  await refuseUnreachableEnvServers(input.config);
   const e = await resolveEndpoints({ start: true, log: opts.log });
   const client = await connectClient(e);
   await refuseExistingRun(client, new ObjectStore(e.s3), input.runId);

@@ -174,12 +174,19 @@ export interface StarpoActivities {
 }
 
 /**
- * The local activity of the control worker (it runs where the workflow runs, so it needs no other
- * worker): which task queues a workflow waits on have no worker polling them, as notes naming the queue
- * and how to start a worker for it (empty when every queue it waits on has one).
+ * The activities of the control worker (they run where the workflow runs, so they need no other worker).
+ * idleQueues (a local activity): which task queues a workflow waits on have no worker polling them, as
+ * notes naming the queue and how to start a worker for it (empty when every queue it waits on has one).
+ * track (on task queue "starpo"): writes the run's stored steps that its trackers (track_with) lack.
  */
 export interface ControlActivities {
   idleQueues(workflowId: string): Promise<string[]>;
+  track(runId: string): Promise<TrackOutput>;
+}
+
+/** What the track activity wrote: per tracker, the steps written now and the highest step it holds. */
+export interface TrackOutput {
+  trackers: Array<{ tracker: string; written: number[]; lastStep: number }>;
 }
 
 /** One step's scalars as writeMetrics stores them: runs/<run>/metrics/step-N.json. */

@@ -84,3 +84,18 @@ export function resolveNormTypes(keys: RewardNormKeys): NormTypes {
     norm_std_type: keys.norm_std_type ?? fromMethod.norm_std_type,
   };
 }
+
+/** track_with values starpo writes (ROLL's trackers; wandb, swanlab and stdout are not implemented). */
+export const TRACKERS = ['tensorboard'] as const;
+/** One of TRACKERS. */
+export type TrackerName = (typeof TRACKERS)[number];
+
+/**
+ * The trackers a config names (its track_with as a list without repeats; [] for none). A config stored
+ * before starpo read the key may name others (it was ignored then): they are left out.
+ */
+export function trackersOf(config: { track_with?: TrackerName | TrackerName[] | null }): TrackerName[] {
+  const t = config.track_with;
+  const named = t == null ? [] : Array.isArray(t) ? t : [t];
+  return TRACKERS.filter((name) => named.includes(name));
+}

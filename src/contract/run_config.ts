@@ -13,6 +13,7 @@ import {
   KL_PENALTIES,
   LOSS_AGG_MODES,
   TOP_P_PROB_MODES,
+  TRACKERS,
 } from './enums';
 import { ignoredShape } from './ignored';
 import { HEARTBEAT_TIMEOUT_DEFAULT_SECONDS, HEARTBEAT_TIMEOUT_MIN_SECONDS } from './liveness';
@@ -33,12 +34,10 @@ import {
 } from './run_config_blocks';
 
 /**
- * ROLL top-level keys starpo accepts and ignores: trackers, output folders, GPU counts, Hydra's own
- * block, and the `reference` role (the reference policy is the run's step-0 policy, docs/numerics.md §5.2).
+ * ROLL top-level keys starpo accepts and ignores: output folders, GPU counts, Hydra's own block, and the
+ * `reference` role (the reference policy is the run's step-0 policy, docs/numerics.md §5.2).
  */
 const TOP_IGNORED_KEYS = [
-  'track_with',
-  'tracker_kwargs',
   'output_dir',
   'logging_dir',
   'checkpoint_config',
@@ -52,6 +51,26 @@ const TOP_IGNORED_KEYS = [
 ] as const;
 
 const probability = z.number().gt(0).lte(1);
+
+const trackerName = z.enum(TRACKERS);
+
+/**
+ * ROLL's `track_with`: one tracker, or a list of them (starpo writes to each), or null for none. Trackers
+ * log every step's metrics from the store on the control side (src/trackers, docs/operating.md "Trackers").
+ */
+const trackWithSchema = (() => {
+  const allowed = `allowed: ${TRACKERS.join(', ')}, a non-empty list of them, or null (ROLL's wandb, swanlab and stdout are not implemented)`;
+  return z.union([trackerName, z.array(trackerName).min(1, { error: () => allowed })], { error: () => allowed }).nullable();
+})();
+
+/** ROLL's `tracker_kwargs` as the trackers starpo writes use them. */
+const trackerKwargsSchema = z
+  .object({
+    // tensorboard: the folder of the event files (a run's go to <log_dir>/<runId>), relative to the config file
+    log_dir: z.string().min(1, { error: () => 'allowed: a folder path' }),
+  })
+  .partial()
+  .strict();
 
 /**
  * Trajectories per step. The cap is far above any ROLL or RAGEN config; without it a mistyped value
@@ -176,6 +195,8 @@ export const runConfigSchema = z
       .default(WATCHDOG_DEFAULT_SECONDS),
     // starpo's own: the heartbeat timeout of every activity of the run (workflows/proxies.ts): how soon the
     // attempt of a dead worker is retried. Below watchdog_seconds (preflight/checks.ts).
+    track_with: trackWithSchema.default(null),
+    tracker_kwargs: trackerKwargsSchema.default({}),
     heartbeat_timeout_seconds: z
       .number()
       .gte(HEARTBEAT_TIMEOUT_MIN_SECONDS, { error: () => `allowed: a number of seconds >= ${HEARTBEAT_TIMEOUT_MIN_SECONDS}` })

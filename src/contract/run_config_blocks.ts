@@ -152,7 +152,7 @@ const agentTemplate = z
 /**
  * One custom_envs.<tag> entry; docs/configs.md and §4. env_config is checked by the env's own parser.
  * Ignored ROLL keys: env_manager_cls and agent_runner_cls (one trajectory env manager and runner),
- * use_thread_lock and max_env_step_concurrent (envs run in-process), history_length (no step history),
+ * use_thread_lock and max_env_step_concurrent (envs run in-process, or on servers all at once), history_length (no step history),
  * user_prompt_format and reward_template (prompts come from agent_template, rewards from the env).
  * episode_timeout_seconds is starpo's own: the env time (reset + steps, wall seconds) one episode may
  * use; an episode over it fails and its group is replaced, like an env that throws.

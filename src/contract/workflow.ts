@@ -113,6 +113,8 @@ export interface Progress {
    * checks once a phase has lasted a while; absent in histories recorded before it did), else null.
    */
   workerNote?: string | null;
+  /** The last failure of the run's trackers (track_with), cleared once a later try writes; absent or null when none. */
+  trackerNote?: string | null;
 }
 
 /** Result of a finished training run. */

@@ -26,7 +26,20 @@ export interface StepResult {
   info: EnvInfo;
 }
 
-/** A text environment. Not thread-safe; one instance per env id. */
+/** A value, or a promise of it: what an env call returns (in-process envs return at once, remote ones later). */
+export type Awaitable<T> = T | Promise<T>;
+
+/** Result of `reset`: the first observation and the env's instruction (shown once, before the first observation). */
+export interface ResetResult {
+  observation: string;
+  info: { env_instruction: string };
+}
+
+/**
+ * A text environment. Not thread-safe; one instance per env id. `reset` and `step` may return promises (an env
+ * served by another process, openenv.ts); the rollout awaits them, bounded in time. The built-in envs compute in
+ * process and return at once (SyncEnv).
+ */
 export interface Env {
   /** The registry name, e.g. 'frozen_lake' (ROLL/RAGEN env_type). */
   readonly envType: string;
@@ -37,12 +50,17 @@ export interface Env {
    * members of an env group (which share the seed, docs/numerics.md §3) start from the same state.
    * @param seed non-negative safe integer; throws RangeError otherwise.
    */
-  reset(seed: number): { observation: string; info: { env_instruction: string } };
+  reset(seed: number): Awaitable<ResetResult>;
   /**
-   * Applies the raw model response. Throws Error when called before `reset` or after the episode
+   * Applies the raw model response. Throws Error (or rejects) when called before `reset` or after the episode
    * terminated.
    */
-  step(responseText: string): StepResult;
+  step(responseText: string): Awaitable<StepResult>;
+  /**
+   * Releases what the episode holds outside this process (a server session); called when an episode ends,
+   * fails or is cut, and when the rollout ends. Idempotent; never throws. In-process envs have none.
+   */
+  close?(): void;
   /** Text rendering of the current state (same text as the latest observation's state part). */
   render(): string;
   /**
@@ -51,6 +69,12 @@ export interface Env {
    * env cannot plan (e.g. slippery FrozenLake). Used by tests and by the `warmup: solver` demonstrations.
    */
   solve?(): string[] | null;
+}
+
+/** An env whose calls return at once (every built-in env; the wrapper envs of the tests). */
+export interface SyncEnv extends Env {
+  reset(seed: number): ResetResult;
+  step(responseText: string): StepResult;
 }
 
 /**

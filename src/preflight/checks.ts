@@ -7,7 +7,7 @@
 
 import { existsSync } from 'node:fs';
 import { show } from '../config/issues';
-import { EnvConfigError, type EnvManagerConfig, type RunConfig } from '../contract';
+import { EnvConfigError, type EnvManagerConfig, type RunConfig, trackersOf } from '../contract';
 import { createEnv, ENV_TYPES, validateEnvConfig } from '../envs/registry';
 import { TINY_PRESET, tinyPreset } from '../model/config';
 import { pretrainedProblems } from '../model/hf/folder';
@@ -149,6 +149,14 @@ function livenessProblems(cfg: RunConfig): string[] {
   ];
 }
 
+/** A tracker that writes files needs their folder. */
+function trackerProblems(cfg: RunConfig): string[] {
+  if (!trackersOf(cfg).includes('tensorboard') || cfg.tracker_kwargs.log_dir) return [];
+  return [
+    "`tracker_kwargs.log_dir`: missing; `track_with: tensorboard` needs it (allowed: a folder path; the run's event files go to <log_dir>/<runId>)",
+  ];
+}
+
 /** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */
 export function crossKeyProblems(cfg: RunConfig): string[] {
   const problems = [
@@ -164,7 +172,7 @@ export function crossKeyProblems(cfg: RunConfig): string[] {
       `\`actor_train.training_args\`: per_device_train_batch_size * gradient_accumulation_steps = ${miniBatch} must divide rollout_batch_size (${cfg.rollout_batch_size})`,
     );
   }
-  problems.push(...pretrainProblems(cfg), ...modelArgsProblems(cfg), ...livenessProblems(cfg));
+  problems.push(...pretrainProblems(cfg), ...modelArgsProblems(cfg), ...livenessProblems(cfg), ...trackerProblems(cfg));
   if (!Number.isInteger(cfg.async_generation_ratio)) {
     // ROLL: "currently only integer is supported" (roll/configs/base_config.py); r counts whole steps of policy lag.
     problems.push(

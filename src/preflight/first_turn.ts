@@ -30,12 +30,13 @@ function longestFirstPrompts(cfg: RunConfig, split: 'train' | 'val', tokenizer: 
   const longest = new Map<string, number>();
   for (const [tag, tagSeeds] of seeds) {
     for (const seed of tagSeeds) {
-      let tokens: number;
+      let tokens: number | null;
       try {
         tokens = firstPromptTokens(tokenizer, cfg.custom_envs[tag], seed);
       } catch {
         continue; // an env that throws at reset fails its group at run time (replaced, then dropped), not the config
       }
+      if (tokens === null) break; // an env served by another process: the rollout checks its first turn
       longest.set(tag, Math.max(longest.get(tag) ?? 0, tokens));
     }
   }

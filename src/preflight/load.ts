@@ -138,6 +138,18 @@ function modelPath(value: unknown, origin: ReturnType<OriginOf>): unknown {
 }
 
 /**
+ * Makes `tracker_kwargs.log_dir` absolute (in place), relative to the folder of the config file that set it
+ * (or to the working directory for a command-line override), as pretrain: the control worker that writes
+ * the event files may run anywhere.
+ */
+function resolveLogDir(raw: Mapping, originOf: OriginOf): void {
+  const kwargs = isMapping(raw.tracker_kwargs) ? raw.tracker_kwargs : null;
+  if (!kwargs || typeof kwargs.log_dir !== 'string' || kwargs.log_dir === '') return;
+  const origin = originOf(['tracker_kwargs', 'log_dir']);
+  kwargs.log_dir = origin && 'file' in origin ? resolve(dirname(resolve(origin.file)), kwargs.log_dir) : resolve(kwargs.log_dir);
+}
+
+/**
  * Reads a config file (Hydra defaults and interpolations resolved, overrides applied) and validates it.
  * `pretrain: DIR` comes back as an absolute path (resolvePretrainPath).
  * @param overrides Hydra-style `a.b=value`, `+a.b=value`, `++a.b=value` arguments
@@ -156,6 +168,7 @@ export function loadConfigFile(path: string, overrides: readonly string[] = []):
   const originOf = throughReferences(literalOrigin, overridden);
   const { raw, variables, unused } = splitVariables(resolved.tree, resolved.referenced, layers, source);
   resolvePretrainPath(raw, originOf);
+  resolveLogDir(raw, originOf);
   const { config, tokenizer } = validated(raw, source, originOf);
   return {
     config,

@@ -10,36 +10,20 @@ import { shardRecordSchema } from '../contract';
 import type { TrajectoryScoresFile } from '../contract/trajectory_scores';
 import { readCheckpointFile } from '../storage/checkpoint';
 import { isUnusable, ObjectNotFoundError } from '../storage/errors';
-import {
-  checkpointPrefix,
-  MANIFEST_NAME,
-  metricsKey,
-  parseStep,
-  rolloutRecordKey,
-  runPrefix,
-  TRAJECTORY_SCORES_NAME,
-} from '../storage/keys';
+import { checkpointPrefix, MANIFEST_NAME, parseStep, rolloutRecordKey, runPrefix, TRAJECTORY_SCORES_NAME } from '../storage/keys';
 import type { ObjectStore } from '../storage/object_store';
-
-/** Metrics objects read at once. */
-const READS_IN_FLIGHT = 16;
+import { listMetricSteps, readMetrics } from '../storage/run_metrics';
 
 /** Rollout shards of a run: for each split, step -> shard numbers, from the shard commit records. */
 export type RolloutIndex = Record<'train' | 'val', Map<number, number[]>>;
 
 /** Every stored step's metrics, ascending by step (the final validation is a step of its own, val/ keys only). */
 export async function loadMetrics(store: ObjectStore, runId: string): Promise<StepMetrics[]> {
-  const steps = (await store.list(`${runPrefix(runId)}metrics/`))
-    .map((o) => parseStep(o.key))
-    .filter((s): s is number => s !== null)
-    .sort((a, b) => a - b);
-  const out: StepMetrics[] = [];
-  for (let i = 0; i < steps.length; i += READS_IN_FLIGHT) {
-    out.push(
-      ...(await Promise.all(steps.slice(i, i + READS_IN_FLIGHT).map((step) => store.getJson<StepMetrics>(metricsKey(runId, step))))),
-    );
-  }
-  return out;
+  return readMetrics(
+    store,
+    runId,
+    (await listMetricSteps(store, runId)).map((s) => s.step),
+  );
 }
 
 /** The steps and shards that have a commit record, by split. */

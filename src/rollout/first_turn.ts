@@ -5,8 +5,8 @@
  * first prompt and one reply. Preflight checks sequence_length with the same code before a run starts.
  */
 import type { CustomEnvConfig } from '../contract';
-import type { Env } from '../envs/env';
-import { createEnv } from '../envs/registry';
+import type { ResetResult } from '../envs/env';
+import { createEnv, createInProcessEnv } from '../envs/registry';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { EpisodeChat, fillTemplate, firstUserMessage, formatSuffix, usesThinkPattern } from './chat';
 
@@ -22,7 +22,7 @@ export function userContent(cfg: CustomEnvConfig, enableThink: boolean, turn: nu
 }
 
 /** The first prompt of an episode from its env's reset: env instruction, then the first user message. */
-export function firstPrompt(chat: EpisodeChat, cfg: CustomEnvConfig, enableThink: boolean, reset: ReturnType<Env['reset']>): string {
+export function firstPrompt(chat: EpisodeChat, cfg: CustomEnvConfig, enableThink: boolean, reset: ResetResult): string {
   return chat.prompt(firstUserMessage(reset.info.env_instruction, userContent(cfg, enableThink, 0, reset.observation)));
 }
 
@@ -58,10 +58,14 @@ export function validAnswers(tokenizer: ChatTokenizer, cfg: CustomEnvConfig): { 
   });
 }
 
-/** Tokens of the first prompt of an episode of `cfg` reset with `seed`, rendered as playEpisodes renders it. */
-export function firstPromptTokens(tokenizer: ChatTokenizer, cfg: CustomEnvConfig, seed: number): number {
+/**
+ * Tokens of the first prompt of an episode of `cfg` reset with `seed`, rendered as playEpisodes renders it;
+ * null for an env served by another process (its reset needs the server: the rollout checks its first turn).
+ */
+export function firstPromptTokens(tokenizer: ChatTokenizer, cfg: CustomEnvConfig, seed: number): number | null {
   const enableThink = usesThinkPattern(cfg.env_config);
-  const env = createEnv(cfg.env_type, cfg.env_config, { envId: 0, enableThink });
+  const env = createInProcessEnv(cfg.env_type, cfg.env_config, { envId: 0, enableThink });
+  if (env === null) return null;
   const chat = new EpisodeChat(tokenizer, cfg.agent_system_template);
   return tokenizer.encode(firstPrompt(chat, cfg, enableThink, env.reset(seed))).length;
 }

@@ -5,30 +5,19 @@
  * log-probs; packing.ts). Only complete groups come back, whatever the envs do.
  */
 
-import type { CustomEnvConfig, RolloutGroup, Trajectory, TruncationCause, TurnRecord } from '../contract';
-import { ConfigError, EnvFailureError } from '../contract';
-import { type Env, parseAction } from '../envs/env';
-import { createEnv } from '../envs/registry';
+import type { CustomEnvConfig, RolloutGroup, Trajectory } from '../contract';
+import { ConfigError } from '../contract';
+import { parseAction } from '../envs/env';
 import type { ChatTokenizer } from '../model/tokenizer';
 import { Rng } from '../util/rng';
 import { EpisodeChat, usesThinkPattern } from './chat';
+import { type EpisodeOutcome, type EpisodeSpec, end, guarded, type Live, newEnv, settleGroups, startTagServers, truncate } from './episode';
 import { firstPrompt, firstTurnProblem, replyBudget, userContent } from './first_turn';
-import { appendTurn, emptyPacked, type PackedTokens } from './packing';
+import { appendTurn, emptyPacked } from './packing';
 import { replacementGroup } from './plan';
 import type { Policy } from './policy';
 
-/** One env of the batch: where it sits and how it starts. */
-export interface EpisodeSpec {
-  tag: string;
-  groupId: number;
-  envId: number;
-  /** Reset seed, equal for every member of a group (docs/numerics.md §3). */
-  seed: number;
-  /** "{tag}_{group_id}_{episode}_{seed}". */
-  trajGroupId: string;
-  /** Seed parts of this episode's sampling stream, e.g. [runSeed, split, step, envId]. */
-  rngParts: Array<number | string>;
-}
+export type { EpisodeOutcome, EpisodeSpec } from './episode';
 
 /** Settings shared by the batch. */
 export interface ManagerOptions {
@@ -42,31 +31,16 @@ export interface ManagerOptions {
   maxNewTokens: number;
   split: 'train' | 'val';
   step: number;
-  /** Called after every env reset (turn -1, active = envs reset so far) and every turn (heartbeat and yield point for activities). */
+  /** Called after every env reset starts (turn -1, active = envs reset so far; a remote env's may still be on its way) and every turn (heartbeat and yield point for activities). */
   onTurn?: (turn: number, active: number) => Promise<void>;
-}
-
-/**
- * How an episode ended: `finished` (env terminated, turn cap or sequence_length cut; see
- * Trajectory.truncated), `failed` (its env threw or ran over its time budget; `error` says which),
- * or `cut` (stopped because its group failed or already has enough finishers).
- */
-export interface EpisodeOutcome {
-  /** The episode as far as it got (whole only when finished). */
-  trajectory: Trajectory;
-  status: 'finished' | 'failed' | 'cut';
-  /** The lockstep turn (0-based) in which it ended; -1 = at reset. */
-  endedAt: number;
-  /** Failed only: "{tag} env {id} (group g, seed s): ..." with the env's message or the budget. */
-  error?: string;
 }
 
 // The env pool of one rollout activity (docs/numerics.md §3):
 // - group_size_redundancy (ROLL EnvManagerConfig): each group runs group_size + redundancy envs and keeps
 //   the first group_size finishers, fewest lockstep turns first, ties by env id; the others are stopped
 //   once enough have finished and are dropped before the trajectories are stored.
-// - A failed episode (its env threw in reset or step, or its env time went over the tag's
-//   episode_timeout_seconds) fails its WHOLE group, which is replaced by a fresh group with a seed derived
+// - A failed episode (its env threw or rejected in reset or step, or its env time went over the tag's
+//   episode_timeout_seconds; episode.ts) fails its WHOLE group, which is replaced by a fresh group with a seed derived
 //   from the old one (plan.ts replacementGroup), up to MAX_GROUP_ATTEMPTS plays in all; then the group is
 //   dropped. Failures are counted and their messages returned, never thrown.
 
@@ -155,171 +129,23 @@ export async function runGroups(groups: RolloutGroup[], opts: PoolOptions): Prom
   return { trajectories: kept.flat(), stats, errors };
 }
 
-// One lockstep batch of episodes. An env that throws (reset or step) or runs over its tag's
-// episode_timeout_seconds fails its episode and stops its whole group (trajGroupId).
-
-interface Live {
-  spec: EpisodeSpec;
-  env: Env;
-  cfg: CustomEnvConfig;
-  enableThink: boolean;
-  rng: Rng;
-  chat: EpisodeChat;
-  /** The episode's tokens so far (packing.ts). */
-  packed: PackedTokens;
-  /** The next turn's prompt tokens, not yet in `packed`. */
-  pending: number[];
-  observation: string;
-  turns: TurnRecord[];
-  score: number;
-  success: boolean;
-  truncated: boolean;
-  truncatedBy?: TruncationCause;
-  /** Wall seconds spent in env.reset / env.step so far. */
-  envSeconds: number;
-  status: EpisodeOutcome['status'] | null;
-  endedAt: number;
-  error?: string;
-}
-
-function end(live: Live, status: EpisodeOutcome['status'], turn: number, error?: string): void {
-  Object.assign(live, { status, endedAt: turn, error });
-}
-
-/** Ends an episode by the turn cap (`max_steps`) or the sequence_length cut (`max_length`). */
-function truncate(live: Live, turn: number, cause: TruncationCause): void {
-  Object.assign(live, { truncated: true, truncatedBy: cause });
-  end(live, 'finished', turn);
-}
-
-/**
- * Runs an env call, timing it against the episode budget. Returns its result, or null after marking
- * the episode failed (the env threw, or the episode's env time went over episode_timeout_seconds; a
- * synchronous call cannot be preempted, so the time is checked once it returns).
- */
-function guarded<T>(live: Live, what: string, turn: number, call: () => T): T | null {
-  const { spec, cfg } = live;
-  const where = `${spec.tag} env ${spec.envId} (group ${spec.groupId}, seed ${spec.seed}): ${what}`;
-  const started = performance.now();
-  try {
-    const out = call();
-    live.envSeconds += (performance.now() - started) / 1000;
-    if (live.envSeconds <= cfg.episode_timeout_seconds) return out;
-    end(
-      live,
-      'failed',
-      turn,
-      `${where} brought the episode's env time to ${live.envSeconds.toFixed(2)} s, over custom_envs.${spec.tag}.episode_timeout_seconds = ${cfg.episode_timeout_seconds}`,
-    );
-  } catch (err) {
-    end(live, 'failed', turn, `${where} threw: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  return null;
-}
-
-/**
- * Stops the unfinished members of every group that has a failed member, or `keep` finished ones
- * (the first group_size finishers of group_size_redundancy; docs/configs.md, ROLL EnvManagerConfig).
- */
-function settleGroups(groups: Map<string, Live[]>, keep: number, turn: number): void {
-  for (const members of groups.values()) {
-    const failed = members.some((l) => l.status === 'failed');
-    const finished = members.filter((l) => l.status === 'finished').length;
-    if (failed || finished >= keep) for (const l of members) if (l.status === null) end(l, 'cut', turn);
-  }
-}
-
-/**
- * The env of one episode. Config validation created each tag's env once already, so one that cannot be
- * created here fails the same way on every attempt: an EnvFailureError (not retried), not a plain Error.
- */
-function newEnv(spec: EpisodeSpec, cfg: CustomEnvConfig, enableThink: boolean): Env {
-  try {
-    return createEnv(cfg.env_type, cfg.env_config, { envId: spec.envId, enableThink });
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    throw new EnvFailureError(`${spec.tag} env ${spec.envId} (group ${spec.groupId}, seed ${spec.seed}) could not be created: ${message}`);
-  }
-}
-
 /**
  * Plays the episodes to their end and returns one outcome per spec, in spec order. An episode
  * finishes when the env terminates, after custom_envs.<tag>.max_steps turns (truncated), or when the
  * context reaches sequence_length (the unfinished turn is dropped, truncated).
  * @param keepPerGroup once this many members of a trajGroupId have finished, its others are cut
  * @throws Error when a tag has no custom_envs entry
- * @throws EnvFailureError when an env cannot be created
+ * @throws EnvFailureError when an env cannot be created, or a tag's env server (env_config.command) not started
  * @throws ConfigError when sequence_length cannot hold the first prompt and one reply
  */
 export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, keepPerGroup = Infinity): Promise<EpisodeOutcome[]> {
-  const { tokenizer } = opts;
-  const stopIds = new Set(tokenizer.eosIds);
-  const groups = new Map<string, Live[]>();
   const lives: Live[] = [];
-  for (const spec of specs) {
-    const cfg = opts.customEnvs[spec.tag];
-    if (!cfg) throw new Error(`tag ${JSON.stringify(spec.tag)} has no custom_envs entry`);
-    const enableThink = usesThinkPattern(cfg.env_config);
-    const live: Live = {
-      spec,
-      cfg,
-      enableThink,
-      env: newEnv(spec, cfg, enableThink),
-      rng: new Rng(...spec.rngParts),
-      chat: new EpisodeChat(tokenizer, cfg.agent_system_template),
-      packed: emptyPacked(),
-      pending: [],
-      observation: '',
-      turns: [],
-      score: 0,
-      success: false,
-      truncated: false,
-      envSeconds: 0,
-      status: null,
-      endedAt: -1,
-    };
-    groups.set(spec.trajGroupId, [...(groups.get(spec.trajGroupId) ?? []), live]);
-    const first = guarded(live, 'reset', -1, () => live.env.reset(spec.seed));
-    if (first) {
-      live.observation = first.observation;
-      live.pending = tokenizer.encode(firstPrompt(live.chat, cfg, enableThink, first));
-    }
-    lives.push(live);
-    // Resets can be slow (large Sokoban rooms): report progress so the activity's heartbeats go out.
-    if (opts.onTurn) await opts.onTurn(-1, lives.length);
-  }
-  settleGroups(groups, keepPerGroup, -1);
-
   try {
-    for (let turn = 0; ; turn++) {
-      const active = lives.filter((l) => l.status === null);
-      if (active.length === 0) break;
-      const budgets = active.map((l) => {
-        const room = opts.sequenceLength - l.packed.inputIds.length - l.pending.length;
-        const want = replyBudget(l.cfg, opts.maxNewTokens);
-        const problem = turn === 0 ? firstTurnProblem(opts.sequenceLength, l.spec.tag, l.pending.length, want) : null;
-        if (problem) throw new ConfigError('sequence_length', [problem]); // preflight/first_turn.ts refuses this before a run
-        return Math.min(want, room);
-      });
-      const rows = active.filter((_, i) => budgets[i] > 0);
-      for (const l of active) if (!rows.includes(l)) truncate(l, turn, 'max_length');
-      if (rows.length > 0) {
-        const out = await opts.policy.generate({
-          contexts: rows.map((l) => [...l.packed.inputIds, ...l.pending]),
-          maxNewTokens: budgets.filter((b) => b > 0),
-          rngs: rows.map((l) => l.rng),
-          envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
-          rowIds: rows.map((l) => lives.indexOf(l)),
-        });
-        rows.forEach((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], out.learned?.[i] ?? true, turn, opts, stopIds));
-      }
-      settleGroups(groups, keepPerGroup, turn);
-      if (opts.onTurn && rows.length > 0) await opts.onTurn(turn, rows.length);
-    }
+    await playLockstep(specs, opts, keepPerGroup, lives);
   } finally {
     opts.policy.endEpisodes?.(); // the model policy's KV caches of these episodes
+    for (const l of lives) l.env.close?.(); // a remote env's sessions, whatever happened
   }
-
   return lives.map((l) => ({
     trajectory: {
       trajGroupId: l.spec.trajGroupId,
@@ -345,8 +171,86 @@ export async function playEpisodes(specs: EpisodeSpec[], opts: ManagerOptions, k
   }));
 }
 
+/**
+ * Resets the envs (each to its spec's seed; remote envs all at once), then plays lockstep turns until every
+ * episode has ended; `lives` gets one entry per spec as its env is created. In a turn the envs of all rows
+ * step at once; each episode's records depend only on its own env, so the order they settle in changes nothing.
+ */
+async function playLockstep(specs: EpisodeSpec[], opts: ManagerOptions, keepPerGroup: number, lives: Live[]): Promise<void> {
+  const { tokenizer } = opts;
+  const stopIds = new Set(tokenizer.eosIds);
+  const groups = new Map<string, Live[]>();
+  const resets: Promise<void>[] = [];
+  for (const tag of new Set(specs.map((s) => s.tag))) {
+    const cfg = opts.customEnvs[tag];
+    if (cfg) await startTagServers(tag, cfg);
+  }
+  for (const spec of specs) {
+    const cfg = opts.customEnvs[spec.tag];
+    if (!cfg) throw new Error(`tag ${JSON.stringify(spec.tag)} has no custom_envs entry`);
+    const enableThink = usesThinkPattern(cfg.env_config);
+    const live: Live = {
+      spec,
+      cfg,
+      enableThink,
+      env: newEnv(spec, cfg, enableThink),
+      rng: new Rng(...spec.rngParts),
+      chat: new EpisodeChat(tokenizer, cfg.agent_system_template),
+      packed: emptyPacked(),
+      pending: [],
+      observation: '',
+      turns: [],
+      score: 0,
+      success: false,
+      truncated: false,
+      envSeconds: 0,
+      status: null,
+      endedAt: -1,
+    };
+    groups.set(spec.trajGroupId, [...(groups.get(spec.trajGroupId) ?? []), live]);
+    lives.push(live);
+    resets.push(
+      guarded(live, 'reset', -1, () => live.env.reset(spec.seed)).then((first) => {
+        if (!first) return;
+        live.observation = first.observation;
+        live.pending = tokenizer.encode(firstPrompt(live.chat, cfg, enableThink, first));
+      }),
+    );
+    // Resets can be slow (large Sokoban rooms): report progress so the activity's heartbeats go out.
+    if (opts.onTurn) await opts.onTurn(-1, lives.length);
+  }
+  await Promise.all(resets);
+  settleGroups(groups, keepPerGroup, -1);
+
+  for (let turn = 0; ; turn++) {
+    const active = lives.filter((l) => l.status === null);
+    if (active.length === 0) break;
+    const budgets = active.map((l) => {
+      const room = opts.sequenceLength - l.packed.inputIds.length - l.pending.length;
+      const want = replyBudget(l.cfg, opts.maxNewTokens);
+      const problem = turn === 0 ? firstTurnProblem(opts.sequenceLength, l.spec.tag, l.pending.length, want) : null;
+      if (problem) throw new ConfigError('sequence_length', [problem]); // preflight/first_turn.ts refuses this before a run
+      return Math.min(want, room);
+    });
+    const rows = active.filter((_, i) => budgets[i] > 0);
+    for (const l of active) if (!rows.includes(l)) truncate(l, turn, 'max_length');
+    if (rows.length > 0) {
+      const out = await opts.policy.generate({
+        contexts: rows.map((l) => [...l.packed.inputIds, ...l.pending]),
+        maxNewTokens: budgets.filter((b) => b > 0),
+        rngs: rows.map((l) => l.rng),
+        envs: rows.map((l) => ({ actionNames: l.env.actionNames, solve: l.env.solve?.bind(l.env), enableThink: l.enableThink })),
+        rowIds: rows.map((l) => lives.indexOf(l)),
+      });
+      await Promise.all(rows.map((l, i) => stepLive(l, out.tokens[i], out.logprobs[i], out.learned?.[i] ?? true, turn, opts, stopIds)));
+    }
+    settleGroups(groups, keepPerGroup, turn);
+    if (opts.onTurn && rows.length > 0) await opts.onTurn(turn, rows.length);
+  }
+}
+
 /** Appends one sampled reply to an episode and steps its env (docs/numerics.md §4.2-4.5). */
-function stepLive(
+async function stepLive(
   l: Live,
   tokens: number[],
   logprobs: number[],
@@ -354,7 +258,7 @@ function stepLive(
   turn: number,
   opts: ManagerOptions,
   stopIds: ReadonlySet<number>,
-): void {
+): Promise<void> {
   const closed = tokens.length > 0 && stopIds.has(tokens[tokens.length - 1]);
   if (!closed && l.packed.inputIds.length + l.pending.length + tokens.length >= opts.sequenceLength) {
     truncate(l, turn, 'max_length'); // the unfinished turn is dropped
@@ -363,7 +267,7 @@ function stepLive(
   appendTurn(l.packed, l.pending, tokens, logprobs, learned);
   l.chat.reply(tokens);
   const response = opts.tokenizer.decode(tokens, false);
-  const result = guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));
+  const result = await guarded(l, `step ${l.turns.length + 1}`, turn, () => l.env.step(response));
   if (!result) return;
   l.turns.push({
     observation: l.observation,

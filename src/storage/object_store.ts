@@ -18,6 +18,8 @@ const gunzip = promisify(zlib.gunzip);
 export interface ListedObject {
   key: string;
   bytes: number;
+  /** When the object was last written (what the server lists). */
+  lastModified?: Date;
 }
 
 /** Lower-case hex sha256 of `data`. */
@@ -265,8 +267,8 @@ export class ObjectStore {
     return withRetry(async () => {
       const out: ListedObject[] = [];
       for await (const item of this.client.listObjectsV2(this.bucket, prefix, true)) {
-        const obj = item as { name?: string; size?: number };
-        if (obj.name) out.push({ key: obj.name, bytes: obj.size ?? 0 });
+        const obj = item as { name?: string; size?: number; lastModified?: Date };
+        if (obj.name) out.push({ key: obj.name, bytes: obj.size ?? 0, ...(obj.lastModified ? { lastModified: obj.lastModified } : {}) });
       }
       return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     });

@@ -7,9 +7,8 @@
 import { DefaultLogger, type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { temporalConnectOptions } from '../../infra/temporal_profile';
 import type { InfraEndpoints } from '../../infra/types';
-import { createActivities } from '../activities';
+import { controlActivities, createActivities } from '../activities';
 import { startHeartbeatRelay } from '../activities/heartbeat_relay';
-import { controlActivities } from '../activities/idle_queues';
 import { BACKEND_LOST_EXIT_CODE, backendMemoryGuard } from '../activities/out_of_memory';
 import { startWatchdog } from '../activities/watchdog';
 import type { Role } from '../contract';
@@ -84,13 +83,14 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
   const wants = (r: Role) => role === 'all' || role === r;
   const shutdownGraceTime = SHUTDOWN_GRACE;
   const maxHeartbeatThrottleInterval = HEARTBEAT_THROTTLE;
+  // Every role reads the store: the control worker's track activity reads the stored metrics.
+  const store = new ObjectStore(endpoints.s3);
+  await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
   if (wants('rollout') || wants('update')) {
     // A process serving both roles computes the update's way: the update is the heavier of the two.
     await initBackend(defaultBackend(role === 'rollout' ? 'rollout' : 'update', hostBackends()));
     const { backend, device } = backendInfo();
     log(`tfjs backend: ${backend} (${device})`);
-    const store = new ObjectStore(endpoints.s3);
-    await untilUp(`S3 at ${endpoints.s3.endPoint}:${endpoints.s3.port}`, () => store.ensureBucket(), log);
     const activities = createActivities(store);
     const watchdog = startWatchdog(WATCHDOG_DEFAULT_SECONDS);
     const backendLost = () => {
@@ -141,7 +141,7 @@ export async function runWorkers(role: Role, endpoints: InfraEndpoints, log: (li
         namespace,
         taskQueue: TASK_QUEUES.control,
         workflowsPath: require.resolve('../workflows'),
-        activities: controlActivities(),
+        activities: controlActivities(store),
         shutdownGraceTime,
       }),
     );

@@ -54,12 +54,17 @@ export function progressLine(p: Progress): string {
  * phase after the step, e.g. "step 12/30 · rollout · train success 0.312 · val success 0.305
  * (step 10) · 12.1 s/step", and, once a step is done, where it computed on a second line
  * ("rollout wasm (CPU), update tensorflow (CPU)"), after a note in bold when the phase waits on a task
- * queue no worker polls.
+ * queue no worker polls and a tracker's last failure.
  */
 export function currentDetails(p: Progress): string {
   const [step, ...rest] = progressParts(p);
   const note = requestNote(p);
   const line = [step, p.phase, ...rest, ...(note ? [note] : [])].join(' · ');
-  const blocks = [line, ...(p.workerNote ? [`**${p.workerNote}**`] : []), ...(p.compute ? [describeCompute(p.compute)] : [])];
+  const blocks = [
+    line,
+    ...(p.workerNote ? [`**${p.workerNote}**`] : []),
+    ...(p.trackerNote ? [`tracker: ${p.trackerNote}`] : []),
+    ...(p.compute ? [describeCompute(p.compute)] : []),
+  ];
   return blocks.join('\n\n');
 }

@@ -6,6 +6,7 @@
  */
 import { ApplicationFailure, log, patched, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { RolloutOutput, UpdateOutput } from '../contract/activities';
+import { trackersOf } from '../contract/enums';
 import { CONFIG_ERROR, ENV_FAILURE } from '../contract/errors';
 import type { RunSpec } from '../contract/run';
 import type { ObjectRef } from '../contract/store';
@@ -19,6 +20,7 @@ import { checkEarlyStop, freshEarlyStop } from './early_stop';
 import { fallbackOf, MAX_REPLAYS_PER_OBJECT } from './fallback';
 import { announce, enter, newProgress, recordStep, recordValidation, show, stepCompute } from './progress';
 import { activityProxies } from './proxies';
+import { Tracking } from './tracking';
 import { TrainRollouts } from './train_rollouts';
 import { playValidation } from './validation';
 import { watchWorkers } from './worker_watch';
@@ -46,6 +48,8 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
   run ??= await activityProxies().update.loadRun.executeWithOptions({ summary: 'config from run.json (continued run)' }, [runId]);
   const { config, configName } = run;
   const { update } = activityProxies(config);
+  // Histories recorded before tracking replay without its activities.
+  const tracking = new Tracking(runId, progress, trackersOf(config).length > 0 && patched('trackers'));
   announce(progress, run);
   show(progress);
 
@@ -159,9 +163,11 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     checkStops(step, metrics);
     const compute = stepCompute(outs, updated);
     await update.writeMetrics.executeWithOptions({ summary: `metrics step ${step}` }, [{ runId, step, metrics, compute }]);
+    tracking.stored();
     recordStep(progress, step, { metrics, checkpoint: policy, seconds, compute });
     control.inStep = false;
     if (progress.step < config.max_steps && control.stopReason === null && continueDue(progress.step - firstStep)) {
+      await tracking.settle();
       await continueRun(rollouts, () => ({
         runId,
         resumeFrom: { checkpoint: policy, step: progress.step },
@@ -179,7 +185,9 @@ export async function starpoTraining(input: StarpoWorkflowInput): Promise<Starpo
     await update.writeMetrics.executeWithOptions({ summary: `metrics step ${progress.step} (final validation)` }, [
       { runId, step: progress.step, metrics: valMetrics },
     ]);
+    tracking.stored();
   }
+  await tracking.settle();
   enter(progress, 'done');
   return {
     runId,

@@ -5,8 +5,8 @@
  */
 
 import { checkKeys, getBool, getInt, getNumber, getString, type RawEnvConfig } from '../../src/envs/config';
-import type { Env, EnvOptions, StepResult } from '../../src/envs/env';
-import { createEnv, ENV_TYPES, registerEnvType } from '../../src/envs/registry';
+import type { EnvOptions, ResetResult, StepResult, SyncEnv } from '../../src/envs/env';
+import { createEnv, createInProcessEnv, ENV_TYPES, registerEnvType } from '../../src/envs/registry';
 import { Rng } from '../../src/util/rng';
 
 /**
@@ -85,12 +85,20 @@ function blockFor(seconds: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, seconds * 1000);
 }
 
+/** The inner env, which must run in process (chaos blocks and throws in its calls, it does not await them). */
+function innerEnv(config: ChaosConfig, options: EnvOptions): SyncEnv {
+  const env = createInProcessEnv(config.inner_env_type, config.inner_env_config, options);
+  if (env === null)
+    throw new Error(`env_config of chaos: inner_env_type ${config.inner_env_type} talks to a server; chaos wraps in-process envs`);
+  return env;
+}
+
 /** The chaos env; see ChaosConfig for when it faults. solve() is the inner env's, when it has one. */
-export class ChaosEnv implements Env {
+export class ChaosEnv implements SyncEnv {
   readonly envType = 'chaos';
   readonly config: ChaosConfig;
   readonly solve?: () => string[] | null;
-  private readonly inner: Env;
+  private readonly inner: SyncEnv;
   private readonly envId: number | undefined;
   private faulty = false;
   private steps = 0;
@@ -99,7 +107,7 @@ export class ChaosEnv implements Env {
   /** @param config raw env_config (validated here; throws Error on a bad key/value) */
   constructor(config: RawEnvConfig = {}, options: EnvOptions = {}) {
     this.config = parseChaosConfig(config);
-    this.inner = createEnv(this.config.inner_env_type, this.config.inner_env_config, options);
+    this.inner = innerEnv(this.config, options);
     this.envId = options.envId;
     const inner = this.inner;
     if (inner.solve) this.solve = () => inner.solve!();
@@ -109,7 +117,7 @@ export class ChaosEnv implements Env {
     return this.inner.actionNames;
   }
 
-  reset(seed: number): { observation: string; info: { env_instruction: string } } {
+  reset(seed: number): ResetResult {
     const c = this.config;
     const idMatches = this.envId !== undefined && (c.env_ids === null || c.env_ids.includes(this.envId));
     const seedMatches = c.seeds === null || c.seeds.includes(seed);
@@ -133,6 +141,12 @@ export class ChaosEnv implements Env {
 
   private fault(what: string): string {
     return `chaos: injected failure in ${what} (env id ${this.envId ?? 'none'}, seed ${this.seed})`;
+  }
+}
+
+declare module '../../src/envs/registry' {
+  interface EnvClasses {
+    chaos: ChaosEnv;
   }
 }
 

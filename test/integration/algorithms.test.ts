@@ -7,7 +7,10 @@
  */
 
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
 import { runInputFromFile } from '../../src/cli/run_input';
 import type { StarpoRunResult } from '../../src/contract';
 import { TASK_QUEUES, WORKFLOW_TYPE } from '../../src/contract';
@@ -57,8 +60,15 @@ async function train(
 const finite = (m: Record<string, number>, keys: string[]) => keys.forEach((k) => assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`));
 
 test("ROLL's agent_val_frozen_lake example (Hydra file, StarPO doc values) trains", async () => {
-  const { result, steps } = await train('configs/examples/agent_val_frozen_lake.yaml', ['max_actions_per_traj=4']);
+  // The example's own track_with: tensorboard, into a temporary folder instead of the example's ./output
+  const tensorboard = mkdtempSync(join(tmpdir(), 'starpo-algo-tb-'));
+  after(() => rmSync(tensorboard, { recursive: true, force: true }));
+  const { result, runId, steps } = await train('configs/examples/agent_val_frozen_lake.yaml', [
+    'max_actions_per_traj=4',
+    `tracker_kwargs.log_dir=${tensorboard}`,
+  ]);
   assert.equal(result.steps, 2);
+  assert.equal(readdirSync(join(tensorboard, runId)).filter((n) => n.includes('tfevents')).length, 1, 'its event file');
   for (const m of steps) {
     finite(m, ['actor/pg_loss', 'actor/grad_norm', 'actor/entropy', 'critic/advantage_clip_frac', 'rollout/in_group_std']);
     // whitened, then clipped to advantage_clip 0.2

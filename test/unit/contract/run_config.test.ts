@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { groupKeyOf } from '../../../src/algo/update';
 import { ignoredKeysIn } from '../../../src/config/schema_walk';
 import type { Trajectory } from '../../../src/contract';
-import { ConfigError, frozenBy, gradientCheckpointing, loraSettings } from '../../../src/contract';
+import { ConfigError, frozenBy, gradientCheckpointing, loraSettings, trackersOf } from '../../../src/contract';
 import { validateConfig } from '../../../src/preflight/load';
 
 /** configs/frozen_lake.yaml without the keys whose defaults are under test. */
@@ -153,8 +153,6 @@ test('ROLL keys accepted as ignored, listed once with dotted paths (per tag for 
   const c = validateConfig(raw);
   assert.equal(c.critic.training_args.learning_rate, 1e-5);
   assert.deepEqual(ignoredKeysIn(raw), [
-    'track_with',
-    'tracker_kwargs',
     'output_dir',
     'logging_dir',
     'checkpoint_config',
@@ -343,4 +341,17 @@ test("sequence_length must fit the model's max_position_embeddings", () => {
     problemsOf({ ...minimal(), sequence_length: 4096 }),
     "`sequence_length`: 4096 is more than the tiny model's max_position_embeddings (2048); allowed: <= 2048",
   );
+});
+
+test("track_with: ROLL's one tracker, a list of them, or null; trackersOf lists them without repeats", () => {
+  assert.deepEqual(trackersOf(validateConfig(minimal())), []);
+  assert.deepEqual(trackersOf(validateConfig({ ...minimal(), track_with: 'tensorboard', tracker_kwargs: { log_dir: '/t' } })), [
+    'tensorboard',
+  ]);
+  assert.deepEqual(
+    trackersOf(validateConfig({ ...minimal(), track_with: ['tensorboard', 'tensorboard'], tracker_kwargs: { log_dir: '/t' } })),
+    ['tensorboard'],
+  );
+  // a run.json stored while track_with was ignored may name a tracker starpo does not write
+  assert.deepEqual(trackersOf({ track_with: 'wandb' as never }), []);
 });

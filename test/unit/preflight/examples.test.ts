@@ -54,8 +54,6 @@ test("ROLL's agent_val_frozen_lake example resolves through its defaults file", 
 test("the example lists ROLL's ignored keys and the interpolation variables of traj_envs.yaml once", () => {
   const loaded = loadConfigFile(EXAMPLE);
   assert.deepEqual(loaded.ignored, [
-    'track_with',
-    'tracker_kwargs',
     'output_dir',
     'logging_dir',
     'checkpoint_config',
@@ -102,7 +100,7 @@ test("the example lists ROLL's ignored keys and the interpolation variables of t
     notes[0],
     'warning: `exp_name` ("agentic_pipeline") is ignored: a run is named by its run id (`--run-id`, default <config name>-<time>)',
   );
-  assert.match(notes[1], /^ignored \(accepted for ROLL compatibility, not used\): track_with, tracker_kwargs, output_dir, /);
+  assert.match(notes[1], /^ignored \(accepted for ROLL compatibility, not used\): output_dir, /);
   assert.match(notes[2], /^interpolation variables from configs\/config\/traj_envs\.yaml: action_pattern, think_action_pattern, /);
 });
 

@@ -13,7 +13,7 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { historyFromJson } from '../../fixtures/histories/history_json';
 
 const DIR = join(__dirname, '../../fixtures/histories');
-const KINDS = ['plain', 'pause_stop', 'continued', 'eval', 'async', 'sweep'];
+const KINDS = ['plain', 'pause_stop', 'continued', 'eval', 'async', 'sweep', 'tracked'];
 
 /** A recorded history and its workflow id (= the run or sweep id in the workflow input; the workflow checks it). */
 function load(kind: string) {
@@ -25,7 +25,7 @@ function load(kind: string) {
   return { workflowId, history };
 }
 
-test('recorded histories (plain; pause, unpause and stop; a continued run; an evaluation; async_generation_ratio 1; a paused sweep) replay against the current workflow code', async () => {
+test('recorded histories (plain; pause, unpause and stop; a continued run; an evaluation; async_generation_ratio 1; a paused sweep; a run with a tracker) replay against the current workflow code', async () => {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const histories = KINDS.map(load);
   const updates = histories[1].history.events?.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
