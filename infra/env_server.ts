@@ -2,21 +2,22 @@
  * A Python env served by the bridge (python/starpo_envs) as a child process of this one: `starpo env serve`, the
  * tests and benches start one with startEnvServer and talk to it over OpenEnv's protocol at the URL it returns.
  */
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
-import { InfraConfigError, InfraStartError } from './errors';
+
 import { BRIDGE_PYTHON_DIR, ensureEnvVenv } from './env_venv';
+import { InfraConfigError, InfraStartError } from './errors';
 import { freePort } from './ports';
+import { spawnTied } from './tied_process';
 
 /** The specs the bridge serves (python/starpo_envs/specs.py says the same). */
 export const ENV_SPECS_HELP =
   "gymnasium:FrozenLake-v1 (Gymnasium's FrozenLake on starpo's maps), reasoning_gym:<dataset> (e.g. reasoning_gym:basic_arithmetic), " +
-  'python:<file.py> (a file whose `app` is an openenv-core app)';
-const SPEC = /^(gymnasium:FrozenLake-v1|reasoning_gym:[A-Za-z0-9_]+|python:.+\.py)$/;
+  '<module or file.py>:<Class> (a text env class of your own, docs/envs.md "Your env in Python")';
+const SPEC = /^[^:\s]+:[A-Za-z0-9_.-]+$/;
 
-/** Checks the form of a spec; the bridge itself checks what it names (a reasoning-gym dataset, a file). */
+/** Checks the form of a spec (<family or module>:<name>); the bridge itself checks what it names. */
 export function checkEnvSpec(spec: string): void {
-  if (!SPEC.test(spec)) throw new InfraConfigError(`env spec ${JSON.stringify(spec)} is not one the bridge serves; allowed: ${ENV_SPECS_HELP}`);
+  if (!SPEC.test(spec))
+    throw new InfraConfigError(`env spec ${JSON.stringify(spec)} is not one the bridge serves; allowed: ${ENV_SPECS_HELP}`);
 }
 
 /** A running bridge server. */
@@ -25,7 +26,7 @@ export interface EnvServer {
   url: string;
   /** Its exit code (null when a signal ended it), once it has exited. */
   exited: Promise<number | null>;
-  /** SIGTERM, SIGKILL after 5 s; resolves once it has exited. */
+  /** SIGTERM (SIGKILL after 5 s); resolves once it has exited. */
   stop(): Promise<void>;
 }
 
@@ -35,6 +36,8 @@ export interface EnvServerOptions {
   port?: number;
   /** The env's config (for FrozenLake the keys of starpo's frozen_lake env_config). */
   config?: Record<string, unknown>;
+  /** WebSocket sessions (episodes) at once; the bridge's default is 64. */
+  maxSessions?: number;
   cacheDir?: string;
   log?: (line: string) => void;
   /** Every chunk of the server's stdout and stderr (default: kept only for error messages). */
@@ -54,8 +57,8 @@ async function healthy(url: string): Promise<boolean> {
 }
 
 /**
- * Starts `python -m starpo_envs serve <spec>` on 127.0.0.1 (making the bridge's venv first when needed) and waits
- * until its /health answers. The server also stops when this process exits.
+ * Starts `python -m starpo_envs <spec>` on 127.0.0.1 (making the bridge's venv first when needed) and waits
+ * until its /health answers. The server stops when this process ends, however it ends (spawnTied).
  * @throws InfraConfigError (exit 2) for a spec or config the bridge refuses, with its message; InfraStartError
  *   (exit 3) when it exits otherwise or does not answer in time, with the tail of its output
  */
@@ -65,31 +68,24 @@ export async function startEnvServer(spec: string, opts: EnvServerOptions = {}):
   const python = await ensureEnvVenv({ cacheDir: opts.cacheDir, log });
   const port = opts.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
-  const args = ['-m', 'starpo_envs', 'serve', spec, '--host', '127.0.0.1', '--port', String(port), '--config', JSON.stringify(opts.config ?? {})];
+  const args = ['-m', 'starpo_envs', spec, '--host', '127.0.0.1', '--port', String(port), '--config', JSON.stringify(opts.config ?? {})];
+  if (opts.maxSessions !== undefined) args.push('--max-sessions', String(opts.maxSessions));
   const pythonPath = [BRIDGE_PYTHON_DIR, process.env.PYTHONPATH].filter(Boolean).join(':');
-  const child: ChildProcessByStdio<null, Readable, Readable> = spawn(python, args, {
-    env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnTied(python, args, { env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' }, output: 'pipe' });
   let tail = '';
   const keep = (chunk: Buffer) => {
     const text = chunk.toString('utf8');
     tail = (tail + text).slice(-4000);
     opts.onOutput?.(text);
   };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const exited = new Promise<number | null>((resolve) => {
     child.once('error', (err) => {
       tail += `\n${String(err)}`;
       resolve(null);
     });
-    child.once('close', (code) => {
-      process.off('exit', killOnExit);
-      resolve(code);
-    });
+    child.once('close', (code) => resolve(code));
   });
   let code: number | null | undefined;
   void exited.then((c) => {
@@ -97,10 +93,8 @@ export async function startEnvServer(spec: string, opts: EnvServerOptions = {}):
   });
   const stop = async () => {
     if (code !== undefined) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.kill('SIGTERM'); // the watchdog stops the server's group, SIGKILL after 5 s
     await exited;
-    clearTimeout(timer);
   };
   const deadline = Date.now() + (opts.startupTimeoutSeconds ?? 120) * 1000;
   while (!(await healthy(url))) {
@@ -110,7 +104,9 @@ export async function startEnvServer(spec: string, opts: EnvServerOptions = {}):
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new InfraStartError(`env server ${spec}: ${url}/health did not answer within ${opts.startupTimeoutSeconds ?? 120} s:\n${tail.trim()}`);
+      throw new InfraStartError(
+        `env server ${spec}: ${url}/health did not answer within ${opts.startupTimeoutSeconds ?? 120} s:\n${tail.trim()}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -30,13 +30,17 @@ async function mustRun(cmd: string, args: string[], log: (line: string) => void)
   const res = await runCommand(cmd, args, {
     timeoutSeconds: 1800,
     onOutput: (text) => {
-      for (const line of text.split('\n')) if (/^(Collecting|Installing collected|Successfully installed)/.test(line)) log(line.slice(0, 160));
+      for (const line of text.split('\n'))
+        if (/^(Collecting|Installing collected|Successfully installed)/.test(line)) log(line.slice(0, 160));
     },
   });
   if (res.code !== 0) {
-    throw new InfraUnavailableError(`could not make the env bridge's venv:\n  $ ${res.display}\n  exit ${res.code ?? 'none'}:\n${tailLines(res.tail, 20)}`, {
-      hint: false,
-    });
+    throw new InfraUnavailableError(
+      `could not make the env bridge's venv:\n  $ ${res.display}\n  exit ${res.code ?? 'none'}:\n${tailLines(res.tail, 20)}`,
+      {
+        hint: false,
+      },
+    );
   }
 }
 

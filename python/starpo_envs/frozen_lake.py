@@ -1,16 +1,24 @@
 """Gymnasium's own FrozenLake-v1 behind the bridge, on the map starpo's `frozen_lake` env draws for the same reset
 seed (lake_map.py passes it as `desc`) and with its text, rewards and info. Gymnasium plays every valid move;
-the bridge adds what Gymnasium has no notion of: answers that are not an action, and the env-side step cap."""
+the bridge adds what Gymnasium has no notion of: answers that are not an action, the env-side step cap, and the
+shortest plan from each state (env_config.plan_field: plan), so `warmup: solver` works as on starpo's own."""
 
 from typing import Any
 
 import gymnasium
 from openenv.core.env_server import Environment, State
 
-from .lake_map import ACTIONS, OBSERVATION_FORMATS, generate_map, render
+from .lake_map import ACTIONS, OBSERVATION_FORMATS, generate_map, render, shortest_path
 from .text_env import ConfigError, TextAction, TextObservation, check_keys, choice, flag, integer, number
 
 KEYS = ("size", "p", "is_slippery", "success_rate", "format_penalty", "reward_schedule", "observation_format", "max_steps")
+
+
+class LakeObservation(TextObservation):
+    """The text and info, and the shortest plan from this state as starpo's FrozenLakeEnv.solve() gives it:
+    action names, [] on the goal, None when moves are random (slippery) or the player is in a hole."""
+
+    plan: list[str] | None = None
 
 
 def parse_config(gym_id: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -57,11 +65,19 @@ class FrozenLakeEnv(Environment):
     def _player(self) -> tuple[int, int]:
         return divmod(int(self.gym.unwrapped.s), len(self.desc))
 
-    def _observation(self, reward: float | None, done: bool, info: dict[str, bool | int | float]) -> TextObservation:
-        text = render(self.desc, self._player(), self.config["observation_format"])
-        return TextObservation(text=text, reward=reward, done=done, info=info)
+    def _plan(self, player: tuple[int, int]) -> list[str] | None:
+        c = self.config
+        if (c["is_slippery"] and c["success_rate"] < 1) or self.desc[player[0]][player[1]] == "H":
+            return None
+        goal = next((r, col) for r, row in enumerate(self.desc) for col, cell in enumerate(row) if cell == "G")
+        return shortest_path(self.desc, player, goal)
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> TextObservation:
+    def _observation(self, reward: float | None, done: bool, info: dict[str, bool | int | float]) -> LakeObservation:
+        player = self._player()
+        text = render(self.desc, player, self.config["observation_format"])
+        return LakeObservation(text=text, reward=reward, done=done, info=info, plan=self._plan(player))
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> LakeObservation:
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ValueError(f"reset: seed must be a non-negative integer (the map comes from it), got {seed!r}")
         c = self.config
@@ -81,7 +97,7 @@ class FrozenLakeEnv(Environment):
         self._state = State(episode_id=episode_id, step_count=0)
         return self._observation(None, False, {})
 
-    def step(self, action: TextAction, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
+    def step(self, action: TextAction, timeout_s: float | None = None, **kwargs: Any) -> LakeObservation:
         if self.gym is None or self.done:
             raise RuntimeError("step: no episode is running; send reset first")
         self._state.step_count += 1

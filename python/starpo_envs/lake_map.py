@@ -15,19 +15,26 @@ def move_from(pos: tuple[int, int], a: int, size: int) -> tuple[int, int]:
     return (min(size - 1, max(0, pos[0] + DELTAS[a][0])), min(size - 1, max(0, pos[1] + DELTAS[a][1])))
 
 
-def _reachable(desc: list[str], start: tuple[int, int], goal: tuple[int, int]) -> bool:
+def shortest_path(desc: list[str], start: tuple[int, int], goal: tuple[int, int]) -> list[str] | None:
+    """starpo's shortestPath: breadth-first through non-hole cells, neighbours in action order, so the same plan
+    (action names; [] on the goal) or None when the goal is unreachable."""
     size = len(desc)
+    prev: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
     seen, queue = {start}, [start]
-    while queue:
-        cur = queue.pop()
+    for cur in queue:
         if cur == goal:
-            return True
+            actions = []
+            while cur != start:
+                cur, a = prev[cur]
+                actions.append(ACTIONS[a])
+            return actions[::-1]
         for a in range(4):
             nxt = move_from(cur, a, size)
             if nxt not in seen and desc[nxt[0]][nxt[1]] != "H":
                 seen.add(nxt)
+                prev[nxt] = (cur, a)
                 queue.append(nxt)
-    return False
+    return None
 
 
 def generate_map(size: int, p: float, seed: int) -> list[str]:
@@ -44,7 +51,7 @@ def generate_map(size: int, p: float, seed: int) -> list[str]:
         grid[start[0]][start[1]] = "S"
         grid[goal[0]][goal[1]] = "G"
         desc = ["".join(row) for row in grid]
-        if _reachable(desc, start, goal):
+        if shortest_path(desc, start, goal) is not None:
             return desc
     raise ValueError(f"no solvable {size}x{size} map with p={p} after {MAX_MAP_TRIES} attempts; raise p")
 

@@ -1,8 +1,7 @@
-"""What `serve` accepts: a spec naming the env and its config, turned into an openenv-core app."""
+"""What the bridge serves: a spec naming the env, and its config, turned into an openenv-core app."""
 
 import functools
-import importlib.util
-from pathlib import Path
+import re
 from typing import Any
 
 from .text_env import ConfigError, TextAction, TextObservation
@@ -10,43 +9,40 @@ from .text_env import ConfigError, TextAction, TextObservation
 SPECS_HELP = (
     "gymnasium:FrozenLake-v1 (Gymnasium's FrozenLake on starpo's maps), "
     "reasoning_gym:<dataset> (e.g. reasoning_gym:basic_arithmetic), "
-    "python:<file.py> (a file whose `app` is an openenv-core app, made with create_app)"
+    "<module or file.py>:<Class> (a text env class of your own, docs/envs.md \"Your env in Python\")"
 )
 GYMNASIUM_IDS = ("FrozenLake-v1",)
-
-
-def _file_app(path: str) -> Any:
-    file = Path(path)
-    if file.suffix != ".py" or not file.is_file():
-        raise ConfigError(f"spec python:{path}: no such .py file; allowed: {SPECS_HELP}")
-    module_spec = importlib.util.spec_from_file_location(file.stem, file)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    app = getattr(module, "app", None)
-    if app is None:
-        raise ConfigError(f"spec python:{path}: the file defines no `app` (openenv.core.env_server.create_app(...))")
-    return app
+USER_SPEC = re.compile(r"^(?P<module>[^:]+):(?P<cls>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
 def make_app(spec: str, config: dict[str, Any], max_sessions: int) -> Any:
-    """The app serving `spec`, with up to `max_sessions` WebSocket sessions at once (one per episode).
+    """The app serving `spec`, with up to `max_sessions` WebSocket sessions (episodes) at once.
     @raises ConfigError naming the spec or the config key, the value and what is allowed"""
     kind, _, name = spec.partition(":")
-    if kind == "python":
-        if config:
-            raise ConfigError(f"spec {spec}: --config is for the bridge's envs; a python: file configures itself")
-        return _file_app(name)
+    observation_cls = TextObservation
     # Imported here: each family loads only its own library (reasoning-gym takes seconds to import).
-    from openenv.core.env_server import create_app
-
-    if kind == "gymnasium" and name in GYMNASIUM_IDS:
+    if kind == "gymnasium":
+        if name not in GYMNASIUM_IDS:
+            raise ConfigError(f"spec {spec!r}: the bridge serves Gymnasium's {', '.join(GYMNASIUM_IDS)}; allowed: {SPECS_HELP}")
         from . import frozen_lake
 
         factory = functools.partial(frozen_lake.FrozenLakeEnv, name, frozen_lake.parse_config(name, config))
-    elif kind == "reasoning_gym" and name != "":
+        observation_cls = frozen_lake.LakeObservation
+    elif kind == "reasoning_gym":
         from . import reasoning
 
         factory = functools.partial(reasoning.ReasoningGymEnv, name, reasoning.parse_config(name, config))
+    elif (m := USER_SPEC.match(spec)) is not None:
+        from . import user_env
+
+        cls = user_env.load_class(m["module"], m["cls"])
+        try:
+            cls(**config)  # a bad config fails when the server starts, not at the first episode
+        except TypeError as err:
+            raise ConfigError(f"spec {spec}: --config {config!r} does not fit {m['cls']}(...): {err}") from err
+        factory = functools.partial(user_env.UserEnv, cls, config)
     else:
         raise ConfigError(f"unknown spec {spec!r}; allowed: {SPECS_HELP}")
-    return create_app(factory, TextAction, TextObservation, env_name=spec, max_concurrent_envs=max_sessions)
+    from openenv.core.env_server import create_fastapi_app
+
+    return create_fastapi_app(factory, TextAction, observation_cls, max_concurrent_envs=max_sessions)

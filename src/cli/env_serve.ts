@@ -31,30 +31,45 @@ function configArgument(value: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-/** A TCP port; else a usage error (exit 2). */
-function portArgument(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a port (1-65535)`);
-  return n;
-}
+/** An integer in [1, max]; else a usage error (exit 2) naming the option. */
+const intArgument =
+  (name: string, max: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > max)
+      throw new InvalidArgumentError(`${name} ${JSON.stringify(value)} is not an integer in [1, ${max}]`);
+    return n;
+  };
 
 /** Adds `env serve` to `program`. */
 export function registerEnvCommands(program: Command): void {
-  const env = program.command('env').description('envs written in Python, served over OpenEnv\'s protocol for `env_type: openenv`');
+  const env = program.command('env').description("envs written in Python, served over OpenEnv's protocol for `env_type: openenv`");
   env
     .command('serve')
     .description(
-      'serve a Python env on 127.0.0.1 in the foreground (making the bridge\'s venv from PyPI on first use) and print its URL, the `env_config.url` of an openenv tag',
+      "serve a Python env on 127.0.0.1 in the foreground (making the bridge's venv from PyPI on first use) and print its URL, the `env_config.url` of an openenv tag",
     )
     .argument('<spec>', ENV_SPECS_HELP, specArgument)
-    .option('--port <port>', 'the port (default: a free one)', portArgument)
+    .option('--port <port>', 'the port (default: a free one)', intArgument('--port', 65535))
+    .option(
+      '--max-sessions <n>',
+      'episodes played at once (default 64; a run needs one per env of its groups)',
+      intArgument('--max-sessions', 100_000),
+    )
     .option('--config <json>', "the env's config as a JSON object (FrozenLake: the keys of frozen_lake's env_config)", configArgument)
-    .action(async (spec: string, opts: { port?: number; config?: Record<string, unknown> }) => {
+    .action(async (spec: string, opts: { port?: number; maxSessions?: number; config?: Record<string, unknown> }) => {
       const { startEnvServer } = require('../../infra/env_server') as typeof import('../../infra/env_server');
       const server = await startEnvServer(spec, { ...opts, log, onOutput: (text) => process.stderr.write(text) });
       process.stdout.write(`${server.url}\n`);
-      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void server.stop());
+      let stopping = false;
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+        process.once(signal, () => {
+          stopping = true;
+          void server.stop();
+        });
+      }
       const code = await server.exited;
-      if (code !== 0 && code !== null) throw new Error(`the env server ${spec} exited with code ${code}`);
+      // Asked to stop, the server's own exit code says nothing (uvicorn may exit 1 with a session mid-close).
+      if (!stopping && code !== 0) throw new Error(`the env server ${spec} exited with code ${code}`);
     });
 }

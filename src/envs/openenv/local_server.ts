@@ -2,9 +2,11 @@
  * The local servers of `env_config.command`: a process that plays an openenv tag with a command starts the
  * tag's server itself (a shell command, e.g. one that serves a Python env), waits until its /health answers,
  * keeps it for its own lifetime (starting it again when it has exited, e.g. after a crash) and stops it when it
- * exits. The server's output goes to this process's own output (a worker's log).
+ * exits, however it exits (spawnTied: even a SIGKILLed worker leaves no server behind). The server's output goes
+ * to this process's own output (a worker's log).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnTied } from '../../../infra/tied_process';
 import { show } from '../../config/show';
 
 interface LocalServer {
@@ -16,19 +18,6 @@ interface LocalServer {
 const servers = new Map<string, LocalServer>();
 
 const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
-
-/** Stops every local server (its whole process group: the shell and what it started). */
-function stopAll(): void {
-  for (const { child } of servers.values()) {
-    if (child.pid !== undefined && alive(child)) {
-      try {
-        process.kill(-child.pid, 'SIGTERM');
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
 
 /** Polls `health` until it answers 2xx; rejects when the child exits first or `seconds` pass. */
 async function waitHealthy(child: ChildProcess, command: string, health: string, seconds: number): Promise<void> {
@@ -58,11 +47,8 @@ async function waitHealthy(child: ChildProcess, command: string, health: string,
 export function ensureLocalServer(command: string, health: string, startupSeconds: number): Promise<void> {
   const running = servers.get(command);
   if (running !== undefined && alive(running.child)) return running.ready;
-  if (servers.size === 0) process.once('exit', stopAll);
-  // Detached: its own process group, so stopping it stops what the shell started too.
-  const child = spawn(command, { shell: true, detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
-  child.unref(); // the server lives as long as this process, never longer, and does not keep it alive
-  child.on('error', () => {}); // a shell that cannot start shows as an exit in waitHealthy
+  const child = spawnTied('/bin/sh', ['-c', command], { output: 'inherit' });
+  child.on('error', () => {}); // a watchdog that cannot start shows as an exit in waitHealthy
   const ready = waitHealthy(child, command, health, startupSeconds);
   ready.catch(() => {}); // each caller awaits it; a failed start is retried by the next caller
   servers.set(command, { child, ready });
