@@ -108,6 +108,12 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   'model convert': ['starpo model convert model.Q4_K_M.gguf ./my-model      # then pretrain: ./my-model'],
   'model list': ['starpo model list'],
+  env: ['starpo env serve gymnasium:FrozenLake-v1 --port 8100'],
+  'env serve': [
+    'starpo env serve gymnasium:FrozenLake-v1 --port 8100 --config \'{"format_penalty": -0.01}\'   # env_config.url: http://127.0.0.1:8100',
+    'starpo env serve reasoning_gym:basic_arithmetic --config \'{"max_terms": 3}\'',
+    'starpo env serve test/fixtures/openenv/guess_env.py:GuessEnv --port 8200   # a text env class of your own',
+  ],
 };
 
 /** The exit codes, one line each (top-level help, docs/operating.md "Exit codes and errors"). */

@@ -11,6 +11,7 @@ import { refuseUnreachableEnvServers } from '../preflight/env_servers';
 import { acceptedNotes, loadConfigFile } from '../preflight/load';
 import { registerBackendCommands } from './backend';
 import { addClusterOptions } from './cluster_options';
+import { registerEnvCommands } from './env_serve';
 import { errorMessage, exitCodeOf } from './exit_codes';
 import { checkOutputFile, writeFileAtomically } from './file_args';
 import { applyHelp } from './help';
@@ -331,6 +332,7 @@ registerTrackCommand(program);
 registerSweepCommands(program);
 registerBackendCommands(program);
 registerModelCommands(program);
+registerEnvCommands(program);
 addClusterOptions(program);
 applyHelp(program);
 

@@ -78,20 +78,31 @@ export interface Demonstrations {
   errors: string[];
 }
 
-/** Plays one-member groups with a scripted policy (train split, step 0); failed envs are replaced. */
+/**
+ * Plays one-member groups with a scripted policy (train split, step 0); failed envs are replaced. At most
+ * train_env_manager.max_env_num_per_worker episodes play at once (0: all), as in a rollout worker: a remote env's server
+ * holds one session per episode, and the warm-up's thousands would exceed what it allows. Episodes are
+ * independent, so this changes none of them.
+ */
 async function play(config: RunConfig, tokenizer: ChatTokenizer, groups: RolloutGroup[], policy: Policy): Promise<Demonstrations> {
-  const { trajectories, errors } = await runGroups(groups, {
-    policy,
-    tokenizer,
-    customEnvs: config.custom_envs,
-    sequenceLength: config.sequence_length,
-    maxNewTokens: config.actor_infer.generating_args.max_new_tokens,
-    split: 'train',
-    step: 0,
-    groupSize: 1,
-    redundancy: 0,
-  });
-  return { episodes: trajectories, errors };
+  const out: Demonstrations = { episodes: [], errors: [] };
+  const atOnce = config.train_env_manager.max_env_num_per_worker || Math.max(groups.length, 1); // 0: all in one worker
+  for (let i = 0; i < groups.length; i += atOnce) {
+    const { trajectories, errors } = await runGroups(groups.slice(i, i + atOnce), {
+      policy,
+      tokenizer,
+      customEnvs: config.custom_envs,
+      sequenceLength: config.sequence_length,
+      maxNewTokens: config.actor_infer.generating_args.max_new_tokens,
+      split: 'train',
+      step: 0,
+      groupSize: 1,
+      redundancy: 0,
+    });
+    out.episodes.push(...trajectories);
+    out.errors.push(...errors);
+  }
+  return out;
 }
 
 /**

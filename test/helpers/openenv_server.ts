@@ -33,6 +33,8 @@ export interface TestOpenEnvServer {
   url: string;
   /** Sessions open now. */
   open(): number;
+  /** The most episodes in play at once (from a reset to the answer that ends it, or its session's end). */
+  maxPlaying(): number;
   /** Sessions open once every session the client ended has closed here too (waits at most 5 s for it). */
   settled(): Promise<number>;
   /** `{"type": "close"}` messages received. */
@@ -83,8 +85,18 @@ export async function startOpenEnvServer(fault?: FaultSpec, port = 0): Promise<T
   const sockets = new Set<WebSocket>();
   let closes = 0;
   const resets: Record<string, unknown>[] = [];
+  let playing = 0;
+  let maxPlaying = 0;
   wss.on('connection', (ws) => {
     sockets.add(ws);
+    let inPlay = false;
+    const play = (on: boolean) => {
+      if (on === inPlay) return;
+      inPlay = on;
+      playing += on ? 1 : -1;
+      maxPlaying = Math.max(maxPlaying, playing);
+    };
+    ws.on('close', () => play(false));
     ws.on('close', () => sockets.delete(ws));
     let target = '';
     let steps = 0;
@@ -100,10 +112,12 @@ export async function startOpenEnvServer(fault?: FaultSpec, port = 0): Promise<T
       const msg = JSON.parse(raw.toString()) as { type: string; data?: Record<string, unknown> };
       if (msg.type === 'close') {
         closes++;
+        play(false);
         ws.close();
       } else if (msg.type === 'reset') {
         const seed = Number(msg.data?.seed);
         resets.push(msg.data ?? {});
+        play(true);
         faulty = fault?.seeds.includes(seed) === true;
         target = WORDS[seed % 4];
         steps = 0;
@@ -115,6 +129,7 @@ export async function startOpenEnvServer(fault?: FaultSpec, port = 0): Promise<T
         const said = String(msg.data?.message ?? '');
         const hit = said === target;
         const done = hit || steps >= 3;
+        if (done) play(false);
         const text = hit ? 'Right.' : `Not ${said}. Say ${target}.`;
         ws.send(observation(text, hit ? 1 : 0, done, { success: hit, moves: steps }, done ? null : [target]));
       }
@@ -124,6 +139,7 @@ export async function startOpenEnvServer(fault?: FaultSpec, port = 0): Promise<T
   return {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
     open: () => sockets.size,
+    maxPlaying: () => maxPlaying,
     settled: async () => {
       for (let i = 0; i < 500 && sockets.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
       return sockets.size;

@@ -91,10 +91,13 @@ export class OpenEnvEnv implements Env {
     if (this.config.planField !== null) this.solve = () => this.plan;
   }
 
-  /** Opens a new session (closing the last one) and resets it with `{seed, ...env_config.reset}`. */
+  /** Opens a new session (closing the last one, starting the command's server when needed) and resets it with `{seed, ...env_config.reset}`. */
   async reset(seed: number): Promise<ResetResult> {
     checkSeed(this.envType, seed);
     this.close();
+    // A server this process started that has died since (a crash, a SIGKILL) is started again here, so the
+    // episodes that replace the failed ones find it; a map lookup while it runs.
+    await startOpenEnvServer(this.config);
     const session = new OpenEnvSession(this.url, this.config);
     this.session = session;
     const answer = await session.request({ type: 'reset', data: { seed, ...this.config.reset } });

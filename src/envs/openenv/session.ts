@@ -1,6 +1,8 @@
 /**
  * One WebSocket session with an OpenEnv server (openenv-core's `/ws` endpoint): one request at a time, each
- * answered by one message, every wait bounded. The first thing that goes wrong (no connection, no answer in
+ * answered by one message, every wait bounded. A refused connection is tried again until connect_timeout_seconds
+ * pass, so a server being restarted (after a crash or a kill) costs its episodes nothing when it is back in time.
+ * The first thing that goes wrong after that (no connection, no answer in
  * time, the socket closing, an answer that is not JSON, not an observation or over the size limit, an error
  * answer) breaks the session: the pending request and every later one reject with the server's URL and the
  * reason, and the socket is dropped.
@@ -35,10 +37,13 @@ const CONNECT_REASONS: Record<string, string> = {
   ECONNRESET: 'connection reset',
 };
 
+/** The pause before connecting again to a server that refused. */
+const RETRY_MS = 250;
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export class OpenEnvSession {
-  private readonly ws: WebSocket;
+  private ws!: WebSocket;
   private readonly opened: Promise<unknown>;
   private pending: Pending | null = null;
   /** Why the session cannot be used any more; null while it can. */
@@ -50,13 +55,33 @@ export class OpenEnvSession {
     private readonly limits: SessionLimits,
   ) {
     const ms = limits.connectTimeoutSeconds * 1000;
-    this.ws = new WebSocket(url, { handshakeTimeout: ms, maxPayload: limits.maxMessageBytes, perMessageDeflate: false });
     this.opened = this.wait(ms, `no connection within ${limits.connectTimeoutSeconds} s`);
     this.opened.catch(() => {}); // a session closed before any request is not an error of anyone's
-    this.ws.on('open', () => this.settle(null));
-    this.ws.on('message', (data, isBinary) => this.answer(data, isBinary));
-    this.ws.on('error', (err: Error & { code?: string }) => this.fail(this.reasonOf(err)));
-    this.ws.on('close', (code, reason) => this.fail(`socket closed by the server (code ${code}${reason.length > 0 ? `: ${reason}` : ''})`));
+    this.connect(Date.now() + ms);
+  }
+
+  /** Opens a socket; a refusal while `deadline` is more than a pause away opens another after the pause. */
+  private connect(deadline: number): void {
+    const ws = new WebSocket(this.url, {
+      handshakeTimeout: this.limits.connectTimeoutSeconds * 1000,
+      maxPayload: this.limits.maxMessageBytes,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    let retrying = false;
+    const stale = () => ws !== this.ws || this.broken !== null;
+    ws.on('open', () => stale() || this.settle(null));
+    ws.on('message', (data, isBinary) => stale() || this.answer(data, isBinary));
+    ws.on('error', (err: Error & { code?: string }) => {
+      if (stale()) return;
+      if (err.code === 'ECONNREFUSED' && Date.now() + RETRY_MS < deadline) {
+        retrying = true;
+        setTimeout(() => stale() || this.connect(deadline), RETRY_MS).unref();
+      } else this.fail(this.reasonOf(err));
+    });
+    ws.on('close', (code, reason) => {
+      if (!stale() && !retrying) this.fail(`socket closed by the server (code ${code}${reason.length > 0 ? `: ${reason}` : ''})`);
+    });
   }
 
   /**

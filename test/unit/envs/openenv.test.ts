@@ -116,3 +116,19 @@ test('config validation checks an openenv env_config without connecting; the hea
     return true;
   });
 });
+
+test('a server that refuses connections is tried again until connect_timeout_seconds: one restarted in time loses nothing', async () => {
+  const url = await deadUrl();
+  const env = createEnv('openenv', { url, connect_timeout_seconds: 5 });
+  const reset = env.reset(3);
+  await new Promise((r) => setTimeout(r, 700)); // a few refusals first
+  const late = await startOpenEnvServer(undefined, Number(new URL(url).port));
+  try {
+    assert.equal((await reset).observation, 'Say Up.');
+    env.close();
+    const refused = createEnv('openenv', { url: await deadUrl(), connect_timeout_seconds: 0.6 });
+    await assert.rejects(refused.reset(3), /connection refused$/);
+  } finally {
+    await late.stop();
+  }
+});

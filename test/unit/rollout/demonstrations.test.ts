@@ -18,6 +18,7 @@ import {
   warmupDemonstrations,
 } from '../../../src/rollout/demonstrations';
 import { type EpisodeSpec, runEpisodes } from '../../../src/rollout/manager';
+import { startOpenEnvServer } from '../../helpers/openenv_server';
 
 const tokenizer = charTokenizer();
 const LAKE = { size: 4, p: 0.8, is_slippery: false, format_penalty: -0.01 };
@@ -156,4 +157,29 @@ test("free-form answers (Countdown, no action names): the format policy answers 
     trajs.every((t) => t.success && /^<answer>[\d+\-() ]+<\/answer><\|im_end\|>$/.test(t.turns[0].response)),
     trajs[0].turns[0].response,
   );
+});
+
+test('demonstrations play at most max_env_num_per_worker episodes at once (a remote env holds a session each), the same episodes as all at once', async () => {
+  const server = await startOpenEnvServer();
+  const remoteRun = (atOnce: number) =>
+    loadConfigFile('test/fixtures/tiny_frozen_lake.yaml', [
+      'warmup.type=solver',
+      'warmup.num_episodes=24',
+      'train_env_manager.tags=[Remote]',
+      'val_env_manager.tags=[Remote]',
+      `train_env_manager.max_env_num_per_worker=${atOnce}`,
+      `+custom_envs.Remote={env_type: openenv, max_steps: 3, max_tokens_per_step: 24, agent_system_template: "", agent_template: "{observation}", env_config: {url: "${server.url}", plan_field: plan}}`,
+    ]).config;
+  try {
+    const bounded = await warmupDemonstrations(remoteRun(4), tokenizer);
+    assert.equal(server.maxPlaying(), 4);
+    assert.deepEqual(bounded.errors, []);
+    assert.equal(bounded.episodes.length, 24);
+    assert.ok(bounded.episodes.every((t) => t.success));
+    const together = await warmupDemonstrations(remoteRun(0), tokenizer);
+    assert.equal(server.maxPlaying(), 24, 'max_env_num_per_worker 0: all in one go');
+    assert.deepEqual(together, bounded);
+  } finally {
+    await server.stop();
+  }
 });

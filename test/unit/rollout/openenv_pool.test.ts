@@ -133,7 +133,7 @@ test("connection refused: the tag's groups fail, are replaced, then dropped; the
   const server = await startOpenEnvServer();
   const dead = await deadUrl();
   try {
-    const cfg = { Good: remote({ url: server.url }), Dead: remote({ url: dead }) };
+    const cfg = { Good: remote({ url: server.url }), Dead: remote({ url: dead, connect_timeout_seconds: 0.5 }) };
     const out = await runGroups([...groups('Good', [0]), ...groups('Dead', [1])], poolOptions(cfg));
     assert.deepEqual(out.stats, { failedEpisodes: 6, replacedGroups: 2, droppedGroups: 1 });
     assert.equal(
