@@ -3,7 +3,7 @@
  * tests and benches start one with startEnvServer and talk to it over OpenEnv's protocol at the URL it returns.
  */
 
-import { BRIDGE_PYTHON_DIR, ensureEnvVenv } from './env_venv';
+import { BRIDGE_PYTHON_DIR, ENV_VENV, ensureVenv } from './env_venv';
 import { InfraConfigError, InfraStartError } from './errors';
 import { freePort } from './ports';
 import { spawnTied } from './tied_process';
@@ -65,7 +65,7 @@ async function healthy(url: string): Promise<boolean> {
 export async function startEnvServer(spec: string, opts: EnvServerOptions = {}): Promise<EnvServer> {
   checkEnvSpec(spec);
   const log = opts.log ?? (() => {});
-  const python = await ensureEnvVenv({ cacheDir: opts.cacheDir, log });
+  const python = await ensureVenv(ENV_VENV, { cacheDir: opts.cacheDir, log });
   const port = opts.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const args = ['-m', 'starpo_envs', spec, '--host', '127.0.0.1', '--port', String(port), '--config', JSON.stringify(opts.config ?? {})];

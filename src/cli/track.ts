@@ -1,5 +1,5 @@
 /**
- * `starpo track <runId|sweepId> [--to tensorboard|mlflow] [--log-dir D] [--tracking-uri U]`: writes a run's
+ * `starpo track <runId|sweepId> [--to tensorboard|mlflow|wandb] [--log-dir D] [--tracking-uri U]`: writes a run's
  * stored steps (or each started run's of a sweep) that its trackers lack, e.g. for a run that ended while
  * its tracker was down, or that ran without track_with. Only what is missing is written
  * (trackers/track_run.ts), so running it twice, or after the control worker caught up, writes nothing more.
@@ -32,10 +32,10 @@ export function chooseTargets(spec: RunSpec, opts: TrackOptions): TrackTarget[] 
       `run ${spec.runId} has no track_with in its config; name a tracker with --to (allowed: ${TRACKERS.join(', ')})`,
     );
   const targets = chosen.map((t): TrackTarget => {
-    if (t.tracker === 'tensorboard') return opts.logDir === undefined ? t : { ...t, logDir: resolve(opts.logDir) };
+    if (t.tracker !== 'mlflow') return opts.logDir === undefined ? t : { ...t, logDir: resolve(opts.logDir) };
     return opts.trackingUri === undefined ? t : { ...t, trackingUri: opts.trackingUri };
   });
-  if (targets.some((t) => t.tracker === 'tensorboard' && t.logDir === ''))
+  if (targets.some((t) => t.tracker !== 'mlflow' && t.logDir === ''))
     throw new BadInputError(`run ${spec.runId} has no tracker_kwargs.log_dir in its config; give the folder with --log-dir`);
   return targets;
 }
@@ -69,7 +69,10 @@ export function registerTrackCommand(program: Command): void {
     )
     .argument('<id>', 'a run id or a sweep id', runIdArgument)
     .addOption(new Option('--to <tracker>', 'the tracker (default: the config track_with)').choices([...TRACKERS]))
-    .option('--log-dir <dir>', 'tensorboard: the folder of the event files (default: the config tracker_kwargs.log_dir)')
+    .option(
+      '--log-dir <dir>',
+      'tensorboard, wandb: the folder of the event files or W&B run files (default: the config tracker_kwargs.log_dir)',
+    )
     .option('--tracking-uri <url>', 'mlflow: the server (default: the config tracker_kwargs.tracking_uri, else MLFLOW_TRACKING_URI)')
     .action(async (id: string, opts: TrackOptions) => {
       const e = await resolveEndpoints({ start: false, log: (line) => console.error(line) });

@@ -85,8 +85,8 @@ export function resolveNormTypes(keys: RewardNormKeys): NormTypes {
   };
 }
 
-/** track_with values starpo writes (ROLL's tensorboard, and MLflow; wandb, swanlab and stdout are not implemented). */
-export const TRACKERS = ['tensorboard', 'mlflow'] as const;
+/** track_with values starpo writes (ROLL's tensorboard and wandb, and MLflow; swanlab and stdout are not implemented). */
+export const TRACKERS = ['tensorboard', 'mlflow', 'wandb'] as const;
 /** One of TRACKERS. */
 export type TrackerName = (typeof TRACKERS)[number];
 

@@ -59,19 +59,24 @@ const trackerName = z.enum(TRACKERS);
  * log every step's metrics from the store on the control side (src/trackers, docs/operating.md "Trackers").
  */
 const trackWithSchema = (() => {
-  const allowed = `allowed: ${TRACKERS.join(', ')}, a non-empty list of them, or null (ROLL's wandb, swanlab and stdout are not implemented)`;
+  const allowed = `allowed: ${TRACKERS.join(', ')}, a non-empty list of them, or null (ROLL's swanlab and stdout are not implemented)`;
   return z.union([trackerName, z.array(trackerName).min(1, { error: () => allowed })], { error: () => allowed }).nullable();
 })();
 
 /** ROLL's `tracker_kwargs` as the trackers starpo writes use them. */
 const trackerKwargsSchema = z
   .object({
-    // tensorboard: the folder of the event files (a run's go to <log_dir>/<runId>), relative to the config file
+    // tensorboard, wandb: the folder of the event files or W&B run files (a run's go to <log_dir>/<runId>), relative to the config file
     log_dir: z.string().min(1, { error: () => 'allowed: a folder path' }),
     // mlflow: the server (default: MLFLOW_TRACKING_URI of the process that writes), an http(s) URL
     tracking_uri: z.url({ protocol: /^https?$/, error: () => 'allowed: an http:// or https:// URL of an MLflow server' }),
-    // mlflow: the experiment of a run that is not a sweep's (ROLL's W&B key; default: the config's exp_name)
-    project: z.string().min(1, { error: () => 'allowed: an MLflow experiment name' }),
+    // mlflow: the experiment of a run that is not a sweep's; wandb: the project (default: the sweep id, else the config's exp_name)
+    project: z.string().min(1, { error: () => 'allowed: an MLflow experiment or W&B project name' }),
+    // wandb, as ROLL's WandbTracker passes them to wandb.init (name: the display name, default the run id) and wandb.login
+    name: z.string().min(1, { error: () => 'allowed: a W&B run name' }),
+    notes: z.string(),
+    tags: z.array(z.string().min(1)),
+    api_key: z.string().min(1, { error: () => 'allowed: a W&B API key' }),
   })
   .partial()
   .strict();

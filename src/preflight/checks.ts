@@ -149,12 +149,15 @@ function livenessProblems(cfg: RunConfig): string[] {
   ];
 }
 
-/** A tracker that writes files needs their folder. */
+/** A tracker that writes files needs their folder (W&B's run files are its cursor, online too). */
 function trackerProblems(cfg: RunConfig): string[] {
-  if (!trackersOf(cfg).includes('tensorboard') || cfg.tracker_kwargs.log_dir) return [];
-  return [
-    "`tracker_kwargs.log_dir`: missing; `track_with: tensorboard` needs it (allowed: a folder path; the run's event files go to <log_dir>/<runId>)",
-  ];
+  if (cfg.tracker_kwargs.log_dir) return [];
+  return trackersOf(cfg)
+    .filter((t) => t !== 'mlflow')
+    .map(
+      (t) =>
+        `\`tracker_kwargs.log_dir\`: missing; \`track_with: ${t}\` needs it (allowed: a folder path; the run's ${t === 'wandb' ? 'W&B run files' : 'event files'} go to <log_dir>/<runId>)`,
+    );
 }
 
 /** Every cross-key problem of a schema-valid config, one line each (empty when it can run). */

@@ -1,6 +1,6 @@
 /**
  * Tracks a run: writes each stored step (metrics/step-N.json, the source of truth) that a tracker lacks,
- * in step order. Each tracker's own records say what it has (tensorboard.ts, mlflow.ts), so a retried,
+ * in step order. Each tracker's own records say what it has (tensorboard.ts, mlflow.ts, wandb.ts), so a retried,
  * resumed or continued run, or `starpo track` after it, writes every step once. The control worker's
  * `track` activity and `starpo track` call it; this is the one place that dispatches on the tracker name.
  */
@@ -14,11 +14,12 @@ import { withFolderLock } from './folder_lock';
 import { type RunEnd, writeMlflow } from './mlflow';
 import { MlflowClient, mlflowServer } from './mlflow_client';
 import { appendSteps, openRunLog, runLogDir } from './tensorboard';
+import { writeWandb } from './wandb';
 
 /** Where one tracker writes. */
 export type TrackTarget =
-  /** The folder of the event files (a run's under <logDir>/<runId>). */
-  | { tracker: 'tensorboard'; logDir: string }
+  /** The folder of the event files or W&B run files (a run's under <logDir>/<runId>). */
+  | { tracker: 'tensorboard' | 'wandb'; logDir: string }
   /** The server (absent: MLFLOW_TRACKING_URI). */
   | { tracker: 'mlflow'; trackingUri?: string };
 
@@ -38,7 +39,7 @@ export interface TrackReport {
 /** The target of `tracker` from a config's tracker_kwargs. */
 export function targetOf(tracker: TrackerName, config: RunConfig): TrackTarget {
   const kwargs = config.tracker_kwargs;
-  if (tracker === 'tensorboard') return { tracker, logDir: kwargs.log_dir ?? '' };
+  if (tracker !== 'mlflow') return { tracker, logDir: kwargs.log_dir ?? '' };
   return kwargs.tracking_uri === undefined ? { tracker } : { tracker, trackingUri: kwargs.tracking_uri };
 }
 
@@ -86,7 +87,10 @@ export async function trackRun(store: ObjectStore, runId: string, targets?: Trac
     }
     if (!target.logDir) throw new Error(`run ${runId}: ${target.tracker} needs tracker_kwargs.log_dir, and its config has none`);
     const dir = runLogDir(target.logDir, runId, sweepId);
-    reports.push(await withFolderLock(dir, () => writeTensorBoard(store, spec, stored, dir)));
+    if (target.tracker === 'wandb') {
+      const out = await withFolderLock(dir, () => writeWandb(store, spec, stored, sweepId, dir));
+      reports.push({ tracker: 'wandb', where: dir, ...out, repairedBytes: 0 });
+    } else reports.push(await withFolderLock(dir, () => writeTensorBoard(store, spec, stored, dir)));
   }
   return reports;
 }

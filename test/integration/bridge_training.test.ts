@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { ensureEnvVenv } from '../../infra/env_venv';
+import { ENV_VENV, ensureVenv } from '../../infra/env_venv';
 import { freePort } from '../../infra/ports';
 import { runInputFromFile } from '../../src/cli/run_input';
 import { STARPO_BIN } from '../../src/cli/spawn_workers';
@@ -21,7 +21,7 @@ import { useTrainingStack } from '../helpers/stack';
 const stack = useTrainingStack();
 const FIXTURE = 'test/fixtures/tiny_frozen_lake.yaml';
 
-before(() => ensureEnvVenv({ log: (line) => console.log(line) }), { timeout: 1_800_000 });
+before(() => ensureVenv(ENV_VENV, { log: (line) => console.log(line) }), { timeout: 1_800_000 });
 
 /** An openenv tag whose server the workers start: `starpo env serve <spec>` on `port`. */
 function bridgeTag(tag: string, spec: string, port: number, config: Record<string, unknown>, envConfig: string): string {

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type EnvServer, startEnvServer } from '../../infra/env_server';
-import { ensureEnvVenv } from '../../infra/env_venv';
+import { ENV_VENV, ensureVenv } from '../../infra/env_venv';
 import type { StepResult } from '../../src/envs/env';
 import { FrozenLakeEnv } from '../../src/envs/frozen_lake';
 import { createEnv } from '../../src/envs/registry';
@@ -20,7 +20,7 @@ import { Rng } from '../../src/util/rng';
 const FIXTURES = join(__dirname, '../fixtures/openenv');
 const servers: EnvServer[] = [];
 
-before(() => ensureEnvVenv({ log: (line) => console.log(line) }), { timeout: 1_800_000 });
+before(() => ensureVenv(ENV_VENV, { log: (line) => console.log(line) }), { timeout: 1_800_000 });
 after(async () => {
   for (const s of servers) await s.stop();
 });

@@ -41,15 +41,21 @@ test('config print applies defaults, interpolation and overrides', () => {
 });
 
 test('a tracker starpo does not write, tensorboard without log_dir, or a tracking URI that is not http(s), exits 2 naming the key, the value and what is allowed', () => {
-  const wandb = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=wandb');
-  assert.equal(wandb.status, 2);
+  const swanlab = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=swanlab');
+  assert.equal(swanlab.status, 2);
   assert.match(
-    wandb.stderr,
-    /`track_with` .*: allowed: tensorboard, mlflow, a non-empty list of them, or null \(ROLL's wandb, swanlab and stdout are not implemented\) \(got "wandb"\)/,
+    swanlab.stderr,
+    /`track_with` .*: allowed: tensorboard, mlflow, wandb, a non-empty list of them, or null \(ROLL's swanlab and stdout are not implemented\) \(got "swanlab"\)/,
   );
-  const list = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=[tensorboard,wandb]');
+  const list = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=[tensorboard,stdout]');
   assert.equal(list.status, 2);
-  assert.match(list.stderr, /\(got \["tensorboard","wandb"\]\)/);
+  assert.match(list.stderr, /\(got \["tensorboard","stdout"\]\)/);
+  const wandbNoDir = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=wandb');
+  assert.equal(wandbNoDir.status, 2);
+  assert.match(
+    wandbNoDir.stderr,
+    /`tracker_kwargs.log_dir`: missing; `track_with: wandb` needs it \(allowed: a folder path; the run's W&B run files go to <log_dir>\/<runId>\)/,
+  );
   const fileUri = starpo(
     'config',
     'check',
@@ -62,22 +68,31 @@ test('a tracker starpo does not write, tensorboard without log_dir, or a trackin
   const noDir = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=[tensorboard]');
   assert.equal(noDir.status, 2);
   assert.match(noDir.stderr, /`tracker_kwargs.log_dir`: missing; `track_with: tensorboard` needs it/);
-  const other = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=tensorboard', '+tracker_kwargs.notes=x');
+  const other = starpo('config', 'check', 'configs/frozen_lake.yaml', '+track_with=tensorboard', '+tracker_kwargs.entity=x');
   assert.equal(other.status, 2);
-  assert.match(other.stderr, /unknown key `tracker_kwargs.notes`.*allowed under `tracker_kwargs`: log_dir, tracking_uri, project/);
+  assert.match(
+    other.stderr,
+    /unknown key `tracker_kwargs.entity`.*allowed under `tracker_kwargs`: log_dir, tracking_uri, project, name, notes, tags, api_key/,
+  );
   const ok = starpo(
     'config',
     'print',
     'configs/frozen_lake.yaml',
-    '+track_with=[tensorboard,mlflow]',
+    '+track_with=[tensorboard,mlflow,wandb]',
     '+tracker_kwargs.log_dir=tb',
     '+tracker_kwargs.tracking_uri=http://127.0.0.1:5000',
+    '+tracker_kwargs.tags=[a,b]',
+    '+tracker_kwargs.notes=n',
   );
   assert.equal(ok.status, 0, ok.stderr);
-  assert.equal(
-    (parse(ok.stdout) as Record<string, any>).tracker_kwargs.log_dir,
-    `${process.cwd()}/tb`,
-    'an override is relative to the working directory',
+  const printed = parse(ok.stdout) as Record<string, any>;
+  assert.equal(printed.tracker_kwargs.log_dir, `${process.cwd()}/tb`, 'an override is relative to the working directory');
+  assert.deepEqual(
+    [printed.track_with, printed.tracker_kwargs.tags],
+    [
+      ['tensorboard', 'mlflow', 'wandb'],
+      ['a', 'b'],
+    ],
   );
 });
 

@@ -356,6 +356,10 @@ test("track_with: ROLL's one tracker, a list of them, or null; trackersOf lists 
     'tensorboard',
     'mlflow',
   ]);
+  assert.deepEqual(trackersOf(validateConfig({ ...minimal(), track_with: ['wandb', 'tensorboard'], tracker_kwargs: { log_dir: '/t' } })), [
+    'tensorboard',
+    'wandb',
+  ]);
   // a run.json stored while track_with was ignored may name a tracker starpo does not write
-  assert.deepEqual(trackersOf({ track_with: 'wandb' as never }), []);
+  assert.deepEqual(trackersOf({ track_with: 'swanlab' as never }), []);
 });
