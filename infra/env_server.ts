@@ -11,10 +11,10 @@ import { spawnTied } from './tied_process';
 /** The specs the bridge serves (python/starpo_envs/specs.py says the same). */
 export const ENV_SPECS_HELP =
   "gymnasium:FrozenLake-v1 (Gymnasium's FrozenLake on starpo's maps), reasoning_gym:<dataset> (e.g. reasoning_gym:basic_arithmetic), " +
-  '<module or file.py>:<Class> (a text env class of your own, docs/envs.md "Your env in Python")';
-const SPEC = /^[^:\s]+:[A-Za-z0-9_.-]+$/;
+  'gem:<GEM env id> (e.g. gem:game:GuessTheNumber-v0-easy), <module or file.py>:<Class> (a text env class of your own, docs/envs.md "Your env in Python")';
+const SPEC = /^(gem:[A-Za-z0-9_-]+:|[^:\s]+:)[A-Za-z0-9_.-]+$/;
 
-/** Checks the form of a spec (<family or module>:<name>); the bridge itself checks what it names. */
+/** Checks the form of a spec (<family or module>:<name>, GEM's ids have a family of their own); the bridge itself checks what it names. */
 export function checkEnvSpec(spec: string): void {
   if (!SPEC.test(spec))
     throw new InfraConfigError(`env spec ${JSON.stringify(spec)} is not one the bridge serves; allowed: ${ENV_SPECS_HELP}`);

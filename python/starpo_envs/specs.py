@@ -9,6 +9,7 @@ from .text_env import ConfigError, TextAction, TextObservation
 SPECS_HELP = (
     "gymnasium:FrozenLake-v1 (Gymnasium's FrozenLake on starpo's maps), "
     "reasoning_gym:<dataset> (e.g. reasoning_gym:basic_arithmetic), "
+    "gem:<GEM env id> (e.g. gem:game:GuessTheNumber-v0-easy), "
     "<module or file.py>:<Class> (a text env class of your own, docs/envs.md \"Your env in Python\")"
 )
 GYMNASIUM_IDS = ("FrozenLake-v1",)
@@ -32,6 +33,10 @@ def make_app(spec: str, config: dict[str, Any], max_sessions: int) -> Any:
         from . import reasoning
 
         factory = functools.partial(reasoning.ReasoningGymEnv, name, reasoning.parse_config(name, config))
+    elif kind == "gem":
+        from . import gem_env
+
+        factory = functools.partial(gem_env.GemEnv, name, gem_env.parse_config(name, config))
     elif (m := USER_SPEC.match(spec)) is not None:
         from . import user_env
 

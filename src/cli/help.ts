@@ -112,6 +112,7 @@ const EXAMPLES: Record<string, string[]> = {
   'env serve': [
     'starpo env serve gymnasium:FrozenLake-v1 --port 8100 --config \'{"format_penalty": -0.01}\'   # env_config.url: http://127.0.0.1:8100',
     'starpo env serve reasoning_gym:basic_arithmetic --config \'{"max_terms": 3}\'',
+    'starpo env serve gem:game:GuessTheNumber-v0-easy --config \'{"max_turns": 6}\'   # a GEM env',
     'starpo env serve test/fixtures/openenv/guess_env.py:GuessEnv --port 8200   # a text env class of your own',
   ],
 };

@@ -2,8 +2,8 @@
  * Runs on envs served from Python by the bridge (python/starpo_envs), through the real Temporal and S3 servers
  * and worker processes, each server started by the workers themselves (env_config.command, `starpo env serve`):
  * Gymnasium's FrozenLake with the solver warm-up on the server's plans, its server SIGKILLed while episodes are
- * in play and started again by the worker, the run complete with those episodes counted and replaced; and a
- * reasoning-gym dataset trained end to end. The first run makes the bridge's venv from PyPI (about a minute).
+ * in play and started again by the worker, the run complete with those episodes counted and replaced; a
+ * reasoning-gym dataset and a GEM game trained end to end. The first run makes the bridge's venv from PyPI (about a minute).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -151,5 +151,41 @@ test('a reasoning-gym dataset trains end to end through the bridge', async () =>
     assert.equal(t.turns.length, 1, 'one question per episode');
     assert.match(t.turns[0].observation, /\d/, 'a reasoning-gym question');
     assert.ok([-0.1, 0, 1].includes(t.episodeScore) || (t.episodeScore > 0 && t.episodeScore < 1));
+  }
+});
+
+test("a GEM game trains end to end through the bridge, its episodes GEM's own", async () => {
+  const runId = `it-bridge-gem-${Date.now()}`;
+  const port = await freePort();
+  const result = await train(runId, [
+    'warmup.type=none',
+    'train_env_manager.tags=[GuessNumber]',
+    'val_env_manager.tags=[GuessNumber]',
+    'sequence_length=1536', // GEM's rules are a 500-character first prompt
+    bridgeTag(
+      'GuessNumber',
+      'gem:game:GuessTheNumber-v0-easy',
+      port,
+      { max_turns: 3 },
+      'env_instruction: "Answer with a number in <answer></answer>."',
+    ),
+  ]);
+  assert.equal(result.steps, 2);
+  const metrics = await stepMetrics(runId, 2);
+  assert.ok(metrics.every((m) => Number.isFinite(m['actor/pg_loss']) && m['env/failed_episodes'] === 0));
+  assert.ok(metrics[0]['val/env/GuessNumber/success'] >= 0);
+  const stored = (await Promise.all([0, 1].map((k) => stack.store.getJsonlGz<Trajectory>(rolloutKey(runId, 0, 'train', k))))).flat();
+  assert.equal(stored.length, 16);
+  for (const t of stored) {
+    assert.match(
+      t.turns[0].observation,
+      /^You are playing Guess The Number\.\nYou have to guess the number between 1 and 10 \(inclusive\) within 3 turns\./,
+    );
+    assert.ok(t.turns.length >= 1 && t.turns.length <= 3, `${t.turns.length} turns`);
+    // GEM pays -0.1 for a move without a number (and ends the game), 1 for the number, 0 otherwise.
+    assert.ok(
+      [-0.1, 0, 1].some((r) => Math.abs(t.episodeScore - r) < 1e-9),
+      `score ${t.episodeScore}`,
+    );
   }
 });

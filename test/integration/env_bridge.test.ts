@@ -1,8 +1,8 @@
 /**
  * The env bridge (python/starpo_envs) served for real from its venv and played as a run plays it, by starpo's
  * `openenv` env type: Gymnasium's FrozenLake answers every reset and step as starpo's frozen_lake does for the
- * same seeds and replies (and plans as its solver does), reasoning-gym scores with its own score_answer, a text env class of your own plays,
- * and `starpo env serve` starts, prints its URL, refuses what it cannot serve and stops on SIGTERM.
+ * same seeds and replies (and plans as its solver does), reasoning-gym scores with its own score_answer, a GEM
+ * game plays by GEM's own rules, a text env class of your own plays, and `starpo env serve` starts, prints its URL, refuses what it cannot serve and stops on SIGTERM.
  * The first run makes the bridge's venv from PyPI (about a minute); later runs reuse it.
  */
 import assert from 'node:assert/strict';
@@ -108,6 +108,40 @@ test('reasoning_gym:basic_arithmetic asks one question per seed and scores with 
   assert.deepEqual([right.steps[0].reward, right.steps[0].terminated, right.steps[0].info.success], [1, true, true]);
 });
 
+test("gem:game:GuessTheNumber-v0-easy plays by GEM's rules: an answer reaches GEM boxed, hints lead a search to the number", async () => {
+  const url = await serve('gem:game:GuessTheNumber-v0-easy', { max_turns: 6 });
+  const env = createEnv('openenv', { url });
+  const reset = (await env.reset(3)).observation;
+  assert.match(reset, /^You are playing Guess The Number\.\nYou have to guess the number between 1 and 10 \(inclusive\) within 6 turns\./);
+  assert.equal((await env.reset(3)).observation, reset, 'the same seed starts the same game');
+  // A reply with its own \boxed{} is sent as the model wrote it; an unboxed answer is boxed; no number is GEM's invalid move.
+  let [low, high] = [1, 10];
+  for (let turn = 1; ; turn++) {
+    const guess = Math.floor((low + high) / 2);
+    const step = await env.step(turn % 2 === 1 ? `<answer>${guess}</answer>` : `<answer>I say \\boxed{${guess}}</answer>`);
+    if (step.observation.startsWith('Congratulations!')) {
+      assert.deepEqual([step.reward, step.terminated, step.info.success], [1, true, true]);
+      break;
+    }
+    assert.ok(turn < 4, 'binary search finds 1..10 in 4 guesses');
+    assert.match(
+      step.observation,
+      new RegExp(
+        `^At turn ${turn}, you guessed ${guess}, and the target number is (higher|lower) than ${guess}\\.\nEnter your next guess\\.$`,
+      ),
+    );
+    assert.deepEqual([step.reward, step.terminated, step.info.success], [0, false, false]);
+    if (step.observation.includes('higher')) low = guess + 1;
+    else high = guess - 1;
+  }
+  await env.reset(3);
+  const invalid = await env.step('<answer>a number?</answer>');
+  assert.deepEqual(
+    [invalid.observation, invalid.reward, invalid.terminated],
+    ['At turn 1, you did not provide a valid guess.', -0.1, true],
+  );
+});
+
 test('a text env class of your own (<file.py>:<Class>, with --config) plays: hints lead a search to the secret', async () => {
   const url = await serve(`${join(FIXTURES, 'guess_env.py')}:GuessEnv`, { top: 100, turns: 9 });
   const env = createEnv('openenv', { url });
@@ -145,6 +179,12 @@ test('starpo env serve refuses a dataset, a config key or a class the bridge can
   const key = starpo('env', 'serve', 'gymnasium:FrozenLake-v1', '--config', '{"sizes": 4}');
   assert.equal(key.status, 2, key.stderr);
   assert.match(key.stderr, /unknown key 'sizes' \(value 4\); allowed: size, p, is_slippery/);
+  const gem = starpo('env', 'serve', 'gem:math:GSM8K');
+  assert.equal(gem.status, 2, gem.stderr);
+  assert.match(gem.stderr, /spec gem:math:GSM8K: the bridge serves GEM's game: and rg: envs/);
+  const gemKey = starpo('env', 'serve', 'gem:game:GuessTheNumber-v0-easy', '--config', '{"turns": 3}');
+  assert.equal(gemKey.status, 2, gemKey.stderr);
+  assert.match(gemKey.stderr, /unknown key 'turns' \(value 3\); allowed: min_number, max_number, max_turns/);
   const cls = starpo('env', 'serve', `${join(FIXTURES, 'guess_env.py')}:NoSuchEnv`);
   assert.equal(cls.status, 2, cls.stderr);
   assert.match(cls.stderr, /guess_env\.py has no class 'NoSuchEnv' with reset\(seed=\.\.\.\) and step\(answer\) methods/);
