@@ -3,12 +3,16 @@
  * and worker processes, each server started by the workers themselves (env_config.command, `starpo env serve`):
  * Gymnasium's FrozenLake with the solver warm-up on the server's plans, its server SIGKILLed while episodes are
  * in play and started again by the worker, the run complete with those episodes counted and replaced; a
- * reasoning-gym dataset and a GEM game trained end to end. The first run makes the bridge's venv from PyPI (about a minute).
+ * reasoning-gym dataset, a GEM game and an env of our own (test/fixtures/openenv/guess_env.py, served by
+ * openenv-core) trained end to end, the last shown by `starpo report` and `starpo trajectories` as any env. The first run makes the bridge's venv from PyPI (about a minute).
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
+import { endpointsToEnv } from '../../infra/env';
 import { ENV_VENV, ensureVenv } from '../../infra/env_venv';
 import { freePort } from '../../infra/ports';
 import { runInputFromFile } from '../../src/cli/run_input';
@@ -187,5 +191,49 @@ test("a GEM game trains end to end through the bridge, its episodes GEM's own", 
       [-0.1, 0, 1].some((r) => Math.abs(t.episodeScore - r) < 1e-9),
       `score ${t.episodeScore}`,
     );
+  }
+});
+
+test('an env of your own served by openenv-core trains; the report and the trajectory browser show its turns as any env', async () => {
+  const runId = `it-bridge-own-${Date.now()}`;
+  const port = await freePort();
+  const result = await train(runId, [
+    'warmup.type=none',
+    'train_env_manager.tags=[Guess]',
+    'val_env_manager.tags=[Guess]',
+    bridgeTag(
+      'Guess',
+      'test/fixtures/openenv/guess_env.py:GuessEnv',
+      port,
+      { top: 8, turns: 3 },
+      'env_instruction: "Guess my number. Answer <answer>N</answer>."',
+    ),
+  ]);
+  assert.equal(result.steps, 2);
+  const metrics = await stepMetrics(runId, 2);
+  assert.ok(metrics.every((m) => m['env/failed_episodes'] === 0 && Number.isFinite(m['env/Guess/success'])));
+  assert.ok(Number.isFinite(metrics[0]['val/env/Guess/success']));
+  const stored = (await Promise.all([0, 1].map((k) => stack.store.getJsonlGz<Trajectory>(rolloutKey(runId, 0, 'train', k))))).flat();
+  assert.ok(stored.every((t) => t.turns[0].observation === 'I think of a number from 1 to 8. Guess it.'));
+
+  const starpo = (...args: string[]) =>
+    spawnSync(process.execPath, [STARPO_BIN, ...args], {
+      env: { ...process.env, ...endpointsToEnv(stack.servers.endpoints) },
+      encoding: 'utf8',
+    });
+  const shown = starpo('trajectories', runId, '--step', '0', '--width', '160');
+  assert.equal(shown.status, 0, shown.stderr);
+  assert.match(shown.stdout, new RegExp(`^run ${runId} · step 0 · train · 4 groups, 16 trajectories$`, 'm'));
+  assert.match(shown.stdout, /I think of a number from 1 to 8\. Guess it\./);
+  assert.match(shown.stdout, /^turn 1 · reward -?\d\.\d{3} · /m);
+  const out = mkdtempSync(join(tmpdir(), 'starpo-own-env-'));
+  try {
+    const made = starpo('report', runId, '-o', join(out, 'report.html'));
+    assert.equal(made.status, 0, made.stderr);
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    assert.ok(html.includes('I think of a number from 1 to 8. Guess it.'), 'the report shows the env text');
+    assert.ok(html.includes('COMPLETED after 2 steps'), 'and the run state from Temporal');
+  } finally {
+    rmSync(out, { recursive: true, force: true });
   }
 });
