@@ -111,24 +111,34 @@ function largestTokenVocabRows(kernels: Array<{ outputShapes: number[][] }>, E: 
   return most;
 }
 
-/** The formulation before chunking, at the used positions: lm_head (kernels.ts linear) on their rows, then logProbAndEntropy. */
-function beforeChunking(m: Qwen2, ids: tf.Tensor2D, mask: tf.Tensor2D, at: tf.Tensor2D): tf.Tensor1D {
+/**
+ * The formulation before chunking, at the used positions: lm_head (kernels.ts linear) on their rows, then
+ * logProbAndEntropy; placed back at their [B, L - 1] positions (zeros elsewhere), so the loss sums the same tensor
+ * shape as tokenLogProbs's (a vectorized sum of another length adds in another order: not bit for bit on every CPU).
+ */
+function beforeChunking(m: Qwen2, ids: tf.Tensor2D, mask: tf.Tensor2D, at: tf.Tensor2D): tf.Tensor2D {
   const [B, L] = ids.shape;
   const a = at.dataSync();
   const idData = ids.dataSync();
   const rows: number[] = [];
   const targets: number[] = [];
+  // each [b, t] cell's index among the used positions, or -1 (a row of zeros in the placement)
+  const cells: number[] = [];
   for (let b = 0; b < B; b++)
     for (let t = 0; t < L - 1; t++)
       if (a[b * (L - 1) + t]) {
+        cells.push(rows.length);
         rows.push(b * L + t);
         targets.push(idData[b * L + t + 1]);
-      }
+      } else cells.push(-1);
   return tf.tidy(() => {
     const { w, wT } = m.lmHead();
     const logits = linear(m.hiddenAt(ids, mask, rows), w, undefined, wT);
     const [logp, entropy] = tf.unstack(logProbAndEntropy(logits, tf.tensor1d(targets, 'int32')), 1);
-    return tf.sub(logp, tf.mul(entropy, 0.3)) as tf.Tensor1D;
+    // a one-hot placement matmul: each cell is 1 x its value plus zeros, exact, and differentiable on every backend
+    const place = tf.cast(tf.oneHot(tf.tensor1d(cells, 'int32'), rows.length), 'float32');
+    const values = tf.reshape(tf.sub(logp, tf.mul(entropy, 0.3)), [rows.length, 1]);
+    return tf.reshape(tf.matMul(place, values), [B, L - 1]) as tf.Tensor2D;
   });
 }
 
@@ -140,7 +150,7 @@ test('one chunk (the default chunk above the positions used) computes exactly th
     const { logp, entropy } = tokenLogProbs(m, ids, mask, { at });
     return tf.sum(tf.mul(tf.sub(logp, tf.mul(entropy, 0.3)), at)) as tf.Scalar;
   }, vars);
-  const want = tf.variableGrads(() => tf.sum(beforeChunking(m, ids, mask, at)) as tf.Scalar, vars);
+  const want = tf.variableGrads(() => tf.sum(tf.mul(beforeChunking(m, ids, mask, at), at)) as tf.Scalar, vars);
   assert.equal(got.value.dataSync()[0], want.value.dataSync()[0]);
   for (const v of vars) assert.deepEqual(got.grads[v.name].dataSync(), want.grads[v.name].dataSync(), v.name);
   t.diagnostic(`${tf.getBackend()}: loss and gradients bit for bit`);
