@@ -93,6 +93,7 @@ export async function startEnvServer(spec: string, opts: EnvServerOptions = {}):
   });
   const stop = async () => {
     if (code !== undefined) return;
+    child.ref(); // spawnTied unrefs the child; waiting for its exit must keep this process alive
     child.kill('SIGTERM'); // the watchdog stops the server's group, SIGKILL after 5 s
     await exited;
   };

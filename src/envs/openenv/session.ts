@@ -39,6 +39,8 @@ const CONNECT_REASONS: Record<string, string> = {
 
 /** The pause before connecting again to a server that refused. */
 const RETRY_MS = 250;
+/** How long a closed session waits for the server to close its socket before closing it from here. */
+const CLOSE_GRACE_MS = 1000;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -96,17 +98,22 @@ export class OpenEnvSession {
     return (await answer) as ObservationAnswer;
   }
 
-  /** Ends the session: tells the server (`{"type": "close"}`) when it can, then drops the socket. Idempotent. */
+  /**
+   * Ends the session: tells the server (`{"type": "close"}`) when it can and leaves the closing to it, as
+   * openenv-core's server closes the socket itself on that message (and logs a traceback when the client
+   * closed first). A server that does not is closed from here after a grace, then dropped. Idempotent.
+   */
   close(): void {
     if (this.broken !== null) return;
     this.fail('session closed');
-    if (this.ws.readyState !== WebSocket.OPEN) {
-      this.ws.terminate();
+    const ws = this.ws;
+    if (ws.readyState !== WebSocket.OPEN) {
+      ws.terminate();
       return;
     }
-    this.ws.send(JSON.stringify({ type: 'close' }));
-    this.ws.close(1000);
-    setTimeout(() => this.ws.terminate(), 1000).unref(); // a server that never completes the closing handshake
+    ws.send(JSON.stringify({ type: 'close' }));
+    setTimeout(() => ws.close(1000), CLOSE_GRACE_MS).unref();
+    setTimeout(() => ws.terminate(), 2 * CLOSE_GRACE_MS).unref(); // a server that never completes the closing handshake
   }
 
   /** A promise settled by the next answer (or the connection), or rejected when nothing comes within `ms`. */
