@@ -63,14 +63,14 @@ export async function progressText(handle: WorkflowHandle): Promise<string> {
 
 /**
  * What a run is doing before its first bar, for a line of its own: the workers load for seconds, and the
- * warm-up loads the model and plays its demonstrations before its first SFT step.
+ * model loads (and a warm-up, when the config has one, plays its demonstrations) before the first bar.
  */
 function beforeBarText(answered: boolean, description: WorkflowExecutionDescription): string {
   if (!answered) return 'waiting for a control worker to take the workflow (a starting worker bundles the workflow code first)';
   const prepare = (description.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'prepareRun');
   if (prepare && prepare.state !== STARTED)
     return 'waiting for the update worker to take the warm-up (a starting worker loads its tfjs backend first)';
-  return 'warm-up: loading the model and playing the demonstrations it learns from (or reusing a stored warm-up); its bar follows';
+  return 'preparing: loading the model, then the warm-up if the config has one (its demonstrations played, or a stored warm-up reused; its bar follows)';
 }
 
 /** Seconds between looks at the pollers of the queues the run waits on (idle_queues.ts). */
